@@ -1,0 +1,46 @@
+"""Off-chip memory spec shared by the families.
+
+Two fidelities (DESIGN.md, "Memory fidelity"): ``bandwidth`` (a server with a peak
+bandwidth and an efficiency) and ``dram`` (command-level bank timing from a ``sim.dram``
+preset). Analytical estimates always use ``bandwidth_gbps x efficiency``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from arch.spec import param
+
+__all__ = ["MemorySpec", "DRAM_TECHS"]
+
+#: DRAM technologies known to the energy library (energy per byte by technology).
+DRAM_TECHS = ("ddr4", "lpddr4", "lpddr5", "gddr6", "hbm2", "hbm2e", "hbm3", "hbm3e")
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemorySpec:
+    """Off-chip memory."""
+
+    bandwidth_gbps: float = param(doc="peak bandwidth", unit="GB/s (1e9 bytes/s)", min=0,
+                                  min_exclusive=True)
+    tech: str = param("hbm2e", doc="DRAM technology (energy per byte)", choices=DRAM_TECHS)
+    efficiency: float = param(0.9, doc="sustained fraction of peak bandwidth for streaming",
+                              min=0, max=1, min_exclusive=True)
+    capacity_gb: float = param(0.0, doc="capacity (0 = unchecked)", unit="GB", min=0)
+    model: str = param("bandwidth", doc="simulation fidelity of the memory",
+                       choices=("bandwidth", "dram"))
+    preset: str = param("", doc="sim.dram preset for model: dram (e.g. HBM2e, GDDR6, DDR4-2400)")
+
+    def check(self) -> list[tuple[str, str]]:
+        if self.model == "dram" and not self.preset:
+            return [("preset", "model: dram needs a preset (a sim.dram preset name)")]
+        return []
+
+    @property
+    def bytes_per_s(self) -> float:
+        """Peak bandwidth in bytes/s."""
+        return self.bandwidth_gbps * 1e9
+
+    @property
+    def sustained_bytes_per_s(self) -> float:
+        return self.bytes_per_s * self.efficiency

@@ -1,0 +1,280 @@
+"""Generic spatial array (``kind: spatial_array``): a 2-D PE array, per-PE registers, a
+global buffer (GLB) and off-chip memory; weight-, output- and input-stationary dataflows.
+
+Analytical model (SCALE-Sim's, Samajdar et al., ISPASS 2020, Sec. III). A GEMM
+``C[M,N] = A[M,K] B[K,N]`` maps two of its dimensions onto the ``rows x cols`` array and
+streams the third in time::
+
+    dataflow   spatial rows Sr   spatial cols Sc   temporal T   stationary operand
+    ws         K                 N                 M            B (weights)
+    os         M                 N                 K            C (outputs)
+    is         K                 M                 N            A (inputs)
+
+The array is used in ``ceil(Sr/rows) * ceil(Sc/cols)`` folds, each taking
+``2*rows + cols + T - 2`` cycles (skewed fill, ``T`` streaming steps, drain), and folds do
+not overlap. Convolutions run as their im2col GEMM (``Conv2d.as_gemm``), groups as batch.
+
+Off-chip traffic uses a simple documented tiling rule until the mapper chooses tilings:
+the GLB is split into three equal parts for A, B and C; the fold loop is
+``for c_fold: for r_fold: stream T``; an operand slice that fits its part is fetched from
+DRAM once and reused across the outer fold loop, otherwise it is re-fetched each time, and
+partial sums that do not fit spill (written and read back once per extra reduction fold).
+Latency = max(compute, DRAM bytes / sustained bandwidth) + the load of the first
+stationary tile (double-buffered GLB; no overlap for the first tile).
+
+Energy actions (per op): MACs; PE register reads (2 operands + 1 partial sum per MAC) and
+writes (1 per MAC); GLB reads/writes from the fold structure; DRAM bytes; vector ops.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from arch.base import Estimate, Unit, ceil_div, cycles_of, infeasible, register
+from arch.memory import MemorySpec
+from arch.spec import param
+from workloads.formats import FORMATS, NumberFormat
+from workloads.ops import AllReduce, Conv2d, Embedding, Gemm, Op
+
+__all__ = ["SpatialArraySpec", "SpatialArray", "DATAFLOWS", "fold_cycles", "gemm_traffic"]
+
+DATAFLOWS = ("ws", "os", "is")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SpatialArraySpec:
+    """A 2-D PE array with a global buffer and off-chip memory."""
+
+    rows: int = param(doc="PE array rows", min=1)
+    cols: int = param(doc="PE array columns", min=1)
+    clock_mhz: float = param(doc="array clock", unit="MHz", min=0, min_exclusive=True)
+    memory: MemorySpec = param(doc="off-chip memory")
+    dataflow: str = param("ws", doc="default dataflow (until the mapper chooses)",
+                          choices=DATAFLOWS)
+    mac_format: NumberFormat = param(FORMATS["int8"], doc="PE multiplier format; ops in wider "
+                                     "formats are not supported")
+    pe_register_bytes: int = param(64, doc="register file per PE", unit="bytes", min=1)
+    global_buffer_kib: float = param(doc="global buffer (GLB) capacity", unit="KiB", min=0,
+                                     min_exclusive=True)
+    glb_width_bits: int = param(64, doc="GLB access width (energy per access)", unit="bits",
+                                min=8)
+    vector_lanes: int = param(0, doc="vector unit ops per cycle for softmax/norm/element-wise "
+                              "(0 = one per array column)", min=0)
+
+    def check(self) -> list[tuple[str, str]]:
+        return []
+
+
+def fold_cycles(dataflow: str, m: int, n: int, k: int, rows: int, cols: int) -> tuple[int, int, int]:
+    """SCALE-Sim compute cycles of one GEMM: returns (cycles, folds, temporal T).
+
+    cycles = ceil(Sr/rows) * ceil(Sc/cols) * (2*rows + cols + T - 2).
+    """
+    sr, sc, t = _dims(dataflow, m, n, k)
+    folds = ceil_div(sr, rows) * ceil_div(sc, cols)
+    return folds * (2 * rows + cols + t - 2), folds, t
+
+
+def _dims(dataflow: str, m: int, n: int, k: int) -> tuple[int, int, int]:
+    if dataflow == "ws":
+        return k, n, m
+    if dataflow == "os":
+        return m, n, k
+    if dataflow == "is":
+        return k, m, n
+    raise ValueError(f"unknown dataflow {dataflow!r}")
+
+
+@dataclass(frozen=True)
+class _Traffic:
+    a_elems: float          # A elements fetched from DRAM
+    b_elems: float
+    c_write_elems: float    # C elements written to DRAM (incl. spills)
+    c_read_elems: float     # partial sums read back from DRAM (spills)
+    glb_reads: float        # elements read from the GLB into the array
+    glb_writes: float       # elements written into the GLB (from DRAM and from the array)
+    first_tile_elems: float
+
+
+def gemm_traffic(dataflow: str, m: int, n: int, k: int, rows: int, cols: int,
+                 glb_elems_per_part: float) -> _Traffic:
+    """Element traffic of one GEMM under the documented GLB rule (see module docstring)."""
+    sr, sc, t = _dims(dataflow, m, n, k)
+    fr, fc = ceil_div(sr, rows), ceil_div(sc, cols)
+    part = glb_elems_per_part
+    if dataflow == "ws":      # stationary B[k-tile, n-tile]; stream A[:, k-tile]; psum C[:, n-tile]
+        a = m * k * (1 if m * k <= part else fc)
+        b = k * n
+        spill = (m * min(n, cols) > part) and fr > 1
+        c_w = m * n * (fr if spill else 1)
+        c_r = m * n * (fr - 1) if spill else 0
+        stream_in = fr * fc * t * rows           # A values entering the array
+        out = fr * fc * t * cols                 # partial sums leaving it
+        first = min(k, rows) * min(n, cols)
+    elif dataflow == "os":    # stationary C[m-tile, n-tile]; stream A[m-tile,:], B[:, n-tile]
+        a = m * k * (1 if min(m, rows) * k <= part else fc)
+        b = k * n * (1 if k * n <= part else fr)
+        c_w, c_r = m * n, 0
+        stream_in = fr * fc * t * (rows + cols)
+        out = m * n
+        first = min(m, rows) * k
+    else:                     # is: stationary A[k-tile, m-tile]; stream B[k-tile,:]; psum C[m-tile,:]
+        a = m * k
+        b = k * n * (1 if k * n <= part else fc)
+        spill = (min(m, cols) * n > part) and fr > 1
+        c_w = m * n * (fr if spill else 1)
+        c_r = m * n * (fr - 1) if spill else 0
+        stream_in = fr * fc * t * rows
+        out = fr * fc * t * cols
+        first = min(k, rows) * min(m, cols)
+    stationary_loads = fr * fc * rows * cols if dataflow != "os" else 0
+    glb_reads = stream_in + stationary_loads + (out - m * n if out > m * n else 0)
+    glb_writes = a + b + c_r + out
+    return _Traffic(a, b, c_w, c_r, glb_reads, glb_writes, first)
+
+
+@register
+class SpatialArray(Unit):
+    """A generic 2-D PE array (systolic / NVDLA-like / ShiDianNao-like / Eyeriss-like)."""
+
+    kind = "spatial_array"
+    Spec = SpatialArraySpec
+    spec: SpatialArraySpec
+
+    @property
+    def clock_hz(self) -> float:
+        return self.spec.clock_mhz * 1e6
+
+    @property
+    def pes(self) -> int:
+        return self.spec.rows * self.spec.cols
+
+    @property
+    def lanes(self) -> int:
+        return self.spec.vector_lanes or self.spec.cols
+
+    def dataflows(self) -> tuple[str, ...]:
+        return DATAFLOWS
+
+    def supports(self, op: Op) -> str | None:
+        if isinstance(op, AllReduce) and op.devices > 1:
+            return "a single spatial array has no inter-device link for all-reduce"
+        if op.is_matrix:
+            hw = self.spec.mac_format
+            for role, f in (("activation", op.a_format), ("weight", op.w_format)):
+                if f.bits > hw.bits or (f.is_float and not hw.is_float):
+                    return (f"{role} format {f.name} is wider than the PE's {hw.name} multiplier")
+        return None
+
+    def peak_macs_per_cycle(self, op: Op) -> float:
+        return float(self.pes) if op.is_matrix else float(self.lanes)
+
+    def peak_bytes_per_cycle(self) -> float:
+        return self.spec.memory.bytes_per_s / self.clock_hz
+
+    def _bw_per_cycle(self) -> float:
+        return self.spec.memory.sustained_bytes_per_s / self.clock_hz
+
+    # ---- estimate ----------------------------------------------------------------------
+    def estimate(self, op: Op, mapping: Any = None) -> Estimate:
+        reason = self.supports(op)
+        if reason:
+            return infeasible(op, self.name, reason, self.clock_hz)
+        if isinstance(op, Conv2d):
+            return self._estimate_gemm(op, op.as_gemm(), mapping)
+        if isinstance(op, Gemm):
+            return self._estimate_gemm(op, op, mapping)
+        return self._estimate_vector(op)
+
+    def _dataflow(self, mapping: Any) -> str:
+        if mapping is None:
+            return self.spec.dataflow
+        df = getattr(mapping, "dataflow", mapping)
+        if df not in DATAFLOWS:
+            raise ValueError(f"spatial_array has no dataflow {df!r}")
+        return str(df)
+
+    def _estimate_gemm(self, op: Op, g: Gemm, mapping: Any) -> Estimate:
+        s = self.spec
+        df = self._dataflow(mapping)
+        rows, cols = s.rows, s.cols
+        per_cycles, folds, _ = fold_cycles(df, g.m, g.n, g.k, rows, cols)
+        compute = g.batch * per_cycles
+        a_b = g.a_format.bytes_per_element
+        b_b = g.b_format.bytes_per_element
+        acc_b = g.acc_format.bytes_per_element
+        glb_bytes = s.global_buffer_kib * 1024
+        part_elems = glb_bytes / 3 / max(a_b, b_b, acc_b)
+        tr = gemm_traffic(df, g.m, g.n, g.k, rows, cols, part_elems)
+        distinct_b = g.batch // g.b_shared
+        # B traffic of shared B matrices (GQA) is fetched once per distinct matrix.
+        b_share = distinct_b / g.batch
+        wfrac = g.w_sparsity.fraction if g.b_is_weight else 1.0
+        read_b = g.batch * (tr.a_elems * a_b + tr.b_elems * b_share * b_b * wfrac
+                            + tr.c_read_elems * acc_b)
+        # the compulsory traffic (quantisation scales, sparse metadata) is never undercut
+        read_b = max(read_b, op.input_bytes() + op.weight_bytes())
+        write_b = g.batch * (tr.c_write_elems - g.m * g.n) * acc_b + op.output_bytes()
+        mem_cycles = (read_b + write_b) / self._bw_per_cycle()
+        first = tr.first_tile_elems * max(a_b, b_b) / self._bw_per_cycle()
+        cycles = cycles_of(max(compute, mem_cycles) + first)
+        macs = op.macs()
+        eff = op.effective_macs()
+        glb_access_scale = g.a_format.bits / s.glb_width_bits
+        actions = {
+            (self.cname("mac"), "mac"): eff,
+            (self.cname("pe_reg"), "read"): 3.0 * eff,
+            (self.cname("pe_reg"), "write"): 1.0 * eff,
+            (self.cname("glb"), "read"): g.batch * tr.glb_reads * glb_access_scale,
+            (self.cname("glb"), "write"): g.batch * tr.glb_writes * glb_access_scale,
+            (self.cname("dram"), "read"): read_b,
+            (self.cname("dram"), "write"): write_b,
+        }
+        util = eff / (cycles * self.pes) if cycles else 0.0
+        bound = "compute" if compute >= mem_cycles else "memory"
+        return Estimate(
+            op.name, op.kind, self.name, df, cycles, self.clock_hz, macs=macs, flops=op.flops(),
+            dram_read_bytes=read_b, dram_write_bytes=write_b,
+            actions=MappingProxyType(actions), utilization=util, bound=bound,
+            mapping=f"{df} {rows}x{cols} folds={folds}x{g.batch}",
+            details=MappingProxyType({"compute_cycles": float(compute),
+                                      "memory_cycles": float(mem_cycles),
+                                      "first_tile_cycles": float(first)}))
+
+    def _estimate_vector(self, op: Op) -> Estimate:
+        ops = op.vector_ops()
+        compute = ops / self.lanes
+        read_b = op.input_bytes() + op.weight_bytes()
+        write_b = op.output_bytes()
+        if isinstance(op, AllReduce):       # devices == 1: nothing moves
+            read_b = write_b = 0.0
+        mem = (read_b + write_b) / self._bw_per_cycle()
+        cycles = cycles_of(max(compute, mem))
+        actions = {(self.cname("vector"), "op"): float(ops),
+                   (self.cname("dram"), "read"): read_b,
+                   (self.cname("dram"), "write"): write_b}
+        df = "embedding" if isinstance(op, Embedding) else "vector"
+        return Estimate(op.name, op.kind, self.name, df, cycles, self.clock_hz, flops=op.flops(),
+                        dram_read_bytes=read_b, dram_write_bytes=write_b,
+                        actions=MappingProxyType(actions),
+                        utilization=(ops / (cycles * self.lanes)) if cycles else 0.0,
+                        bound="compute" if compute >= mem else "memory", mapping=df)
+
+    # ---- energy / area -----------------------------------------------------------------
+    def components(self) -> list[Any]:
+        from energy import Component
+
+        s = self.spec
+        fmt = s.mac_format.name
+        return [
+            Component(self.cname("mac"), "mac", self.pes, {"format": fmt}),
+            Component(self.cname("pe_reg"), "regfile", self.pes,
+                      {"capacity_bytes": s.pe_register_bytes, "width_bits": s.mac_format.bits}),
+            Component(self.cname("glb"), "sram", 1,
+                      {"capacity_bytes": int(s.global_buffer_kib * 1024),
+                       "width_bits": s.glb_width_bits, "ports": 2}),
+            Component(self.cname("vector"), "vector", self.lanes, {"format": fmt}),
+            Component(self.cname("dram"), "dram", 1, {"tech": s.memory.tech}),
+        ]

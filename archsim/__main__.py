@@ -1,0 +1,3 @@
+from archsim.cli import entry
+
+entry()

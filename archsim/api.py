@@ -1,0 +1,190 @@
+"""The public API: load a design, build a workload, evaluate it.
+
+    from archsim import load, workload, evaluate
+    acc = load("configs/spatial/tpu_like.yaml")
+    res = evaluate(acc, workload("gpt2-small", phase="prefill", seq=128))
+    print(res.table())
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Iterable
+
+import energy
+from arch.accelerator import Accelerator
+from arch.accelerator import load as _load_file
+from arch.base import Estimate, Unit
+from archsim.result import OpResult, Result
+from mapper import map_workload
+from workloads.errors import ConfigError, Problem, WorkloadError
+from workloads.formats import NumberFormat, get_format
+from workloads.graph import Workload
+from workloads.ops import Gemm, Op
+
+__all__ = ["load", "workload", "gemm_workload", "evaluate", "find_config", "config_dir",
+           "list_configs", "VERSION", "FIDELITIES"]
+
+VERSION = "0.1.0"
+FIDELITIES = ("analytical", "cycle")
+
+
+def config_dir() -> Path:
+    """The ``configs/`` folder shipped with archsim."""
+    return Path(__file__).resolve().parent.parent / "configs"
+
+
+def list_configs() -> list[Path]:
+    """All reference configs, sorted."""
+    return sorted(config_dir().rglob("*.yaml"))
+
+
+def find_config(name: str | Path) -> Path:
+    """A config path, or a bare design name (``tpu_like``, ``gpu/a100``) looked up in configs/."""
+    p = Path(name)
+    if p.suffix in (".yaml", ".yml") or p.exists():
+        return p
+    for cand in list_configs():
+        rel = cand.relative_to(config_dir()).with_suffix("").as_posix()
+        if str(name) in (cand.stem, rel):
+            return cand
+    known = ", ".join(c.stem for c in list_configs())
+    raise ConfigError(Problem(f"no config file or reference design called {str(name)!r}; "
+                              f"reference designs: {known}", "", str(name)))
+
+
+def load(config: str | Path | Accelerator, overrides: Iterable[str] = ()) -> Accelerator:
+    """Load a design from a YAML path or a reference-design name, with ``--set`` overrides."""
+    if isinstance(config, Accelerator):
+        return config
+    return _load_file(find_config(config), overrides)
+
+
+def workload(model: str, phase: str | None = None, batch: int = 1, seq: int | None = None,
+             context: int | None = None, a_format: str | NumberFormat | None = None,
+             w_format: str | NumberFormat | None = None) -> Workload:
+    """Build a zoo model (or a Hugging Face ``config.json`` path) for one phase."""
+    if model.endswith(".json"):
+        from workloads.hf import from_hf_config
+
+        w = from_hf_config(model, phase=phase, batch=batch, seq=seq, context=context)
+    else:
+        from workloads.zoo import build
+
+        w = build(model, phase=phase, batch=batch, seq=seq, context=context)
+    if a_format is not None or w_format is not None:
+        w = w.with_formats(get_format(a_format, "--a-format") if a_format else None,
+                           get_format(w_format, "--w-format") if w_format else None)
+    return w
+
+
+def gemm_workload(m: int, n: int, k: int, batch: int = 1, a_format: str = "fp16",
+                  w_format: str | None = None, acc_format: str | None = None) -> Workload:
+    """A one-op workload: ``C[m,n] = A[m,k] @ W[k,n]`` (``archsim gemm``)."""
+    for name, v in (("m", m), ("n", n), ("k", k), ("batch", batch)):
+        if not isinstance(v, int) or v < 1:
+            raise WorkloadError(Problem(f"expected an int >= 1, got {v!r}", f"--{name}"))
+    af = get_format(a_format, "--a-format")
+    wf = get_format(w_format, "--w-format") if w_format else af
+    accf = get_format(acc_format) if acc_format else (
+        get_format("int32") if (af.is_integer and wf.is_integer) else get_format("fp32"))
+    op = Gemm(name="gemm", m=m, n=n, k=k, batch=batch, a_format=af, w_format=wf, acc_format=accf)
+    return Workload.single(op)
+
+
+def _op_energy(unit: Unit, est: Estimate, comps: dict[str, list[Any]], node_nm: float) -> float:
+    return energy.evaluate(comps[unit.name], est.actions, est.latency_s,
+                           energy.Technology(node_nm=node_nm)).total_j
+
+
+def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
+             objective: str = "latency") -> Result:
+    """Evaluate ``wl`` on ``acc``: latency, energy and area with breakdowns.
+
+    Args:
+        acc: the design (``load``).
+        wl: the workload (``workload`` / ``gemm_workload``).
+        fidelity: ``analytical`` (fast estimates) or ``cycle`` (event-driven simulation of
+            each op's task graph; families without a lowering refuse).
+        objective: what the op -> unit assignment minimises.
+
+    Raises:
+        ConfigError / WorkloadError / MappingError: bad input (never for infeasible-but-valid
+            designs, which the unit reports through the mapping error's reasons).
+    """
+    if fidelity not in FIDELITIES:
+        raise ConfigError(Problem(f"unknown fidelity {fidelity!r}; expected one of "
+                                  f"{', '.join(FIDELITIES)}", "--fidelity"))
+    tech = energy.Technology(node_nm=acc.technology.node_nm)
+    comps = {u.name: u.components() for u in acc.units}
+    sched = map_workload(acc, wl, objective,
+                         lambda u, e: _op_energy(u, e, comps, acc.technology.node_nm))
+    rows: list[OpResult] = []
+    total_actions: dict[tuple[str, str], float] = {}
+    latency = 0.0
+    ideal_s = 0.0
+    used: list[str] = []
+    macs = flops = 0
+    dram = 0.0
+    for a in sched.assignments:
+        est = a.estimate
+        cycles = est.cycles
+        if fidelity == "cycle":
+            cycles = _simulate(a.unit, a.op, a.mapping)
+        lat = cycles / est.clock_hz
+        e_op = energy.evaluate(comps[a.unit.name], est.actions, lat, tech).total_j
+        for key, v in est.actions.items():
+            total_actions[key] = total_actions.get(key, 0.0) + v
+        latency += lat
+        if a.unit.name not in used:
+            used.append(a.unit.name)
+        op = a.op
+        if op.is_matrix:
+            ideal_s += op.effective_macs() / (a.unit.peak_macs_per_cycle(op) * a.unit.clock_hz)
+        macs += op.macs()
+        flops += op.flops()
+        dram += est.dram_bytes
+        rows.append(OpResult(op.name, op.kind, a.unit.name, est.dataflow, op.describe(), cycles,
+                             lat, e_op, (est.utilization * est.cycles / cycles) if cycles else 0.0,
+                             est.bound, op.macs(), est.dram_bytes, est.mapping))
+    all_comps = [c for u in acc.units for c in comps[u.name]]
+    # Leakage runs for the whole latency on every unit (idle units leak too).
+    erep = energy.evaluate(all_comps, total_actions, latency, tech)
+    arep = energy.area(all_comps, tech)
+    clock = acc.units[0].clock_hz
+    rate = (wl.tokens / latency if wl.is_llm else None) if latency > 0 else None
+    srate = (wl.batch / latency if not wl.is_llm else None) if latency > 0 else None
+    return Result(
+        design=acc.name, workload=wl.name, phase=wl.phase, fidelity=fidelity,
+        latency_s=latency, cycles=int(round(latency * clock)), clock_hz=clock,
+        energy_j=erep.total_j, energy_breakdown_j=dict(erep.breakdown_j),
+        area_mm2=arep.total_mm2, area_breakdown_mm2=dict(arep.breakdown_mm2),
+        utilization=(ideal_s / latency) if latency > 0 else 0.0,
+        tokens_per_s=rate, samples_per_s=srate, ops=tuple(rows), macs=macs, flops=flops,
+        dram_bytes=dram, archsim_version=VERSION,
+        input_hash=input_hash(acc, wl, fidelity, objective))
+
+
+def _simulate(unit: Unit, op: Op, mapping: Any) -> int:
+    import sim
+
+    try:
+        tg = unit.lower(op, mapping)
+    except NotImplementedError as exc:
+        raise ConfigError(Problem(f"{exc}; use --fidelity analytical", f"units.{unit.name}")) from None
+    stats = sim.run(tg, **getattr(tg, "run_kwargs", {})) if hasattr(tg, "run_kwargs") else sim.run(tg)
+    return int(stats.makespan_cycles)
+
+
+def input_hash(acc: Accelerator, wl: Workload, fidelity: str, objective: str) -> str:
+    """SHA-256 (16 hex digits) of everything that determines a result."""
+    h = hashlib.sha256()
+    h.update(json.dumps({"config": acc.raw, "fidelity": fidelity, "objective": objective,
+                         "version": VERSION, "workload": [wl.name, wl.phase, wl.batch, wl.seq,
+                                                          wl.context]},
+                        sort_keys=True, default=str).encode())
+    for op in wl.ops():
+        h.update(repr(op).encode())
+    return h.hexdigest()[:16]

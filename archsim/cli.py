@@ -1,0 +1,156 @@
+"""The ``archsim`` command line: a thin shell over :mod:`archsim.api`.
+
+Every user mistake (bad config, flag, model, format) prints one message naming the
+location and what was expected, and exits with code 2 — never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Sequence
+
+from workloads.errors import ArchsimError
+
+DEFAULT_CONFIG = "tpu_like"
+DEFAULT_MODEL = "gpt2-small"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {v}")
+    return v
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a config value, e.g. units[0].rows=64 (repeatable)")
+    p.add_argument("--json", action="store_true", help="print exactly one JSON object")
+    p.add_argument("--fidelity", choices=("analytical", "cycle"), default="analytical",
+                   help="analytical estimate (default, fast) or cycle-level simulation")
+    p.add_argument("--objective", choices=("latency", "energy", "edp"), default="latency",
+                   help="what the op -> unit assignment minimises (default latency)")
+    p.add_argument("--a-format", help="activation number format (e.g. fp16, int8)")
+    p.add_argument("--w-format", help="weight number format (e.g. int4, ternary)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = _Parser(prog="archsim", description="Cycle-level models of AI accelerators: latency, "
+                 "energy and area of a network on a design.")
+    sub = ap.add_subparsers(dest="cmd", parser_class=_Parser)
+
+    r = sub.add_parser("run", help="evaluate a model on a design")
+    r.add_argument("config", nargs="?", default=DEFAULT_CONFIG,
+                   help=f"config YAML or reference-design name (default {DEFAULT_CONFIG})")
+    r.add_argument("--model", default=DEFAULT_MODEL,
+                   help=f"zoo model name or a Hugging Face config.json (default {DEFAULT_MODEL})")
+    r.add_argument("--phase", choices=("prefill", "decode", "train", "inference"),
+                   help="workload phase (default: prefill for LLMs, inference for CNNs)")
+    r.add_argument("--batch", type=_positive_int, default=1)
+    r.add_argument("--seq", type=_positive_int, help="tokens per sequence (prefill/train)")
+    r.add_argument("--context", type=_positive_int, help="KV-cache length (decode)")
+    r.add_argument("--max-ops", type=_positive_int, default=40, help="op rows in the text table")
+    _common(r)
+
+    g = sub.add_parser("gemm", help="evaluate one GEMM C[M,N] = A[M,K] @ W[K,N]")
+    g.add_argument("config", help="config YAML or reference-design name")
+    g.add_argument("--m", type=_positive_int, required=True)
+    g.add_argument("--n", type=_positive_int, required=True)
+    g.add_argument("--k", type=_positive_int, required=True)
+    g.add_argument("--batch", type=_positive_int, default=1)
+    _common(g)
+
+    v = sub.add_parser("validate", help="check config files; report every problem")
+    v.add_argument("configs", nargs="+")
+    v.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+
+    ls = sub.add_parser("list", help="list reference configs, zoo models or number formats")
+    ls.add_argument("what", choices=("configs", "models", "formats"))
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = build_parser()
+    args = ap.parse_args(argv)
+    if args.cmd is None:
+        ap.print_help()
+        return 0
+    try:
+        return _dispatch(args)
+    except ArchsimError as exc:
+        print(exc.render(), file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    import archsim
+
+    if args.cmd == "list":
+        return _list(args.what)
+    if args.cmd == "validate":
+        bad = 0
+        for c in args.configs:
+            try:
+                acc = archsim.load(c, args.overrides)
+            except ArchsimError as exc:
+                print(exc.render(), file=sys.stderr)
+                bad += 1
+                continue
+            units = ", ".join(f"{u.name} ({u.kind})" for u in acc.units)
+            print(f"ok  {c}: {acc.name} — {units}")
+        return 2 if bad else 0
+    acc = archsim.load(args.config, args.overrides)
+    if args.cmd == "gemm":
+        wl = archsim.gemm_workload(args.m, args.n, args.k, args.batch,
+                                   a_format=args.a_format or "fp16", w_format=args.w_format)
+    else:
+        wl = archsim.workload(args.model, phase=args.phase, batch=args.batch, seq=args.seq,
+                              context=args.context, a_format=args.a_format,
+                              w_format=args.w_format)
+    res = archsim.evaluate(acc, wl, fidelity=args.fidelity, objective=args.objective)
+    if args.json:
+        print(res.to_json())
+    else:
+        print(res.table(getattr(args, "max_ops", 40)))
+    return 0
+
+
+def _list(what: str) -> int:
+    import archsim
+
+    if what == "configs":
+        base = archsim.config_dir()
+        for p in archsim.list_configs():
+            print(p.relative_to(base.parent).as_posix())
+    elif what == "models":
+        from workloads.zoo import model_names
+
+        for n in model_names():
+            print(n)
+    else:
+        from workloads.formats import FORMATS
+
+        for f in FORMATS.values():
+            print(f"{f.name:<10} {f.bits_per_element:g} bits ({f.kind})")
+    return 0
+
+
+def entry() -> None:
+    """Console-script entry point."""
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    entry()

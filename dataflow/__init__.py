@@ -1,0 +1,1 @@
+"""Dataflows: loop-nest mappings, tilings, stationarity and access counts."""

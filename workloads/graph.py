@@ -1,0 +1,117 @@
+"""Workload: a network as a networkx DiGraph of ops.
+
+Nodes are op names with the :class:`~workloads.ops.Op` in the node attribute ``op``; an edge
+``u -> v`` means ``v`` consumes ``u``'s output and carries ``bytes`` (the tensor size). The
+order of ``ops()`` is a deterministic topological order (insertion order breaks ties), so
+results are reproducible.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator
+
+import networkx as nx
+
+from workloads.errors import Problem, WorkloadError
+from workloads.formats import NumberFormat
+from workloads.ops import Op
+
+__all__ = ["Workload", "PHASES"]
+
+PHASES = ("prefill", "decode", "train", "inference")
+
+
+@dataclass
+class Workload:
+    """A network (or a single op) to evaluate.
+
+    Attributes:
+        name: model name (``llama2-7b``).
+        phase: ``prefill``, ``decode``, ``train`` or ``inference`` (CNNs, single ops).
+        batch: sequences (LLMs) or samples (CNNs) per step.
+        seq: tokens per sequence processed in this step (prefill/train), 1 for decode.
+        context: KV-cache length for decode (tokens already in the cache).
+        parameters: the model's parameter count (for identity checks and reports).
+        family: ``transformer`` (rates in tokens/s), ``cnn`` (samples/s) or ``op``.
+        graph: the op graph.
+    """
+
+    name: str
+    phase: str = "inference"
+    batch: int = 1
+    seq: int = 1
+    context: int = 0
+    parameters: int = 0
+    family: str = "op"
+    graph: nx.DiGraph = field(default_factory=nx.DiGraph)
+    _order: list[str] = field(default_factory=list, repr=False)
+
+    def add(self, op: Op, after: Iterable[Op | str] = ()) -> Op:
+        """Add ``op`` with edges from each op (or op name) in ``after``; returns ``op``."""
+        if op.name in self.graph:
+            raise WorkloadError(Problem(f"duplicate op name {op.name!r}", self.name))
+        self.graph.add_node(op.name, op=op, index=len(self._order))
+        self._order.append(op.name)
+        for dep in after:
+            dname = dep if isinstance(dep, str) else dep.name
+            if dname not in self.graph:
+                raise WorkloadError(Problem(f"op {op.name!r} depends on unknown op {dname!r}",
+                                            self.name))
+            src = self.graph.nodes[dname]["op"]
+            self.graph.add_edge(dname, op.name, bytes=src.output_bytes())
+        return op
+
+    def ops(self) -> list[Op]:
+        """Ops in deterministic topological order."""
+        idx = nx.get_node_attributes(self.graph, "index")
+        order = nx.lexicographical_topological_sort(self.graph, key=lambda n: idx[n])
+        return [self.graph.nodes[n]["op"] for n in order]
+
+    def __iter__(self) -> Iterator[Op]:
+        return iter(self.ops())
+
+    def __len__(self) -> int:
+        return self.graph.number_of_nodes()
+
+    def op(self, name: str) -> Op:
+        return self.graph.nodes[name]["op"]
+
+    def predecessors(self, name: str) -> list[str]:
+        return list(self.graph.predecessors(name))
+
+    def macs(self) -> int:
+        """Total dense MACs."""
+        return sum(op.macs() for op in self.ops())
+
+    def flops(self) -> int:
+        """Total operations (2 x MACs + vector ops)."""
+        return sum(op.flops() for op in self.ops())
+
+    @property
+    def tokens(self) -> int:
+        """Tokens processed (prefill/train: batch x seq) or generated (decode: batch)."""
+        return self.batch * (1 if self.phase == "decode" else self.seq)
+
+    @property
+    def is_llm(self) -> bool:
+        """Transformer workloads report tokens/s; others samples/s."""
+        return self.family == "transformer"
+
+    def with_formats(self, a_format: NumberFormat | None = None,
+                     w_format: NumberFormat | None = None) -> "Workload":
+        """A copy whose matrix ops use other activation / weight formats."""
+        out = Workload(self.name, self.phase, self.batch, self.seq, self.context, self.parameters,
+                       self.family)
+        for op in self.ops():
+            out.add(op.with_formats(a_format, w_format if op.is_matrix or op.kind == "embedding"
+                                    else None),
+                    self.graph.predecessors(op.name))
+        return out
+
+    @classmethod
+    def single(cls, op: Op) -> "Workload":
+        """A workload of one op (``archsim gemm``)."""
+        w = cls(name=op.name, phase="inference", batch=1, seq=1)
+        w.add(op)
+        return w

@@ -1,0 +1,498 @@
+"""Operators: the unit of work every hardware family estimates and simulates.
+
+Ops are frozen dataclasses with integer shapes and number formats. Matrix ops (``Gemm``,
+``Conv2d``) count multiply-accumulates (MACs; FLOPs = 2 x MACs); vector ops (``Softmax``,
+``Norm``, ``Elementwise``) count elementary operations per element from the table
+``VECTOR_OPS_PER_ELEMENT`` (a documented approximation of the instruction count of a
+straightforward kernel; the units turn it into cycles on their vector hardware).
+
+Training passes: a forward op has ``pass_="fwd"``; the backward passes of a matrix op are the
+same op with ``pass_="bwd_data"`` (gradient w.r.t. the input) or ``pass_="bwd_weight"``
+(gradient w.r.t. the weights). ``Gemm.as_pass`` / ``Conv2d.as_gemm`` give their GEMM
+shapes (im2col view), so any unit that runs GEMMs can run training.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import ClassVar
+
+from workloads.errors import Problem, WorkloadError
+from workloads.formats import FORMATS, NumberFormat
+
+__all__ = [
+    "Sparsity", "Op", "Gemm", "Conv2d", "Softmax", "Norm", "Elementwise", "Embedding",
+    "AllReduce", "VECTOR_OPS_PER_ELEMENT", "PASSES", "MATRIX_OPS",
+]
+
+PASSES = ("fwd", "bwd_data", "bwd_weight", "update")
+
+#: Elementary operations per element of a vector op (exp/div/sqrt count as one special-
+#: function op each). softmax: max, sub, exp, sum, div = 5 (Milakov & Gimelshein 2018,
+#: online softmax); layernorm: mean, sub, square, sum, rsqrt, mul, scale, shift = 8;
+#: rmsnorm: square, sum, rsqrt, mul, scale = 5; gelu (tanh form) ~ 8; silu = x*sigmoid(x) ~ 4.
+VECTOR_OPS_PER_ELEMENT: dict[str, int] = {
+    "softmax": 5, "layernorm": 8, "rmsnorm": 5, "add": 1, "mul": 1, "relu": 1,
+    "gelu": 8, "silu": 4, "swiglu": 5, "copy": 0, "sgd": 2, "adam": 10, "pool": 1,
+}
+
+
+@dataclass(frozen=True)
+class Sparsity:
+    """Sparsity of one operand.
+
+    Attributes:
+        n, m: N:M structured sparsity (``n`` non-zeros in every group of ``m``); 0:0 = none.
+        density: additional unstructured density in (0, 1] (1.0 = dense).
+    """
+
+    n: int = 0
+    m: int = 0
+    density: float = 1.0
+
+    def __post_init__(self) -> None:
+        if (self.n == 0) != (self.m == 0) or self.n < 0 or self.n > self.m:
+            raise WorkloadError(Problem(f"invalid N:M sparsity {self.n}:{self.m}; need 0 < N <= M",
+                                        "sparsity"))
+        if not 0.0 < self.density <= 1.0:
+            raise WorkloadError(Problem(f"density must be in (0, 1], got {self.density}", "sparsity"))
+
+    @property
+    def structured(self) -> bool:
+        return self.m > 0
+
+    @property
+    def fraction(self) -> float:
+        """Fraction of non-zero elements."""
+        nm = self.n / self.m if self.m else 1.0
+        return nm * self.density
+
+    @classmethod
+    def parse(cls, text: str) -> "Sparsity":
+        """Parse ``"2:4"`` (N:M) or ``"0.3"`` (unstructured density)."""
+        try:
+            if ":" in text:
+                n, m = (int(x) for x in text.split(":"))
+                return cls(n=n, m=m)
+            return cls(density=float(text))
+        except ValueError:
+            raise WorkloadError(Problem(
+                f"invalid sparsity {text!r}; expected N:M (e.g. 2:4) or a density in (0, 1]",
+                "sparsity")) from None
+
+    def __str__(self) -> str:
+        parts = [f"{self.n}:{self.m}"] if self.m else []
+        if self.density < 1.0:
+            parts.append(f"density={self.density:g}")
+        return ",".join(parts) or "dense"
+
+
+_FP16 = FORMATS["fp16"]
+_FP32 = FORMATS["fp32"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Op:
+    """Base of all ops.
+
+    Attributes:
+        name: unique name within a workload (``blocks.3.attn.qkv``).
+        a_format: activation (input/output) format.
+        w_format: weight format (for ops with weights).
+        acc_format: accumulator format.
+        pass_: training pass, one of ``PASSES``.
+        layer: the layer (block) this op belongs to, for grouping in reports.
+        count: how many identical instances of this op the workload runs (repeated layers
+            are folded into one op with ``count`` > 1 only where the graph says so).
+    """
+
+    kind: ClassVar[str] = "op"
+    name: str
+    a_format: NumberFormat = _FP16
+    w_format: NumberFormat = _FP16
+    acc_format: NumberFormat = _FP32
+    pass_: str = "fwd"
+    layer: str = ""
+
+    def __post_init__(self) -> None:
+        if self.pass_ not in PASSES:
+            raise WorkloadError(Problem(f"pass must be one of {PASSES}, got {self.pass_!r}",
+                                        self.name))
+        for f in self._positive_fields():
+            v = getattr(self, f)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise WorkloadError(Problem(f"{f} must be an int >= 1, got {v!r}", self.name))
+
+    def _positive_fields(self) -> tuple[str, ...]:
+        return ()
+
+    # --- work and traffic ---------------------------------------------------------------
+    def macs(self) -> int:
+        """Dense multiply-accumulates (0 for vector ops)."""
+        return 0
+
+    def effective_macs(self) -> float:
+        """MACs on non-zero weights (== macs() unless the weights are sparse)."""
+        return float(self.macs())
+
+    def vector_ops(self) -> int:
+        """Elementary vector operations (0 for matrix ops)."""
+        return 0
+
+    def flops(self) -> int:
+        """Floating-point (or integer) operations: 2 x MACs + vector ops."""
+        return 2 * self.macs() + self.vector_ops()
+
+    def input_bytes(self) -> float:
+        """Bytes of activation inputs read once."""
+        return 0.0
+
+    def weight_bytes(self) -> float:
+        """Bytes of weights (including quantisation scales) read once."""
+        return 0.0
+
+    def output_bytes(self) -> float:
+        """Bytes of outputs written once."""
+        return 0.0
+
+    def min_bytes(self) -> float:
+        """Compulsory off-chip traffic: every operand read once, output written once."""
+        return self.input_bytes() + self.weight_bytes() + self.output_bytes()
+
+    @property
+    def is_matrix(self) -> bool:
+        return self.macs() > 0
+
+    def with_formats(self, a_format: NumberFormat | None = None,
+                     w_format: NumberFormat | None = None) -> "Op":
+        """A copy with other activation and/or weight formats."""
+        kw = {}
+        if a_format is not None:
+            kw["a_format"] = a_format
+        if w_format is not None:
+            kw["w_format"] = w_format
+        return replace(self, **kw) if kw else self
+
+    def describe(self) -> str:
+        """Short shape string for tables."""
+        return ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Gemm(Op):
+    """Batched matrix multiply ``C[b, m, n] = A[b, m, k] @ B[b, k, n]``.
+
+    ``A`` is the activation operand. ``B`` is a weight when ``b_is_weight`` (linear layers),
+    otherwise a second activation (attention QK^T and AV). ``b_shared`` batch entries share
+    one ``B`` matrix: grouped-query attention with ``h`` query heads and ``kv`` key/value
+    heads has ``b_shared = h / kv``.
+
+    Attributes:
+        m, n, k: GEMM dimensions (m = tokens x ..., n = output features, k = reduction).
+        batch: independent GEMMs (e.g. batch x heads for attention).
+        b_is_weight: operand B holds weights (format ``w_format``) rather than activations.
+        b_shared: consecutive batch entries sharing one B matrix (GQA group size).
+        group_size: weight-quantisation group along K (0 = per-channel / none); each group
+            carries one ``a_format``-sized scale (and zero point for integer formats).
+        w_sparsity: sparsity of operand B (weights).
+        role: what the GEMM is in its network (``qkv``, ``proj``, ``ffn_up``, ``qk``, ``av``,
+            ``lm_head``, ``conv`` ...), for reports and mapping constraints.
+    """
+
+    kind: ClassVar[str] = "gemm"
+    m: int
+    n: int
+    k: int
+    batch: int = 1
+    b_is_weight: bool = True
+    b_shared: int = 1
+    group_size: int = 0
+    w_sparsity: Sparsity = field(default_factory=Sparsity)
+    role: str = ""
+
+    def _positive_fields(self) -> tuple[str, ...]:
+        return ("m", "n", "k", "batch", "b_shared")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.batch % self.b_shared:
+            raise WorkloadError(Problem(
+                f"batch {self.batch} is not a multiple of b_shared {self.b_shared}", self.name))
+
+    def macs(self) -> int:
+        return self.batch * self.m * self.n * self.k
+
+    def effective_macs(self) -> float:
+        return self.macs() * (self.w_sparsity.fraction if self.b_is_weight else 1.0)
+
+    @property
+    def b_format(self) -> NumberFormat:
+        return self.w_format if self.b_is_weight else self.a_format
+
+    def input_bytes(self) -> float:
+        a = self.batch * self.m * self.k * self.a_format.bytes_per_element
+        if not self.b_is_weight:
+            a += self.b_bytes()
+        return a
+
+    def b_bytes(self) -> float:
+        """Bytes of the distinct B matrices (with quantisation scales, sparse if sparse)."""
+        elems = (self.batch // self.b_shared) * self.k * self.n
+        bpe = self.b_format.bytes_per_element
+        total = elems * bpe
+        if self.b_is_weight:
+            frac = self.w_sparsity.fraction
+            if frac < 1.0:
+                # values of non-zeros + ceil(log2 M) index bits per non-zero (N:M metadata)
+                idx_bits = math.ceil(math.log2(self.w_sparsity.m)) if self.w_sparsity.m else 16
+                total = elems * frac * (bpe + idx_bits / 8.0)
+            if self.group_size:
+                groups = (self.batch // self.b_shared) * math.ceil(self.k / self.group_size) * self.n
+                total += groups * self.a_format.bytes_per_element * (2 if self.w_format.is_integer else 1)
+        return total
+
+    def weight_bytes(self) -> float:
+        return self.b_bytes() if self.b_is_weight else 0.0
+
+    def output_bytes(self) -> float:
+        return self.batch * self.m * self.n * self.a_format.bytes_per_element
+
+    def as_pass(self, pass_: str) -> "Gemm":
+        """The GEMM of a training pass (for weight GEMMs; QK/AV swap operands likewise).
+
+        fwd: (m, n, k); bwd_data: dX[m, k] = dY[m, n] @ W^T -> (m, k, n);
+        bwd_weight: dW[k, n] = X^T[k, m] @ dY[m, n] -> (k, n, m), B operand an activation.
+        """
+        if pass_ == "fwd":
+            return replace(self, pass_="fwd")
+        if pass_ == "bwd_data":
+            return replace(self, name=f"{self.name}.bwd_data", m=self.m, n=self.k, k=self.n,
+                           pass_="bwd_data")
+        if pass_ == "bwd_weight":
+            return replace(self, name=f"{self.name}.bwd_weight", m=self.k, n=self.n, k=self.m,
+                           pass_="bwd_weight", b_is_weight=False, b_shared=1,
+                           w_sparsity=Sparsity())
+        raise WorkloadError(Problem(f"no GEMM for pass {pass_!r}", self.name))
+
+    def describe(self) -> str:
+        b = f"{self.batch}x" if self.batch > 1 else ""
+        return f"{b}{self.m}x{self.n}x{self.k}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Conv2d(Op):
+    """2-D convolution, NCHW input, KCRS weights; ``groups == c == k`` is depthwise.
+
+    Attributes:
+        n: batch; c: input channels; h, w: input height/width; k: output channels;
+        r, s: filter height/width; stride; padding (both sides); groups.
+        w_sparsity: sparsity of the weights.
+    """
+
+    kind: ClassVar[str] = "conv2d"
+    n: int
+    c: int
+    h: int
+    w: int
+    k: int
+    r: int
+    s: int
+    stride: int = 1
+    padding: int = 0
+    groups: int = 1
+    w_sparsity: Sparsity = field(default_factory=Sparsity)
+    role: str = "conv"
+
+    def _positive_fields(self) -> tuple[str, ...]:
+        return ("n", "c", "h", "w", "k", "r", "s", "stride", "groups")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.padding < 0:
+            raise WorkloadError(Problem(f"padding must be >= 0, got {self.padding}", self.name))
+        if self.c % self.groups or self.k % self.groups:
+            raise WorkloadError(Problem(
+                f"groups {self.groups} must divide c {self.c} and k {self.k}", self.name))
+        if self.p < 1 or self.q < 1:
+            raise WorkloadError(Problem("filter larger than padded input", self.name))
+
+    @property
+    def p(self) -> int:
+        """Output height."""
+        return (self.h + 2 * self.padding - self.r) // self.stride + 1
+
+    @property
+    def q(self) -> int:
+        """Output width."""
+        return (self.w + 2 * self.padding - self.s) // self.stride + 1
+
+    @property
+    def depthwise(self) -> bool:
+        return self.groups > 1 and self.groups == self.c
+
+    def macs(self) -> int:
+        return self.n * self.k * self.p * self.q * (self.c // self.groups) * self.r * self.s
+
+    def effective_macs(self) -> float:
+        return self.macs() * self.w_sparsity.fraction
+
+    def input_bytes(self) -> float:
+        return self.n * self.c * self.h * self.w * self.a_format.bytes_per_element
+
+    def weight_bytes(self) -> float:
+        elems = self.k * (self.c // self.groups) * self.r * self.s
+        return elems * self.w_sparsity.fraction * self.w_format.bytes_per_element
+
+    def output_bytes(self) -> float:
+        return self.n * self.k * self.p * self.q * self.a_format.bytes_per_element
+
+    def as_gemm(self, pass_: str | None = None) -> Gemm:
+        """The im2col GEMM of this convolution (per group, groups folded into ``batch``).
+
+        fwd: M = N*P*Q, N = K/g, K = C/g*R*S; bwd_data and bwd_weight follow ``Gemm.as_pass``.
+        """
+        g = Gemm(name=self.name, m=self.n * self.p * self.q, n=self.k // self.groups,
+                 k=(self.c // self.groups) * self.r * self.s, batch=self.groups,
+                 a_format=self.a_format, w_format=self.w_format, acc_format=self.acc_format,
+                 w_sparsity=self.w_sparsity, layer=self.layer, role="conv")
+        return g.as_pass(pass_ or self.pass_)
+
+    def describe(self) -> str:
+        dw = " dw" if self.depthwise else ""
+        return (f"{self.n}x{self.c}x{self.h}x{self.w} k{self.k} {self.r}x{self.s}"
+                f"/{self.stride}{dw}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class _VectorOp(Op):
+    """An op over ``rows x cols`` elements in ``a_format`` (row-wise for softmax/norm)."""
+
+    rows: int
+    cols: int
+
+    def _positive_fields(self) -> tuple[str, ...]:
+        return ("rows", "cols")
+
+    @property
+    def elements(self) -> int:
+        return self.rows * self.cols
+
+    def _ops_per_element(self) -> int:
+        return VECTOR_OPS_PER_ELEMENT[self.kind]
+
+    def vector_ops(self) -> int:
+        return self.elements * self._ops_per_element()
+
+    def input_bytes(self) -> float:
+        return self.elements * self.a_format.bytes_per_element
+
+    def output_bytes(self) -> float:
+        return self.elements * self.a_format.bytes_per_element
+
+    def describe(self) -> str:
+        return f"{self.rows}x{self.cols}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Softmax(_VectorOp):
+    """Row-wise softmax over ``cols`` (attention scores: rows = batch*heads*queries)."""
+
+    kind: ClassVar[str] = "softmax"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Norm(_VectorOp):
+    """Layer normalisation (``norm="layernorm"``) or RMS normalisation (``"rmsnorm"``)."""
+
+    kind: ClassVar[str] = "norm"
+    norm: str = "layernorm"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.norm not in ("layernorm", "rmsnorm"):
+            raise WorkloadError(Problem(f"norm must be layernorm or rmsnorm, got {self.norm!r}",
+                                        self.name))
+
+    def _ops_per_element(self) -> int:
+        return VECTOR_OPS_PER_ELEMENT[self.norm]
+
+    def weight_bytes(self) -> float:
+        per = 2 if self.norm == "layernorm" else 1
+        return per * self.cols * self.a_format.bytes_per_element
+
+
+@dataclass(frozen=True, kw_only=True)
+class Elementwise(_VectorOp):
+    """Element-wise op (``fn`` in add, mul, relu, gelu, silu, swiglu, copy, sgd, adam, pool)
+    over ``rows x cols`` elements with ``inputs`` input tensors."""
+
+    kind: ClassVar[str] = "elementwise"
+    fn: str = "add"
+    inputs: int = 1
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.fn not in VECTOR_OPS_PER_ELEMENT or self.fn in ("softmax", "layernorm", "rmsnorm"):
+            raise WorkloadError(Problem(f"unknown element-wise fn {self.fn!r}", self.name))
+
+    def _ops_per_element(self) -> int:
+        return VECTOR_OPS_PER_ELEMENT[self.fn]
+
+    def input_bytes(self) -> float:
+        return self.inputs * self.elements * self.a_format.bytes_per_element
+
+
+@dataclass(frozen=True, kw_only=True)
+class Embedding(Op):
+    """Table lookup of ``tokens`` rows of width ``dim`` from a ``vocab x dim`` table.
+
+    Only the gathered rows move (weight traffic = tokens x dim), not the whole table.
+    """
+
+    kind: ClassVar[str] = "embedding"
+    tokens: int
+    dim: int
+    vocab: int
+
+    def _positive_fields(self) -> tuple[str, ...]:
+        return ("tokens", "dim", "vocab")
+
+    def weight_bytes(self) -> float:
+        return min(self.tokens, self.vocab) * self.dim * self.w_format.bytes_per_element
+
+    def output_bytes(self) -> float:
+        return self.tokens * self.dim * self.a_format.bytes_per_element
+
+    def parameters(self) -> int:
+        return self.vocab * self.dim
+
+    def describe(self) -> str:
+        return f"{self.tokens}x{self.dim} of {self.vocab}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class AllReduce(Op):
+    """All-reduce of ``elements`` values (``a_format``) across ``devices`` devices."""
+
+    kind: ClassVar[str] = "allreduce"
+    elements: int
+    devices: int = 1
+
+    def _positive_fields(self) -> tuple[str, ...]:
+        return ("elements", "devices")
+
+    def payload_bytes(self) -> float:
+        return self.elements * self.a_format.bytes_per_element
+
+    def input_bytes(self) -> float:
+        return self.payload_bytes()
+
+    def output_bytes(self) -> float:
+        return self.payload_bytes()
+
+    def describe(self) -> str:
+        return f"{self.elements} x{self.devices}"
+
+
+MATRIX_OPS = (Gemm, Conv2d)
