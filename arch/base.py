@@ -169,4 +169,4 @@ def ceil_div(a: int, b: int) -> int:
 
 def cycles_of(x: float) -> int:
     """Round a cycle count up to an int (cycles are integers)."""
-    return int(math.ceil(x - 1e-9)) if x > 0 else 0
+    return int(math.ceil(x - 1e-6)) if x > 0 else 0
