@@ -123,3 +123,12 @@ def test_error_render_names_file_line_key(tmp_path):
         load_text(tmp_path, GOOD.replace("rows: 8", "rows: 1k"))
     text = str(ei.value)
     assert "design.yaml:6 units[0].rows: expected int, got '1k'" in text
+
+
+def test_config_reference_is_current():
+    """docs/configs.md is generated from the spec dataclasses; regenerate with
+    `python3 -m archsim.docgen` after changing a spec."""
+    from archsim.docgen import render
+    from tests.conftest import ROOT
+
+    assert (ROOT / "docs" / "configs.md").read_text() == render()
