@@ -167,7 +167,7 @@ class Op:
     def with_formats(self, a_format: NumberFormat | None = None,
                      w_format: NumberFormat | None = None) -> "Op":
         """A copy with other activation and/or weight formats."""
-        kw = {}
+        kw: dict[str, NumberFormat] = {}
         if a_format is not None:
             kw["a_format"] = a_format
         if w_format is not None:

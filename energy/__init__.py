@@ -1,0 +1,51 @@
+"""archsim energy and area library.
+
+Only this package turns action counts into joules and components into mm².
+
+Public API::
+
+    from energy import Component, Technology, evaluate, area, EnergyReport, AreaReport, COMPONENT_CLASSES
+
+* ``Component(name, cls, count=1, attrs={...}, technology=None)`` - one block.
+* ``evaluate(components, action_counts, latency_s, technology=Technology())`` -> ``EnergyReport``.
+* ``area(components, technology=Technology())`` -> ``AreaReport``.
+* ``scale(value, quantity, from_node_nm, to_node_nm, from_vdd_v=None, to_vdd_v=None)`` -
+  the one technology-scaling function (Stillmaker & Baas 2017).
+
+Tables and their sources: ``energy.tables``; documentation: ``docs/energy.md``.
+"""
+
+from energy.classes import COMPONENT_CLASSES, ComponentClass, register_component_class
+from energy.component import Component, FrozenMap, Technology
+from energy.report import (
+    AreaReport,
+    EnergyReport,
+    allowed_actions,
+    area,
+    area_per_instance_mm2,
+    energy_per_action_pj,
+    evaluate,
+    leakage_per_instance_w,
+    validate,
+)
+from energy.scaling import nominal_vdd_v, scale
+
+__all__ = [
+    "COMPONENT_CLASSES",
+    "AreaReport",
+    "Component",
+    "ComponentClass",
+    "EnergyReport",
+    "FrozenMap",
+    "Technology",
+    "allowed_actions",
+    "area",
+    "area_per_instance_mm2",
+    "energy_per_action_pj",
+    "evaluate",
+    "leakage_per_instance_w",
+    "nominal_vdd_v",
+    "register_component_class",
+    "scale",
+    "validate",
+]

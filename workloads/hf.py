@@ -1,0 +1,193 @@
+"""Import a transformer from a local Hugging Face ``config.json`` (hyper-parameters only,
+no weights) into the zoo's transformer builder.
+
+Supported families (chosen by ``model_type``, else by ``architectures[0]``):
+
+* llama-style (``llama``, ``mistral``; ``LlamaForCausalLM``, ``MistralForCausalLM``): required
+  ``hidden_size``, ``num_hidden_layers``, ``num_attention_heads``, ``intermediate_size``,
+  ``vocab_size``, ``max_position_embeddings``; optional ``num_key_value_heads`` (default: the
+  attention heads, as in transformers), ``head_dim``, ``tie_word_embeddings`` (default
+  false). RMSNorm, RoPE, SwiGLU, no biases (``attention_bias``/``mlp_bias`` true is refused:
+  not modelled). Mistral's ``sliding_window`` is not modelled (attention spans all keys).
+* gpt2-style (``gpt2``; ``GPT2LMHeadModel``): required ``n_embd``, ``n_layer``, ``n_head``,
+  ``n_positions``, ``vocab_size``; optional ``n_inner`` (default 4 x n_embd),
+  ``activation_function`` (gelu family or relu), ``tie_word_embeddings`` (default true).
+* opt-style (``opt``; ``OPTForCausalLM``): required ``hidden_size``, ``num_hidden_layers``,
+  ``num_attention_heads``, ``ffn_dim``, ``vocab_size``, ``max_position_embeddings``; optional
+  ``word_embed_proj_dim`` (default hidden_size; otherwise project_in/out layers),
+  ``do_layer_norm_before`` (default true; false = post-norm without a final norm),
+  ``enable_bias`` (default true), ``activation_function`` (relu or gelu family),
+  ``tie_word_embeddings`` (default true). Learned positions have 2 extra rows (HF OPT).
+
+Every problem found in the file is reported together, each naming the file and the key.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from workloads.errors import Problem, WorkloadError
+from workloads.graph import Workload
+from workloads.models.transformer import TransformerShape, build_transformer
+
+__all__ = ["from_hf_config", "shape_from_hf_config"]
+
+_FAMILY_BY_TYPE = {"llama": "llama", "mistral": "llama", "gpt2": "gpt2", "opt": "opt"}
+_FAMILY_BY_ARCH = {"LlamaForCausalLM": "llama", "MistralForCausalLM": "llama",
+                   "GPT2LMHeadModel": "gpt2", "OPTForCausalLM": "opt"}
+_GELU = ("gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh", "quick_gelu")
+
+
+class _Reader:
+    """Typed access to config keys, collecting problems instead of stopping at the first."""
+
+    def __init__(self, cfg: dict[str, Any], file: str) -> None:
+        self.cfg, self.file = cfg, file
+        self.problems: list[Problem] = []
+
+    def _bad(self, key: str, msg: str) -> None:
+        self.problems.append(Problem(msg, key, self.file))
+
+    def int(self, key: str, default: int | None = None) -> int:
+        """A positive int; ``default`` when absent (or null) and a default exists."""
+        if key not in self.cfg or self.cfg[key] is None:
+            if default is None:
+                self._bad(key, "missing required key; expected an int >= 1")
+                return 1
+            return default
+        v = self.cfg[key]
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            self._bad(key, f"expected an int >= 1, got {v!r}")
+            return 1
+        return v
+
+    def bool(self, key: str, default: bool) -> bool:
+        v = self.cfg.get(key, default)
+        if not isinstance(v, bool):
+            self._bad(key, f"expected true or false, got {v!r}")
+            return default
+        return v
+
+    def choice(self, key: str, default: str, allowed: tuple[str, ...]) -> str:
+        v = self.cfg.get(key, default)
+        if v not in allowed:
+            self._bad(key, f"expected one of: {', '.join(allowed)}; got {v!r}")
+            return default
+        return str(v)
+
+
+def _load(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise WorkloadError(Problem(f"cannot read the file: {e.strerror or e}", "", str(path))
+                            ) from None
+    try:
+        cfg = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise WorkloadError(Problem(f"invalid JSON: {e.msg}", "", str(path), e.lineno)) from None
+    if not isinstance(cfg, dict):
+        raise WorkloadError(Problem("expected a JSON object at the top level", "", str(path)))
+    return cfg
+
+
+def _family(cfg: dict[str, Any], file: str) -> str:
+    mt = cfg.get("model_type")
+    if mt in _FAMILY_BY_TYPE:
+        return _FAMILY_BY_TYPE[mt]
+    archs = cfg.get("architectures")
+    if mt is None and isinstance(archs, list) and archs and archs[0] in _FAMILY_BY_ARCH:
+        return _FAMILY_BY_ARCH[archs[0]]
+    raise WorkloadError(Problem(
+        f"unsupported or missing model_type {mt!r}; expected one of: "
+        f"{', '.join(_FAMILY_BY_TYPE)} (or architectures[0] one of: "
+        f"{', '.join(_FAMILY_BY_ARCH)})", "model_type", file))
+
+
+def _act(r: _Reader, default: str) -> str:
+    act = r.choice("activation_function", default, _GELU + ("relu",))
+    return "relu" if act == "relu" else "gelu"
+
+
+def shape_from_hf_config(path: str | Path) -> TransformerShape:
+    """The :class:`TransformerShape` described by a Hugging Face ``config.json``.
+
+    Raises:
+        WorkloadError: unreadable file, invalid JSON, unsupported ``model_type``, or missing
+            / invalid keys (all reported together, each with the file and key).
+    """
+    p = Path(path)
+    file = str(p)
+    cfg = _load(p)
+    fam = _family(cfg, file)
+    r = _Reader(cfg, file)
+    name = cfg.get("_name_or_path") or p.parent.name or p.stem
+    if not isinstance(name, str):
+        name = p.stem
+    if fam == "llama":
+        d = r.int("hidden_size")
+        heads = r.int("num_attention_heads")
+        kw: dict[str, Any] = dict(
+            layers=r.int("num_hidden_layers"), d_model=d, heads=heads,
+            kv_heads=r.int("num_key_value_heads", heads), ffn=r.int("intermediate_size"),
+            vocab=r.int("vocab_size"), context=r.int("max_position_embeddings"),
+            head_dim=r.int("head_dim", 0) if cfg.get("head_dim") is not None else 0,
+            tied_embeddings=r.bool("tie_word_embeddings", False), ffn_kind="swiglu",
+            norm="rmsnorm", bias=False, positions="rope")
+        for key in ("attention_bias", "mlp_bias"):
+            if r.bool(key, False):
+                r._bad(key, "biases in llama-style layers are not modelled; expected false")
+        r.choice("hidden_act", "silu", ("silu",))
+    elif fam == "gpt2":
+        d = r.int("n_embd")
+        kw = dict(layers=r.int("n_layer"), d_model=d, heads=r.int("n_head"),
+                  ffn=r.int("n_inner", 4 * d), vocab=r.int("vocab_size"),
+                  context=r.int("n_positions"), ffn_kind=_act(r, "gelu_new"),
+                  tied_embeddings=r.bool("tie_word_embeddings", True))
+    else:  # opt
+        d = r.int("hidden_size")
+        pre = r.bool("do_layer_norm_before", True)
+        ctx = r.int("max_position_embeddings")
+        kw = dict(layers=r.int("num_hidden_layers"), d_model=d,
+                  heads=r.int("num_attention_heads"), ffn=r.int("ffn_dim"),
+                  vocab=r.int("vocab_size"), context=ctx, position_rows=ctx + 2,
+                  embed_dim=r.int("word_embed_proj_dim", d), ffn_kind=_act(r, "relu"),
+                  bias=r.bool("enable_bias", True), pre_norm=pre,
+                  final_norm=pre and not r.bool("_remove_final_layer_norm", False),
+                  tied_embeddings=r.bool("tie_word_embeddings", True))
+        if kw["embed_dim"] == d:
+            kw["embed_dim"] = 0
+    if not r.problems:
+        heads, kv, hd = kw["heads"], kw.get("kv_heads", 0) or kw["heads"], kw.get("head_dim", 0)
+        hkey = "num_attention_heads" if fam != "gpt2" else "n_head"
+        if not hd and kw["d_model"] % heads:
+            r._bad(hkey, f"{heads} heads do not divide the model width {kw['d_model']}")
+        if heads % kv:
+            r._bad("num_key_value_heads", f"{kv} key/value heads do not divide {heads} heads")
+    if r.problems:
+        raise WorkloadError(r.problems)
+    return TransformerShape(name=name, kind="decoder",
+                            default_seq=min(512, kw["context"]), **kw)
+
+
+def from_hf_config(path: str | Path, phase: str | None = None, batch: int = 1,
+                   seq: int | None = None, context: int | None = None) -> Workload:
+    """Build a decoder workload from a local Hugging Face ``config.json``.
+
+    Args:
+        path: the ``config.json`` file.
+        phase: ``prefill`` (default), ``decode`` or ``train`` (as :func:`workloads.zoo.build`).
+        batch: sequences per step.
+        seq: tokens per sequence for prefill/train (default min(512, context)).
+        context: KV-cache tokens for decode (default half the maximum positions).
+
+    Returns:
+        The workload, parameters counted from its op shapes; fp16 activations and weights.
+
+    Raises:
+        WorkloadError: a bad file or key (naming the file and the key), or a bad phase,
+            batch, seq or context.
+    """
+    return build_transformer(shape_from_hf_config(path), phase, batch, seq, context)

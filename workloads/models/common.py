@@ -1,0 +1,188 @@
+"""Shared machinery of the model zoo: a graph builder that counts parameters, and the
+transformation of a forward graph into a training step.
+
+Parameters are counted from the ops' weight shapes (:func:`op_parameters`) plus what no op
+shape carries: biases, learned position tables added element-wise (ViT), class tokens. A
+weight reused by a second op (a tied LM head) is counted once, on its owner.
+
+Training (:func:`to_training`): the forward graph, then, in reverse topological order, the
+backward ops of every forward op, then one optimiser update per weight-bearing op:
+
+* matrix op ``X`` -> ``X.bwd_data`` (gradient w.r.t. the input) and ``X.bwd_weight``
+  (gradient w.r.t. the weights, or w.r.t. the second activation operand of attention
+  GEMMs), from ``Gemm.as_pass`` / a ``Conv2d`` with ``pass_`` set; each has the forward MACs,
+  so a training step runs 3x the forward matrix MACs. The input gradient of the first layer
+  is kept (frameworks skip it) so that the 3x identity holds exactly.
+* vector op ``X`` -> ``X.bwd``, an :class:`Elementwise` of the same size: softmax and norm
+  backward as ``mul`` over (output, gradient); element-wise ``fn`` backward as the same
+  ``fn`` with one more input (the gradient); residual ``add`` backward as a ``copy``.
+* embedding ``X`` -> ``X.bwd``, a scatter-add (``add``) of the gathered rows.
+* ``X.update``: ``Elementwise(fn=optimizer)`` over the op's parameters in fp32
+  (Adam reads parameter, gradient, m, v: 4 inputs; SGD with momentum: 3).
+
+Edges: the gradient of ``X``'s output comes from the input-gradient ops of ``X``'s forward
+successors (the last forward op seeds the backward pass); weight-gradient ops also depend on
+``X``'s forward producers (the stashed activations).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from workloads.formats import FORMATS, NumberFormat
+from workloads.graph import Workload
+from workloads.ops import Conv2d, Elementwise, Embedding, Gemm, Norm, Op, Softmax
+
+__all__ = ["op_parameters", "GraphBuilder", "to_training", "FP16", "FP32"]
+
+FP16 = FORMATS["fp16"]
+FP32 = FORMATS["fp32"]
+
+#: inputs read by the optimiser update per parameter (parameter, gradient, optimiser state)
+_OPTIMIZER_INPUTS = {"adam": 4, "sgd": 3}
+
+
+def op_parameters(op: Op) -> int:
+    """Parameters held in ``op``'s weight shape (biases excluded: no op shape carries them).
+
+    Gemm with weights: ``batch / b_shared * k * n``; Conv2d: ``k * c / groups * r * s``;
+    Embedding: ``vocab * dim``; Norm: ``2 * cols`` (layernorm gain and shift) or ``cols``
+    (rmsnorm gain); every other op: 0.
+    """
+    if isinstance(op, Gemm):
+        return (op.batch // op.b_shared) * op.k * op.n if op.b_is_weight else 0
+    if isinstance(op, Conv2d):
+        return op.k * (op.c // op.groups) * op.r * op.s
+    if isinstance(op, Embedding):
+        return op.parameters()
+    if isinstance(op, Norm):
+        return (2 if op.norm == "layernorm" else 1) * op.cols
+    return 0
+
+
+@dataclass
+class GraphBuilder:
+    """Adds ops to a :class:`Workload` and keeps the parameter ledger.
+
+    Attributes:
+        workload: the workload being built (its ``parameters`` is kept up to date).
+        params: parameters owned by each op name (weights + biases + extras).
+        tied: op name -> name of the op whose weights it reuses.
+    """
+
+    workload: Workload
+    params: dict[str, int] = field(default_factory=dict)
+    tied: dict[str, str] = field(default_factory=dict)
+
+    def add(self, op: Op, after: list[Op | str] | tuple[Op | str, ...] = (), *, bias: int = 0,
+            extra: int = 0, tied_to: str | None = None) -> Op:
+        """Add ``op`` after ``after``; count its weight shape plus ``bias`` and ``extra``.
+
+        Args:
+            op: the op.
+            after: producers of its inputs.
+            bias: bias parameters of the op.
+            extra: other parameters (learned position table added element-wise, class token).
+            tied_to: name of the op whose weights ``op`` reuses; its shape is then not counted.
+        """
+        self.workload.add(op, after)
+        n = (0 if tied_to else op_parameters(op)) + bias + extra
+        if tied_to:
+            self.tied[op.name] = tied_to
+        if n:
+            self.params[op.name] = n
+            self.workload.parameters += n
+        return op
+
+
+def _bwd_vector(op: Op, name: str) -> Elementwise:
+    """The backward of a vector op: an Elementwise of the same size (see module doc)."""
+    rows, cols = op.rows, op.cols  # type: ignore[attr-defined]
+    if isinstance(op, (Softmax, Norm)):
+        fn, inputs = "mul", 2
+    elif isinstance(op, Elementwise):
+        if op.fn == "add":
+            fn, inputs = "copy", 1
+        else:
+            fn, inputs = op.fn, op.inputs + 1
+    else:  # pragma: no cover - every vector op is handled above
+        raise TypeError(f"no backward rule for {type(op).__name__}")
+    return Elementwise(name=name, rows=rows, cols=cols, fn=fn, inputs=inputs,
+                       a_format=op.a_format, acc_format=op.acc_format, pass_="bwd_data",
+                       layer=op.layer)
+
+
+def _backward_ops(op: Op) -> tuple[list[Op], list[Op]]:
+    """(input-gradient ops, weight-gradient ops) of one forward op."""
+    if isinstance(op, Gemm):
+        data, weight = op.as_pass("bwd_data"), op.as_pass("bwd_weight")
+        # attention GEMMs: both operands are activations, both gradients flow upstream
+        return ([data, weight], []) if not op.b_is_weight else ([data], [weight])
+    if isinstance(op, Conv2d):
+        return ([replace(op, name=f"{op.name}.bwd_data", pass_="bwd_data")],
+                [replace(op, name=f"{op.name}.bwd_weight", pass_="bwd_weight")])
+    if isinstance(op, Embedding):
+        grad = Elementwise(name=f"{op.name}.bwd", rows=op.tokens, cols=op.dim, fn="add",
+                           inputs=2, a_format=op.a_format, acc_format=op.acc_format,
+                           pass_="bwd_weight", layer=op.layer)
+        return [], [grad]
+    bwd = _bwd_vector(op, f"{op.name}.bwd")
+    return [bwd], ([bwd] if isinstance(op, Norm) else [])
+
+
+def to_training(fwd: Workload, params: dict[str, int], tied: dict[str, str],
+                optimizer: str) -> Workload:
+    """A training step (forward, backward, update) built from a forward graph.
+
+    Args:
+        fwd: the forward workload (phase ignored; the result has phase ``train``).
+        params: parameters owned by each forward op (``GraphBuilder.params``).
+        tied: op -> owner of the weights it reuses (``GraphBuilder.tied``).
+        optimizer: ``"adam"`` or ``"sgd"`` (momentum SGD).
+
+    Returns:
+        A new workload with phase ``train``; see the module docstring for the rules.
+    """
+    out = Workload(fwd.name, "train", fwd.batch, fwd.seq, fwd.context, fwd.parameters,
+                   fwd.family)
+    order = fwd.ops()
+    for op in order:
+        out.add(op, fwd.predecessors(op.name))
+    grads_in: dict[str, list[str]] = {}   # forward op -> ops producing grads of its inputs
+    grads_w: dict[str, list[str]] = {}    # forward op -> ops producing grads of its weights
+    for op in reversed(order):
+        succ = list(fwd.graph.successors(op.name))
+        upstream = [g for s in succ for g in grads_in[s]] if succ else [op.name]
+        data_ops, weight_ops = _backward_ops(op)
+        preds = fwd.predecessors(op.name)
+        names_in: list[str] = []
+        for b in data_ops:
+            deps = upstream + (preds if b.pass_ == "bwd_weight" else [])
+            out.add(b, list(dict.fromkeys(deps)))
+            names_in.append(b.name)
+        names_w: list[str] = []
+        for b in weight_ops:
+            if b.name not in out.graph:
+                out.add(b, list(dict.fromkeys(upstream + preds)))
+            names_w.append(b.name)
+        grads_in[op.name] = names_in
+        grads_w[op.name] = names_w
+    inputs = _OPTIMIZER_INPUTS[optimizer]
+    for op in order:
+        n = params.get(op.name, 0)
+        if not n:
+            continue
+        deps = list(grads_w[op.name]) + [g for user, owner in tied.items() if owner == op.name
+                                         for g in grads_w[user]]
+        if not deps:  # e.g. a bias-only or extra-only parameter holder: its input gradient
+            deps = grads_in[op.name]
+        out.add(Elementwise(name=f"{op.name}.update", rows=1, cols=n, fn=optimizer,
+                            inputs=inputs, a_format=FP32, acc_format=FP32, pass_="update",
+                            layer=op.layer), deps)
+    return out
+
+
+def formats(a: str = "fp16", w: str = "fp16", acc: str = "fp32"
+            ) -> tuple[NumberFormat, NumberFormat, NumberFormat]:
+    """(activation, weight, accumulator) formats by name."""
+    return FORMATS[a], FORMATS[w], FORMATS[acc]

@@ -1,0 +1,295 @@
+"""One transformer builder for every transformer in the zoo and every imported config.
+
+A :class:`TransformerShape` records the hyper-parameters and the architectural choices that
+change the op graph or the parameter count (norm kind, biases, position encoding, tied
+embeddings, FFN kind, pre-/post-norm). :func:`build_transformer` turns a shape and a phase
+into a :class:`~workloads.graph.Workload`.
+
+Op names: ``embed.tokens``, ``blocks.{i}.ln1``, ``blocks.{i}.attn.qkv``, ``...attn.qk``,
+``...attn.softmax``, ``...attn.av``, ``...attn.proj``, ``...attn.residual``, ``...ln2``,
+``...ffn.up`` (``...ffn.gate`` for SwiGLU), ``...ffn.act``, ``...ffn.down``,
+``...ffn.residual``, ``final_norm``, ``lm_head`` (``layer`` is ``blocks.{i}``).
+
+Counting rules (documented choices):
+
+* attention is dense: prefill/train QK^T covers ``seq x seq`` scores (no causal skipping);
+  decode attends one query over ``context + 1`` keys (the cache plus the new token);
+* the LM head of a decoder runs on the last token of each sequence in prefill and decode
+  (what serving engines compute; earlier logits are never used) and on every token in train;
+* RoPE is an ``Elementwise(mul)`` over the query and key columns; ALiBi an ``Elementwise(add)``
+  over the attention scores;
+* attention GEMMs and vector ops stay in fp16 for every model; the shape's formats apply to
+  the linear layers of the blocks (BitNet b1.58 keeps embedding and LM head in fp16: Ma et
+  al. 2024, answer of the authors on the paper's Hugging Face page, "the lm_head is not
+  quantized").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from workloads.errors import Problem, WorkloadError
+from workloads.formats import get_format
+from workloads.graph import Workload
+from workloads.models.common import FP16, FP32, GraphBuilder, to_training
+from workloads.ops import Conv2d, Elementwise, Embedding, Gemm, Norm, Op, Softmax
+
+__all__ = ["TransformerShape", "build_transformer", "resolve_phase"]
+
+
+@dataclass(frozen=True)
+class TransformerShape:
+    """Hyper-parameters of one transformer.
+
+    Attributes:
+        name: model name.
+        kind: ``decoder`` (causal LM), ``encoder`` (BERT-style, token inputs) or ``vit``.
+        layers, d_model, heads, kv_heads, ffn, vocab: the usual (``kv_heads`` < ``heads`` is
+            grouped-query attention; ``vocab`` is the number of classes for ``vit``).
+        context: maximum sequence length (positions).
+        head_dim: per-head width; 0 means ``d_model // heads``.
+        ffn_kind: ``gelu``, ``relu`` (2-matrix MLP) or ``swiglu`` (gate, up, down).
+        norm: ``layernorm`` or ``rmsnorm``.
+        bias: linear layers (and their biases) carry biases.
+        positions: ``learned`` (a table of ``position_rows`` rows), ``rope``, ``alibi``.
+        position_rows: rows of the learned position table (0 means ``context``; OPT: +2).
+        tied_embeddings: the LM head reuses the token-embedding table.
+        pre_norm: norm before attention/FFN (GPT-2 onwards) rather than after (BERT).
+        final_norm: a norm after the last block.
+        embed_norm: a norm right after the embedding (BLOOM, BERT).
+        embed_dim: token-embedding width if projected to ``d_model`` (OPT-350m); 0 = d_model.
+        token_types: rows of a token-type table (BERT: 2); 0 = none.
+        pooler: a ``d x d`` pooler on the first token (BERT).
+        image, patch, channels: ViT input size, patch size, input channels.
+        a_format, w_format, acc_format: formats of the blocks' linear layers.
+        default_seq: default tokens per sequence for prefill/train/inference.
+    """
+
+    name: str
+    kind: str
+    layers: int
+    d_model: int
+    heads: int
+    ffn: int
+    vocab: int
+    context: int
+    kv_heads: int = 0
+    head_dim: int = 0
+    ffn_kind: str = "gelu"
+    norm: str = "layernorm"
+    bias: bool = True
+    positions: str = "learned"
+    position_rows: int = 0
+    tied_embeddings: bool = True
+    pre_norm: bool = True
+    final_norm: bool = True
+    embed_norm: bool = False
+    embed_dim: int = 0
+    token_types: int = 0
+    pooler: bool = False
+    image: int = 224
+    patch: int = 16
+    channels: int = 3
+    a_format: str = "fp16"
+    w_format: str = "fp16"
+    acc_format: str = "fp32"
+    default_seq: int = 512
+
+    @property
+    def kv(self) -> int:
+        """Key/value heads (``heads`` unless grouped-query)."""
+        return self.kv_heads or self.heads
+
+    @property
+    def hd(self) -> int:
+        """Per-head width."""
+        return self.head_dim or self.d_model // self.heads
+
+    @property
+    def emb(self) -> int:
+        """Token-embedding width."""
+        return self.embed_dim or self.d_model
+
+    @property
+    def phases(self) -> tuple[str, ...]:
+        """Valid phases, the default first."""
+        return ("prefill", "decode", "train") if self.kind == "decoder" else ("inference", "train")
+
+    @property
+    def vit_tokens(self) -> int:
+        """Patches plus the class token."""
+        return (self.image // self.patch) ** 2 + 1
+
+
+def resolve_phase(name: str, phase: str | None, valid: tuple[str, ...]) -> str:
+    """The phase to build (default: ``valid[0]``); raises WorkloadError if not valid."""
+    if phase is None:
+        return valid[0]
+    if phase not in valid:
+        raise WorkloadError(Problem(
+            f"model {name!r} has no phase {phase!r}; expected one of: {', '.join(valid)}",
+            "phase"))
+    return phase
+
+
+def _check_int(value: object, key: str, low: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < low:
+        raise WorkloadError(Problem(f"expected an int >= {low}, got {value!r}", key))
+
+
+def _tokens(s: TransformerShape, phase: str, seq: int | None, context: int | None
+            ) -> tuple[int, int, int]:
+    """(query tokens per sequence, key tokens per sequence, cached context) for a phase."""
+    if s.kind == "vit":
+        if seq is not None and seq != s.vit_tokens:
+            raise WorkloadError(Problem(
+                f"{s.name} always runs {s.vit_tokens} tokens ({s.image}x{s.image} image, "
+                f"{s.patch}x{s.patch} patches + class token); got seq={seq}", "seq"))
+        if context is not None:
+            raise WorkloadError(Problem("context applies to the decode phase only", "context"))
+        return s.vit_tokens, s.vit_tokens, 0
+    if phase == "decode":
+        if seq not in (None, 1):
+            raise WorkloadError(Problem(
+                f"decode generates one token per sequence; seq must be 1, got {seq!r}", "seq"))
+        ctx = s.context // 2 if context is None else context
+        _check_int(ctx, "context", 0)
+        if ctx + 1 > s.context:
+            raise WorkloadError(Problem(
+                f"context {ctx} + 1 new token exceeds {s.name}'s {s.context} positions",
+                "context"))
+        return 1, ctx + 1, ctx
+    if context is not None:
+        raise WorkloadError(Problem("context applies to the decode phase only", "context"))
+    n = s.default_seq if seq is None else seq
+    _check_int(n, "seq", 1)
+    if n > s.context:
+        raise WorkloadError(Problem(f"seq {n} exceeds {s.name}'s {s.context} positions", "seq"))
+    return n, n, 0
+
+
+def build_transformer(s: TransformerShape, phase: str | None = None, batch: int = 1,
+                      seq: int | None = None, context: int | None = None) -> Workload:
+    """The op graph of transformer ``s`` for one phase.
+
+    Args:
+        s: the shape record.
+        phase: ``prefill`` (default), ``decode``, ``train`` for decoders; ``inference``
+            (default) or ``train`` for encoders and ViT.
+        batch: sequences (images for ViT) per step.
+        seq: tokens per sequence for prefill/train/inference (default ``s.default_seq``).
+        context: KV-cache length for decode (default half the model context).
+
+    Returns:
+        The workload, ``parameters`` counted from the op shapes.
+
+    Raises:
+        WorkloadError: unknown phase, or batch/seq/context out of range.
+    """
+    ph = resolve_phase(s.name, phase, s.phases)
+    _check_int(batch, "batch", 1)
+    q, keys, ctx = _tokens(s, ph, seq, context)
+    w = Workload(name=s.name, phase=ph, batch=batch, seq=q, context=ctx, family="transformer")
+    b = GraphBuilder(w)
+    a_fmt, w_fmt, acc_fmt = (get_format(s.a_format), get_format(s.w_format),
+                             get_format(s.acc_format))
+    m = batch * q
+    d, hd, h, kv = s.d_model, s.hd, s.heads, s.kv
+
+    def lin(name: str, layer: str, rows: int, n: int, k: int, role: str,
+            after: list[Op | str], bias: bool | None = None, quant: bool = True) -> Op:
+        fa, fw, fc = (a_fmt, w_fmt, acc_fmt) if quant else (FP16, FP16, FP32)
+        op = Gemm(name=name, m=rows, n=n, k=k, role=role, layer=layer, a_format=fa,
+                  w_format=fw, acc_format=fc)
+        return b.add(op, after, bias=n if (s.bias if bias is None else bias) else 0)
+
+    def norm(name: str, layer: str, after: Op) -> Op:
+        return b.add(Norm(name=name, rows=m, cols=d, norm=s.norm, layer=layer), [after])
+
+    def add(name: str, layer: str, rows: int, cols: int, after: list[Op | str],
+            fn: str = "add", extra: int = 0) -> Op:
+        return b.add(Elementwise(name=name, rows=rows, cols=cols, fn=fn, inputs=len(after),
+                                 layer=layer), after, extra=extra)
+
+    # --- embeddings ---------------------------------------------------------------------
+    if s.kind == "vit":
+        conv = Conv2d(name="embed.patch", n=batch, c=s.channels, h=s.image, w=s.image, k=d,
+                      r=s.patch, s=s.patch, stride=s.patch, layer="embed")
+        b.add(conv, bias=d)
+        # class token (d) and learned positions (tokens x d) added to the patch tokens
+        x: Op = add("embed.positions", "embed", m, d, [conv], extra=d + s.vit_tokens * d)
+    else:
+        tok = b.add(Embedding(name="embed.tokens", tokens=m, dim=s.emb, vocab=s.vocab,
+                              layer="embed"))
+        x = tok
+        if s.emb != d:
+            x = lin("embed.project_in", "embed", m, d, s.emb, "proj", [x], bias=False,
+                    quant=False)
+        parts: list[Op | str] = [x]
+        if s.positions == "learned":
+            rows = s.position_rows or s.context
+            parts.append(b.add(Embedding(name="embed.positions", tokens=m, dim=d, vocab=rows,
+                                         layer="embed")))
+        if s.token_types:
+            parts.append(b.add(Embedding(name="embed.token_types", tokens=m, dim=d,
+                                         vocab=s.token_types, layer="embed")))
+        if len(parts) > 1:
+            x = add("embed.add", "embed", m, d, parts)
+        if s.embed_norm:
+            x = norm("embed.norm", "embed", x)
+
+    # --- blocks -------------------------------------------------------------------------
+    for i in range(s.layers):
+        L = f"blocks.{i}"
+        res = x
+        h_in = norm(f"{L}.ln1", L, x) if s.pre_norm else x
+        qkv = lin(f"{L}.attn.qkv", L, m, (h + 2 * kv) * hd, d, "qkv", [h_in])
+        qk_in: Op = qkv
+        if s.positions == "rope":
+            qk_in = add(f"{L}.attn.rope", L, m, (h + kv) * hd, [qkv], fn="mul")
+        scores = b.add(Gemm(name=f"{L}.attn.qk", m=q, n=keys, k=hd, batch=batch * h,
+                            b_is_weight=False, b_shared=h // kv, role="qk", layer=L), [qk_in])
+        if s.positions == "alibi":
+            scores = add(f"{L}.attn.alibi", L, batch * h * q, keys, [scores])
+        probs = b.add(Softmax(name=f"{L}.attn.softmax", rows=batch * h * q, cols=keys,
+                              layer=L), [scores])
+        ctx_op = b.add(Gemm(name=f"{L}.attn.av", m=q, n=hd, k=keys, batch=batch * h,
+                            b_is_weight=False, b_shared=h // kv, role="av", layer=L),
+                       [probs, qkv])
+        proj = lin(f"{L}.attn.proj", L, m, d, h * hd, "proj", [ctx_op])
+        x = add(f"{L}.attn.residual", L, m, d, [proj, res])
+        if not s.pre_norm:
+            x = norm(f"{L}.ln1", L, x)
+        res = x
+        f_in = norm(f"{L}.ln2", L, x) if s.pre_norm else x
+        if s.ffn_kind == "swiglu":
+            gate = lin(f"{L}.ffn.gate", L, m, s.ffn, d, "ffn_gate", [f_in])
+            up = lin(f"{L}.ffn.up", L, m, s.ffn, d, "ffn_up", [f_in])
+            act = add(f"{L}.ffn.act", L, m, s.ffn, [gate, up], fn="swiglu")
+        else:
+            up = lin(f"{L}.ffn.up", L, m, s.ffn, d, "ffn_up", [f_in])
+            act = add(f"{L}.ffn.act", L, m, s.ffn, [up], fn=s.ffn_kind)
+        down = lin(f"{L}.ffn.down", L, m, d, s.ffn, "ffn_down", [act])
+        x = add(f"{L}.ffn.residual", L, m, d, [down, res])
+        if not s.pre_norm:
+            x = norm(f"{L}.ln2", L, x)
+
+    # --- head ---------------------------------------------------------------------------
+    if s.final_norm:
+        x = norm("final_norm", "head", x)
+    if s.kind == "decoder":
+        rows = m if ph == "train" else batch
+        if s.emb != d:
+            x = lin("head.project_out", "head", rows, s.emb, d, "proj", [x], bias=False,
+                    quant=False)
+        b.add(Gemm(name="lm_head", m=rows, n=s.vocab, k=s.emb, role="lm_head", layer="head"),
+              [x], tied_to="embed.tokens" if s.tied_embeddings else None)
+    elif s.kind == "vit":
+        b.add(Gemm(name="head", m=batch, n=s.vocab, k=d, role="classifier", layer="head"),
+              [x], bias=s.vocab)
+    elif s.pooler:
+        b.add(Gemm(name="pooler", m=batch, n=d, k=d, role="pooler", layer="head"), [x], bias=d)
+
+    if ph == "train":
+        return to_training(w, b.params, b.tied, "adam")
+    return w
