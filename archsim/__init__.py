@@ -5,8 +5,17 @@ The one import a user needs::
     from archsim import load, workload, evaluate
 """
 
-from archsim.api import (FIDELITIES, VERSION, config_dir, evaluate, find_config, gemm_workload,
-                         list_configs, load, workload)
+from archsim.api import (
+                         FIDELITIES,
+                         VERSION,
+                         config_dir,
+                         evaluate,
+                         find_config,
+                         gemm_workload,
+                         list_configs,
+                         load,
+                         workload,
+)
 from archsim.result import OpResult, Result
 
 __version__ = VERSION

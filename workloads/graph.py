@@ -8,8 +8,8 @@ results are reproducible.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
 
 import networkx as nx
 
@@ -99,7 +99,7 @@ class Workload:
         return self.family == "transformer"
 
     def with_formats(self, a_format: NumberFormat | None = None,
-                     w_format: NumberFormat | None = None) -> "Workload":
+                     w_format: NumberFormat | None = None) -> Workload:
         """A copy whose matrix ops use other activation / weight formats."""
         out = Workload(self.name, self.phase, self.batch, self.seq, self.context, self.parameters,
                        self.family)
@@ -110,7 +110,7 @@ class Workload:
         return out
 
     @classmethod
-    def single(cls, op: Op) -> "Workload":
+    def single(cls, op: Op) -> Workload:
         """A workload of one op (``archsim gemm``)."""
         w = cls(name=op.name, phase="inference", batch=1, seq=1)
         w.add(op)

@@ -69,7 +69,7 @@ class Sparsity:
         return nm * self.density
 
     @classmethod
-    def parse(cls, text: str) -> "Sparsity":
+    def parse(cls, text: str) -> Sparsity:
         """Parse ``"2:4"`` (N:M) or ``"0.3"`` (unstructured density)."""
         try:
             if ":" in text:
@@ -165,7 +165,7 @@ class Op:
         return self.macs() > 0
 
     def with_formats(self, a_format: NumberFormat | None = None,
-                     w_format: NumberFormat | None = None) -> "Op":
+                     w_format: NumberFormat | None = None) -> Op:
         """A copy with other activation and/or weight formats."""
         kw: dict[str, NumberFormat] = {}
         if a_format is not None:
@@ -258,7 +258,7 @@ class Gemm(Op):
     def output_bytes(self) -> float:
         return self.batch * self.m * self.n * self.a_format.bytes_per_element
 
-    def as_pass(self, pass_: str) -> "Gemm":
+    def as_pass(self, pass_: str) -> Gemm:
         """The GEMM of a training pass (for weight GEMMs; QK/AV swap operands likewise).
 
         fwd: (m, n, k); bwd_data: dX[m, k] = dY[m, n] @ W^T -> (m, k, n);

@@ -55,6 +55,9 @@ def test_same_input_same_hash_and_numbers(capsys):
     (("gemm", "tpu_like", "--m", "8", "--n", "8", "--k", "8", "--fidelity", "exact"), "--fidelity"),
     (("validate", "/nonexistent.yaml"), "cannot read file"),
     (("frobnicate",), "invalid choice"),
+    (("run", "tpu_like", "--model", "gpt5"), "unknown model 'gpt5'"),
+    (("run", "tpu_like", "--phase", "sideways"), "--phase"),
+    (("run", "tpu_like", "--batch", "-3"), "--batch"),
 ])
 def test_bad_input_exits_2_with_one_message(args, needle):
     p = subprocess.run([sys.executable, "-m", "archsim", *args], capture_output=True, text=True,
