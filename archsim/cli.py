@@ -73,6 +73,12 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("configs", nargs="+")
     v.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
 
+    va = sub.add_parser("validation", help="compare predictions with every reference figure; "
+                        "exit 1 if one leaves its tolerance")
+    va.add_argument("--family", action="append", help="only this family (repeatable)")
+    va.add_argument("--out", help="write the markdown report here (e.g. docs/validation.md)")
+    va.add_argument("--plot", help="write the predicted-vs-reference scatter plot (PNG/SVG)")
+
     ls = sub.add_parser("list", help="list reference configs, zoo models or number formats")
     ls.add_argument("what", choices=("configs", "models", "formats"))
     return ap
@@ -99,6 +105,8 @@ def _dispatch(args: argparse.Namespace) -> int:
 
     if args.cmd == "list":
         return _list(args.what)
+    if args.cmd == "validation":
+        return _validation(args)
     if args.cmd == "validate":
         bad = 0
         for c in args.configs:
@@ -125,6 +133,37 @@ def _dispatch(args: argparse.Namespace) -> int:
     else:
         print(res.table(getattr(args, "max_ops", 40)))
     return 0
+
+
+def _validation(args: argparse.Namespace) -> int:
+    import os
+
+    from archsim import validation as v
+    from workloads.errors import Problem, SpecError
+
+    known = v.FAMILIES()
+    for f in args.family or []:
+        if f not in known:
+            raise SpecError(Problem(f"unknown family {f!r}; expected one of {', '.join(known)}",
+                                    "--family"))
+    comps, gaps = v.run(args.family)
+    plot_name = None
+    if args.plot:
+        v.plot(comps, args.plot)
+        if args.out:
+            plot_name = os.path.relpath(args.plot, os.path.dirname(os.path.abspath(args.out)))
+    text = v.render_markdown(comps, gaps, plot_name)
+    if args.out:
+        with open(args.out, "w") as fh:
+            fh.write(text)
+    bad = [c for c in comps if not c.ok]
+    for c in bad:
+        print(f"OUT OF TOLERANCE: {c.family} {c.design} {c.figure}: ours {c.ours:.4g} vs "
+              f"{c.reference_text} {c.unit} ({c.error:+.1%}, tolerance ±{c.tolerance:.0%})",
+              file=sys.stderr)
+    print(f"{len(comps) - len(bad)} of {len(comps)} comparisons within tolerance"
+          + (f"; report: {args.out}" if args.out else ""))
+    return 1 if bad else 0
 
 
 def _list(what: str) -> int:
