@@ -1,0 +1,11 @@
+"""Tensor-core GPU family (``kind: tensor_core_gpu``): A100 / H100 / H200 / T4 class GPUs.
+
+Modules: ``spec`` (the YAML schema), ``precision`` (which MMA datapath runs a format pair),
+``gemm`` (the CTA-tile GEMM model), ``unit`` (the registered :class:`TensorCoreGpu`),
+``lower`` (CTA-tile lowering to ``sim.TaskGraph``). Equations: ``docs/gpu.md``.
+"""
+
+from arch.gpu.spec import GpuSpec
+from arch.gpu.unit import DATAFLOWS, TensorCoreGpu
+
+__all__ = ["GpuSpec", "TensorCoreGpu", "DATAFLOWS"]

@@ -1,0 +1,165 @@
+"""Configuration of a tensor-core GPU (``kind: tensor_core_gpu``): frozen, validated specs.
+
+Every field is declared with :func:`arch.spec.param` (doc, unit, range); the YAML loader
+(``arch.load``) converts ``configs/gpu/*.yaml`` into :class:`GpuSpec` and reports every
+problem with file, line and key path. Cross-field rules live in ``check()``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from arch.memory import MemorySpec
+from arch.spec import param
+
+__all__ = ["TensorCoreSpec", "CudaCoreSpec", "SmSpec", "L2Spec", "NvlinkSpec", "GpuSpec",
+           "TC_FORMATS"]
+
+#: Formats a tensor core may list a rate for (the MMA operand formats of NVIDIA GPUs).
+TC_FORMATS = ("tf32", "fp16", "bf16", "fp8_e4m3", "fp8_e5m2", "int8", "int4",
+              "int1")
+
+
+@dataclass(frozen=True)
+class TensorCoreSpec:
+    """The tensor cores of one SM."""
+
+    per_sm: int = param(doc="tensor cores per SM", min=1)
+    fma_per_clock: dict[str, int] = param(
+        doc="dense MMA rate per tensor core per clock, by operand format (fp16, bf16, tf32, "
+            "fp8_e4m3, int8, int4, int1 ...); a format not listed has no tensor-core path",
+        unit="FMA/clock")
+    mma_efficiency: float = param(
+        doc="achieved fraction of peak MMA issue in a steady-state GEMM mainloop at a fixed "
+            "clock (instruction issue / operand-fetch limits; see docs/gpu.md)",
+        min=0, max=1, min_exclusive=True)
+
+    sparse_24_speedup: float = param(
+        1.0, doc="MMA rate multiplier for 2:4 structured-sparse weights (Ampere+: 2; 1 = none)",
+        min=1, max=2)
+    def check(self) -> list[tuple[str, str]]:
+        out = []
+        for k, v in self.fma_per_clock.items():
+            if k not in TC_FORMATS:
+                out.append((f"fma_per_clock.{k}",
+                            f"unknown tensor-core format {k!r}; expected one of: "
+                            f"{', '.join(TC_FORMATS)}"))
+            elif not isinstance(v, int) or v < 1:
+                out.append((f"fma_per_clock.{k}", f"expected an int >= 1, got {v!r}"))
+        if not self.fma_per_clock:
+            out.append(("fma_per_clock", "expected at least one format"))
+        return out
+
+
+@dataclass(frozen=True)
+class CudaCoreSpec:
+    """The SIMT (CUDA-core) datapath of one SM: vector ops, dequantisation, GEMV."""
+
+    fp32_lanes_per_sm: int = param(doc="FP32 FMA lanes per SM", min=1)
+    int32_lanes_per_sm: int = param(doc="INT32 lanes per SM (dequantisation bit ops)", min=1)
+    sfu_per_sm: int = param(16, doc="special-function units per SM (exp, rsqrt)", min=1)
+
+
+@dataclass(frozen=True)
+class SmSpec:
+    """On-SM storage and load paths."""
+
+    smem_bytes_per_sm: int = param(doc="shared memory a kernel may allocate per SM",
+                                   unit="bytes", min=1)
+    smem_bytes_per_clock: int = param(128, doc="shared-memory bandwidth per SM", unit="B/clock",
+                                      min=1)
+    regfile_bytes_per_sm: int = param(262144, doc="register file per SM", unit="bytes", min=1)
+    load_bytes_per_clock: int = param(
+        64, doc="L2->SM load bandwidth per SM (L1/TMA fill path)", unit="B/clock", min=1)
+    mma_tile_m: int = param(64, doc="rows of C one MMA-issuing group (warp / warpgroup) "
+                            "covers; sets how often B fragments are re-read from smem", min=8)
+    mma_tile_n: int = param(64, doc="columns of C one MMA-issuing group covers (mma.sync warp "
+                            "tile: 64; Hopper wgmma reads the whole N <= 256 of B)", min=8)
+    max_stages: int = param(4, doc="deepest software pipeline (cp.async / TMA stages)",
+                            min=2, max=8)
+    stream_k: bool = param(
+        False, doc="persistent stream-K scheduling (Hopper cuBLAS / CUTLASS 3): the k-iterations "
+                   "of all tiles are divided evenly over the SMs, removing wave quantisation",)
+    cluster_multicast: int = param(
+        1, doc="CTAs of a thread-block cluster sharing one operand load via TMA multicast "
+               "(Hopper: 2; 1 = none)", min=1, max=4)
+
+
+@dataclass(frozen=True)
+class L2Spec:
+    """The L2 cache."""
+
+    l2_mib: float = param(doc="L2 capacity", unit="MiB", min=0, min_exclusive=True)
+    bandwidth_gbps: float = param(doc="aggregate L2 read bandwidth", unit="GB/s", min=0,
+                                  min_exclusive=True)
+    usable_fraction: float = param(
+        0.5, doc="fraction of L2 that holds reusable GEMM operands across waves (the rest "
+                 "is streaming/partitioned-L2 duplication)", min=0, max=1, min_exclusive=True)
+
+    @property
+    def l2_bytes(self) -> float:
+        return self.l2_mib * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class NvlinkSpec:
+    """The GPU-to-GPU link used by all-reduce (tensor parallelism)."""
+
+    bandwidth_gbps: float = param(doc="per-direction NVLink bandwidth per GPU", unit="GB/s",
+                                  min=0, min_exclusive=True)
+    latency_us: float = param(doc="per-step latency of a ring all-reduce", unit="us", min=0)
+    efficiency: float = param(0.8, doc="achieved fraction of link bandwidth (NCCL bus bw)",
+                              min=0, max=1, min_exclusive=True)
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    """A tensor-core GPU (``kind: tensor_core_gpu``)."""
+
+    sm_count: int = param(doc="streaming multiprocessors", min=1)
+    clock_mhz: float = param(doc="SM clock under load when not power-capped (the unit clock)",
+                             unit="MHz", min=0, min_exclusive=True)
+    boost_clock_mhz: float = param(doc="clock at which the vendor's peak TFLOP/s are quoted",
+                                   unit="MHz", min=0, min_exclusive=True)
+    tensor_clock_mhz: float = param(
+        doc="sustained SM clock during dense tensor-core mainloops (power-capped boards "
+            "drop below clock_mhz)", unit="MHz", min=0, min_exclusive=True)
+    tensor_core: TensorCoreSpec = param(doc="tensor cores")
+    cuda_core: CudaCoreSpec = param(doc="CUDA cores")
+    sm: SmSpec = param(doc="shared memory, registers, load paths")
+    l2: L2Spec = param(doc="L2 cache")
+    memory: MemorySpec = param(doc="off-chip memory (HBM / GDDR)")
+    launch_overhead_us: float = param(
+        doc="per-kernel fixed cost: launch, CTA rasterisation, pipeline ramp and drain",
+        unit="us", min=0)
+    tdp_w: float = param(doc="board power limit (energy sanity check)", unit="W", min=0,
+                         min_exclusive=True)
+    static_power_w: float = param(doc="idle/static board power charged for the op's latency",
+                                  unit="W", min=0)
+    dram_latency_ns: float = param(600.0, doc="load-to-use latency of an off-chip access",
+                                   unit="ns", min=0)
+    nvlink: NvlinkSpec | None = param(None, doc="GPU-to-GPU link (null = single GPU)")
+    attention: str = param("unfused", doc="attention kernels: separate QK/softmax/AV kernels "
+                           "with scores in HBM, or flash-style fused", choices=("unfused", "fused"))
+    dequant_ops_per_weight: float = param(
+        1.0, doc="CUDA-core instructions per dequantised weight element (Marlin-style lop3 + "
+                 "fma on packed halves)", min=0)
+    source: str = param("", doc="where the numbers come from")
+
+    def check(self) -> list[tuple[str, str]]:
+        out = []
+        if self.tensor_clock_mhz > self.clock_mhz:
+            out.append(("tensor_clock_mhz", f"expected <= clock_mhz ({self.clock_mhz:g}), got "
+                                            f"{self.tensor_clock_mhz:g}"))
+        if self.static_power_w > self.tdp_w:
+            out.append(("static_power_w", f"expected <= tdp_w ({self.tdp_w:g})"))
+        return out
+
+    @property
+    def clock_hz(self) -> float:
+        return self.clock_mhz * 1e6
+
+    def tc_rate_per_sm(self, fmt: str) -> int:
+        """Dense MMA FMAs per clock per SM for tensor-core format ``fmt`` (0 if none)."""
+        return self.tensor_core.per_sm * int(self.tensor_core.fma_per_clock.get(fmt, 0))
+

@@ -1,0 +1,389 @@
+"""The tensor-core GPU unit (``kind: tensor_core_gpu``): estimates per op and components.
+
+Kernels modelled (equations in ``docs/gpu.md``):
+
+* GEMM / batched GEMM / im2col convolution: CTA-tile search (``arch.gpu.gemm``) with wave
+  quantisation, L2 reuse, split-K, epilogue and launch overhead; the MMA datapath comes
+  from the operand formats (``arch.gpu.precision``): tensor cores, weight-only
+  dequantisation (W4A16), integer tensor cores (W8A8, W4A4), digit / bit-serial
+  decomposition (arbitrary precision, INT6), 2:4 sparse tensor cores, SIMT fp32.
+* attention: ``unfused`` (QK, softmax, AV are kernels with the scores in HBM) or
+  flash-style ``fused`` (scores stay on chip; one launch), from the spec's ``attention``
+  or the ``attn_fused`` / ``attn_unfused`` dataflow.
+* softmax, norms, element-wise ops, embedding gathers: bandwidth-bound streaming kernels
+  (``max(bytes / sustained bandwidth, ops / CUDA-core rate)``) plus launch overhead.
+* all-reduce over ``devices`` GPUs: ring over NVLink, ``2(n-1)/n x bytes / link bandwidth
+  + 2(n-1) x step latency``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+from arch.base import Estimate, Unit, cycles_of, infeasible, register
+from arch.gpu.gemm import SPLITS, GemmResult, GemmShape, gemm_time
+from arch.gpu.precision import MmaPlan, plan_mma
+from arch.gpu.spec import GpuSpec
+from workloads.errors import MappingError, Problem
+from workloads.ops import (
+    AllReduce,
+    Conv2d,
+    Elementwise,
+    Embedding,
+    Gemm,
+    Norm,
+    Op,
+    Softmax,
+    _VectorOp,
+)
+
+__all__ = ["TensorCoreGpu", "DATAFLOWS"]
+
+#: Named dataflows (kernels). ``gemm_tc`` = the default tile search.
+DATAFLOWS = ("gemm_tc", "gemm_splitk", "w_only", "digit", "bitserial", "simt", "attn_fused",
+             "attn_unfused", "vector", "gather", "ring_allreduce")
+
+#: Special-function (exp / tanh) evaluations per element on the SFUs.
+_SFU_PER_ELEMENT = {"softmax": 1, "gelu": 1, "silu": 1, "swiglu": 1}
+_SMEM_WIDTH_BITS = 1024      # 32 banks x 4 B per clock
+_L2_SECTOR_BITS = 256        # 32-byte sectors
+_L2_SLICE_BYTES = 512 * 1024  # energy model granularity (one L2 slice)
+_RF_WIDTH_BITS = 1024        # one warp-wide 32-bit register access
+# register-file traffic of an MMA per MAC: m16n8k16 (2048 MACs) reads A 512 B, B 256 B,
+# C 512 B and writes C 512 B.
+_RF_READ_B_PER_MAC = 1280 / 2048
+_RF_WRITE_B_PER_MAC = 512 / 2048
+
+
+@register
+class TensorCoreGpu(Unit):
+    """A tensor-core GPU (A100 / H100 / H200 / T4 class).
+
+    Contract (in addition to :class:`arch.base.Unit`): ``estimate`` is the CTA-tile model
+    of ``arch.gpu.gemm`` for matrix ops and a streaming model for vector ops; it never
+    beats ``roofline_cycles`` and is monotone in M, N and K (the tile candidates do not
+    depend on the shape). ``mapping`` is None, a dataflow name from :data:`DATAFLOWS`, or
+    a mapping ``{"dataflow": str, "tile": [bm, bn, bk_bytes], "split_k": int}``.
+    """
+
+    kind = "tensor_core_gpu"
+    Spec = GpuSpec
+    spec: GpuSpec
+
+    # ---- identity / capability ------------------------------------------------------
+    @property
+    def clock_hz(self) -> float:
+        return self.spec.clock_hz
+
+    def supports(self, op: Op) -> str | None:
+        if isinstance(op, (Gemm, Conv2d, Softmax, Norm, Elementwise, Embedding)):
+            return None
+        if isinstance(op, AllReduce):
+            if op.devices > 1 and self.spec.nvlink is None:
+                return "all-reduce over several GPUs needs an nvlink spec"
+            return None
+        return f"op kind {op.kind!r} is not modelled on a tensor-core GPU"
+
+    def dataflows(self) -> tuple[str, ...]:
+        return DATAFLOWS
+
+    # ---- roofline ---------------------------------------------------------------------
+    def _plan(self, op: Op, prefer: str = "") -> MmaPlan | None:
+        g = op.as_gemm() if isinstance(op, Conv2d) else op
+        assert isinstance(g, Gemm)
+        return plan_mma(self.spec, g.a_format, g.b_format, self.spec.dequant_ops_per_weight,
+                        prefer)
+
+    def peak_macs_per_cycle(self, op: Op) -> float:
+        """Dense MACs/cycle of the fastest datapath for the op's formats at ``clock_hz``
+        (vector ops: FP32 lanes)."""
+        if op.is_matrix:
+            plan = self._plan(op)
+            assert plan is not None
+            return self.spec.sm_count * plan.macs_per_clock_sm
+        return float(self.spec.sm_count * self.spec.cuda_core.fp32_lanes_per_sm)
+
+    def peak_bytes_per_cycle(self) -> float:
+        return self.spec.memory.bytes_per_s / self.clock_hz
+
+    def roofline_cycles(self, op: Op, mapping: Any = None) -> float:
+        """As :meth:`Unit.roofline_cycles`, except that a fused-attention op (spec
+        ``attention: fused`` or ``mapping="attn_fused"``) has compulsory traffic without the
+        score matrix, which never leaves the chip."""
+        df = self._parse_mapping(mapping)[0]
+        if not self._fused(op, df or None):
+            return super().roofline_cycles(op)
+        work = op.effective_macs() if op.is_matrix else op.vector_ops()
+        rate = self.peak_macs_per_cycle(op)
+        return max(work / rate if rate else 0.0, self._compulsory_bytes(op, True)
+                   / self.peak_bytes_per_cycle())
+
+    # ---- helpers ----------------------------------------------------------------------
+    def _fused(self, op: Op, dataflow: str | None) -> bool:
+        if dataflow == "attn_unfused":
+            return False
+        fused = dataflow == "attn_fused" or self.spec.attention == "fused"
+        if not fused:
+            return False
+        if isinstance(op, Gemm):
+            return op.role in ("qk", "av")
+        if isinstance(op, Softmax):
+            return "attn" in op.name or "score" in op.name
+        return False
+
+    @staticmethod
+    def _compulsory_bytes(op: Op, fused: bool) -> float:
+        if not fused:
+            return op.min_bytes()
+        if isinstance(op, Gemm) and op.role == "qk":
+            return op.input_bytes()
+        if isinstance(op, Gemm) and op.role == "av":
+            return op.b_bytes() + op.output_bytes()
+        return 0.0  # fused softmax: scores live in registers / shared memory
+
+    @staticmethod
+    def _b_bpe(g: Gemm) -> float:
+        """Bytes per B element as streamed by the mainloop, independent of the shape:
+        storage bits, N:M compression (values + index bits), group scales amortised over
+        ``group_size`` (the same accounting as ``Gemm.b_bytes``)."""
+        fmt = g.b_format
+        bpe = fmt.bytes_per_element
+        if g.b_is_weight:
+            sp = g.w_sparsity
+            if sp.fraction < 1.0:
+                idx_bits = math.ceil(math.log2(sp.m)) if sp.m else 16
+                bpe = sp.fraction * (bpe + idx_bits / 8.0)
+            if g.group_size:
+                bpe += (g.a_format.bytes_per_element * (2 if fmt.is_integer else 1)
+                        / g.group_size)
+        return bpe
+
+    @staticmethod
+    def _parse_mapping(mapping: Any) -> tuple[str, tuple[int, int, int] | None, int | None]:
+        if mapping is None:
+            return "", None, None
+        if isinstance(mapping, str):
+            df, tile, split = mapping, None, None
+        elif isinstance(mapping, Mapping):
+            unknown = set(mapping) - {"dataflow", "tile", "split_k"}
+            if unknown:
+                raise MappingError(Problem(f"unknown mapping keys {sorted(unknown)}; allowed: "
+                                           "dataflow, tile, split_k", "mapping"))
+            df = str(mapping.get("dataflow", ""))
+            tile = mapping.get("tile")
+            split = mapping.get("split_k")
+            if tile is not None:
+                if (not isinstance(tile, (list, tuple)) or len(tile) != 3
+                        or not all(isinstance(x, int) and x > 0 for x in tile)):
+                    raise MappingError(Problem(f"expected [bm, bn, bk_bytes] positive ints, got "
+                                               f"{tile!r}", "mapping.tile"))
+                tile = (int(tile[0]), int(tile[1]), int(tile[2]))
+            if split is not None and (not isinstance(split, int) or split < 1):
+                raise MappingError(Problem(f"expected an int >= 1, got {split!r}",
+                                           "mapping.split_k"))
+        else:
+            raise MappingError(Problem(f"expected None, a dataflow name or a mapping, got "
+                                       f"{type(mapping).__name__}", "mapping"))
+        if df and df not in DATAFLOWS:
+            raise MappingError(Problem(f"unknown dataflow {df!r}; expected one of: "
+                                       f"{', '.join(DATAFLOWS)}", "mapping.dataflow"))
+        return df, tile, split
+
+    def _cycles(self, seconds: float) -> int:
+        return cycles_of(seconds * self.clock_hz)
+
+    # ---- estimate ---------------------------------------------------------------------
+    def estimate(self, op: Op, mapping: Any = None) -> Estimate:
+        reason = self.supports(op)
+        if reason:
+            return infeasible(op, self.name, reason, self.clock_hz)
+        df, tile, split = self._parse_mapping(mapping)
+        if isinstance(op, (Gemm, Conv2d)):
+            return self._estimate_gemm(op, df, tile, split)
+        if isinstance(op, _VectorOp):
+            return self._estimate_vector(op, df)
+        if isinstance(op, Embedding):
+            return self._estimate_stream(op, "gather", op.weight_bytes(), op.output_bytes(), 0)
+        if isinstance(op, AllReduce):
+            return self._estimate_allreduce(op)
+        return infeasible(op, self.name, f"op kind {op.kind!r} not modelled", self.clock_hz)
+
+    def _estimate_gemm(self, op: Gemm | Conv2d, df: str, tile: tuple[int, int, int] | None,
+                       split: int | None) -> Estimate:
+        s = self.spec
+        g = op.as_gemm() if isinstance(op, Conv2d) else op
+        prefer = df if df in ("bitserial", "digit", "simt", "w_only") else ""
+        plan = self._plan(op, prefer)
+        if plan is None:
+            return infeasible(op, self.name, f"no {df} datapath for {g.a_format.name} x "
+                              f"{g.b_format.name} on this GPU", self.clock_hz)
+        fused = self._fused(g, df)
+        a_bpe = g.a_format.bytes_per_element
+        b_bytes = g.b_bytes()
+        if isinstance(op, Conv2d):
+            a_hbm = op.input_bytes()
+            b_bytes = op.weight_bytes()
+            b_distinct = g.batch
+        else:
+            a_hbm = g.batch * g.m * g.k * a_bpe
+            b_distinct = g.batch // g.b_shared
+        c_hbm = g.output_bytes()
+        if fused and g.role == "qk":
+            c_hbm = 0.0
+        if fused and g.role == "av":
+            a_hbm = 0.0
+        sp = g.w_sparsity if g.b_is_weight else None
+        sparse = 1.0
+        if (sp is not None and sp.structured and sp.m in (2, 4) and sp.n / sp.m <= 0.5
+                and plan.tensor):
+            sparse = s.tensor_core.sparse_24_speedup
+        shape = GemmShape(g.batch, g.m, g.n, g.k, a_bpe, self._b_bpe(g),
+                          g.a_format.bytes_per_element, a_hbm, b_bytes, b_distinct, c_hbm, sparse)
+        splits: tuple[int, ...] = SPLITS
+        if split is not None:
+            splits = (split,)
+        elif df == "gemm_splitk":
+            splits = tuple(x for x in SPLITS if x > 1)
+        launch = not (fused and g.role == "av")
+        r = gemm_time(s, shape, plan, tiles=(tile,) if tile else None, splits=splits,
+                      launch=launch)
+        cycles = self._cycles(r.time_s)
+        actions = self._gemm_actions(plan, r)
+        util = op.effective_macs() / (self.peak_macs_per_cycle(op) * cycles) if cycles else 0.0
+        dataflow = ("attn_fused" if fused else plan.path if plan.path != "tc" else
+                    "gemm_splitk" if r.split > 1 else "gemm_tc")
+        details = {"sm_s": r.sm_s, "l2_s": r.l2_s, "hbm_s": r.hbm_s, "waves": r.waves,
+                   "bm": r.bm, "bn": r.bn, "bk": r.bk, "split_k": r.split, "stages": r.stages,
+                   "ctas_per_sm": r.ctas_per_sm, "passes": plan.passes,
+                   "sparse_speedup": sparse, "tensor_clock_hz": s.tensor_clock_mhz * 1e6}
+        return Estimate(op.name, op.kind, self.name, dataflow, cycles, self.clock_hz,
+                        macs=op.macs(), flops=op.flops(), dram_read_bytes=r.hbm_read_bytes,
+                        dram_write_bytes=r.hbm_write_bytes,
+                        actions=MappingProxyType(actions), utilization=min(1.0, util),
+                        bound=r.bound, mapping=f"{plan.describe()} {r.describe()}",
+                        details=MappingProxyType(details))
+
+    def _gemm_actions(self, plan: MmaPlan, r: GemmResult) -> dict[tuple[str, str], float]:
+        a: dict[tuple[str, str], float] = {}
+        if plan.tensor:
+            a[(self.cname(f"tensor_core_{plan.tc_format}"), "mac")] = r.mma_macs
+            a[(self.cname("regfile"), "read")] = r.mma_macs * _RF_READ_B_PER_MAC / (_RF_WIDTH_BITS / 8)
+            a[(self.cname("regfile"), "write")] = r.mma_macs * _RF_WRITE_B_PER_MAC / (_RF_WIDTH_BITS / 8)
+            if r.convert_ops:
+                a[(self.cname("cuda_core"), "op")] = r.convert_ops
+        else:
+            a[(self.cname("cuda_core"), "op")] = r.mma_macs + r.convert_ops
+        a[(self.cname("smem"), "read")] = r.smem_bytes / (_SMEM_WIDTH_BITS / 8)
+        a[(self.cname("smem"), "write")] = r.l2_bytes / (_SMEM_WIDTH_BITS / 8)
+        a[(self.cname("l2"), "read")] = r.l2_bytes / (_L2_SECTOR_BITS / 8)
+        a[(self.cname("hbm"), "read")] = r.hbm_read_bytes
+        a[(self.cname("hbm"), "write")] = r.hbm_write_bytes
+        return a
+
+    def _estimate_vector(self, op: _VectorOp, df: str) -> Estimate:
+        fused = isinstance(op, Softmax) and self._fused(op, df or None)
+        fn = op.fn if isinstance(op, Elementwise) else op.kind
+        sfu = _SFU_PER_ELEMENT.get(fn, 0) * op.elements
+        if fused:
+            return self._estimate_stream(op, "attn_fused", 0.0, 0.0, op.vector_ops(), sfu,
+                                         launch=False)
+        return self._estimate_stream(op, "vector", op.input_bytes() + op.weight_bytes(),
+                                     op.output_bytes(), op.vector_ops(), sfu)
+
+    def _estimate_stream(self, op: Op, dataflow: str, read_b: float, write_b: float,
+                         ops: float, sfu_ops: float = 0.0, launch: bool = True) -> Estimate:
+        """Streaming kernel: max(bytes / sustained bandwidth, ALU, SFU) + launch + latency."""
+        s = self.spec
+        t_mem = (read_b + write_b) / s.memory.sustained_bytes_per_s
+        t_alu = ops / (s.sm_count * s.cuda_core.fp32_lanes_per_sm * s.clock_hz)
+        t_sfu = sfu_ops / (s.sm_count * s.cuda_core.sfu_per_sm * s.clock_hz)
+        body = max(t_mem, t_alu, t_sfu)
+        fixed = (s.launch_overhead_us * 1e-6 if launch else 0.0) + (
+            s.dram_latency_ns * 1e-9 if read_b else 0.0)
+        cycles = self._cycles(fixed + body)
+        bound = "memory" if body == t_mem and t_mem > 0 else "compute"
+        if fixed > body:
+            bound = "latency"
+        actions: dict[tuple[str, str], float] = {}
+        if ops:
+            actions[(self.cname("cuda_core"), "op")] = float(ops)
+        if read_b:
+            actions[(self.cname("hbm"), "read")] = read_b
+            actions[(self.cname("l2"), "read")] = read_b / (_L2_SECTOR_BITS / 8)
+        if write_b:
+            actions[(self.cname("hbm"), "write")] = write_b
+        peak = s.sm_count * s.cuda_core.fp32_lanes_per_sm
+        util = ops / (peak * cycles) if cycles and ops else 0.0
+        return Estimate(op.name, op.kind, self.name, dataflow, cycles, self.clock_hz,
+                        flops=op.flops(), dram_read_bytes=read_b, dram_write_bytes=write_b,
+                        actions=MappingProxyType(actions), utilization=min(1.0, util),
+                        bound=bound, mapping=dataflow,
+                        details=MappingProxyType({"mem_s": t_mem, "alu_s": t_alu, "sfu_s": t_sfu}))
+
+    def _estimate_allreduce(self, op: AllReduce) -> Estimate:
+        s = self.spec
+        n = op.devices
+        payload = op.payload_bytes()
+        if n == 1 or s.nvlink is None:
+            return self._estimate_stream(op, "ring_allreduce", payload, payload, 0)
+        link = s.nvlink
+        steps = 2 * (n - 1)
+        sent = 2 * (n - 1) / n * payload
+        t_link = sent / (link.bandwidth_gbps * 1e9 * link.efficiency) + steps * link.latency_us * 1e-6
+        # each step reads the outgoing chunk and writes (reduces into) the incoming one
+        reads = payload + sent
+        writes = payload + sent
+        t_mem = (reads + writes) / s.memory.sustained_bytes_per_s
+        body = max(t_link, t_mem)
+        cycles = self._cycles(s.launch_overhead_us * 1e-6 + body)
+        actions = {(self.cname("hbm"), "read"): reads, (self.cname("hbm"), "write"): writes,
+                   (self.cname("cuda_core"), "op"): float(op.elements) * (n - 1) / n}
+        return Estimate(op.name, op.kind, self.name, "ring_allreduce", cycles, self.clock_hz,
+                        dram_read_bytes=reads, dram_write_bytes=writes,
+                        actions=MappingProxyType(actions),
+                        bound="network" if t_link >= t_mem else "memory",
+                        mapping=f"ring over {n} GPUs",
+                        details=MappingProxyType({"link_s": t_link, "mem_s": t_mem,
+                                                  "link_bytes": sent}))
+
+    # ---- energy / area components -----------------------------------------------------
+    def components(self) -> list[Any]:
+        from energy import Component  # energy sits below arch; imported lazily
+
+        s = self.spec
+        fmts = list(s.tensor_core.fma_per_clock)
+        primary = "fp16" if "fp16" in fmts else fmts[0]
+        out = []
+        for f in fmts:
+            # one physical array: its area is counted once (the fp16 datapath); the other
+            # formats are modes of the same array (count 0: energy per action only).
+            count = (s.sm_count * s.tensor_core.per_sm * s.tensor_core.fma_per_clock[f]
+                     if f == primary else 0)
+            out.append(Component(self.cname(f"tensor_core_{f}"), "mac", count, {"format": f}))
+        out += [
+            Component(self.cname("cuda_core"), "vector", s.sm_count * s.cuda_core.fp32_lanes_per_sm,
+                      {"format": "fp32"}),
+            Component(self.cname("regfile"), "regfile", s.sm_count,
+                      {"capacity_bytes": s.sm.regfile_bytes_per_sm, "width_bits": _RF_WIDTH_BITS}),
+            Component(self.cname("smem"), "sram", s.sm_count,
+                      {"capacity_bytes": s.sm.smem_bytes_per_sm, "width_bits": _SMEM_WIDTH_BITS}),
+            Component(self.cname("l2"), "sram", max(1, int(s.l2.l2_bytes // _L2_SLICE_BYTES)),
+                      {"capacity_bytes": _L2_SLICE_BYTES, "width_bits": _L2_SECTOR_BITS}),
+            Component(self.cname("hbm"), "dram", 1, {"tech": s.memory.tech}),
+            Component(self.cname("static"), "static", 1,
+                      {"power_w": s.static_power_w, "source": s.source or "config static_power_w"}),
+        ]
+        return out
+
+    # ---- cycle-level lowering ---------------------------------------------------------
+    def lower(self, op: Op, mapping: Any = None) -> Any:
+        """CTA-tile lowering to ``sim.TaskGraph`` (per k-step smem loads, MMA, stores).
+
+        Not implemented yet: ``sim.taskgraph`` did not exist when this family was written;
+        the analytical ``estimate`` is the only model (see docs/gpu.md, "Left out").
+        """
+        raise NotImplementedError("tensor_core_gpu has no cycle-level lowering yet "
+                                  "(waiting for sim.TaskGraph); use estimate()")

@@ -1,0 +1,84 @@
+"""Reference tests: predictions vs measured GPU figures in ../shared/reference/.
+
+Each test names the file and key of its figure and states its tolerance with a reason.
+"""
+
+from __future__ import annotations
+
+import csv
+import statistics
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gpu_helpers import SHARED_REF, gpu  # noqa: E402
+
+from workloads.formats import FORMATS  # noqa: E402
+from workloads.ops import Elementwise, Gemm  # noqa: E402
+
+BF16 = FORMATS["bf16"]
+
+
+def _gpus_yaml() -> dict:
+    return yaml.safe_load((SHARED_REF / "gpus.yaml").read_text())
+
+
+def _tflops(name: str, m: int, n: int, k: int, fmt=BF16) -> float:
+    e = gpu(name).estimate(Gemm(name="g", m=m, n=n, k=k, a_format=fmt, w_format=fmt))
+    return 2.0 * m * n * k / e.latency_s / 1e12
+
+
+def test_a100_fp16_gemm_sweep() -> None:
+    """a100_gemm_measured.csv (LLMCompass, real A100 SXM, N=K=12288, fp16).
+
+    Tolerance: median |err| <= 10%, worst <= 25% (issue 5); the measurement includes
+    PyTorch host overhead (~20 us, per LLMCompass) that the model does not include.
+    """
+    rows = [r for r in csv.DictReader(
+        line for line in (SHARED_REF / "a100_gemm_measured.csv").read_text().splitlines()
+        if not line.startswith("#"))]
+    assert len(rows) == 10
+    errs = []
+    for r in rows:
+        m, n, k = int(r["M"]), int(r["N"]), int(r["K"])
+        pred_ms = gpu("a100").estimate(Gemm(name="g", m=m, n=n, k=k)).latency_s * 1e3
+        errs.append(abs(pred_ms - float(r["latency_ms"])) / float(r["latency_ms"]))
+    assert statistics.median(errs) <= 0.10, errs
+    assert max(errs) <= 0.25, errs
+
+
+def test_h200_bf16_8192_cubed() -> None:
+    """gpus.yaml h200_measured.bf16_gemm_8192_cubed_tflops.random_data = [769, 798].
+
+    Tolerance 10% (issue 5) around the measured range (run-to-run and card-to-card spread).
+    Note: the Hopper tensor clock (1600 MHz) comes from independent reports, not this figure.
+    """
+    lo, hi = _gpus_yaml()["h200_measured"]["bf16_gemm_8192_cubed_tflops"]["random_data"]
+    pred = _tflops("h200", 8192, 8192, 8192)
+    assert lo * 0.9 <= pred <= hi * 1.1, pred
+
+
+def test_h200_device_to_device_copy() -> None:
+    """gpus.yaml h200_measured.device_to_device_copy_tbps = 4.3 (bytes read + written / time).
+
+    Tolerance 10% (issue 5). Not independent: the HBM efficiency 0.9 is this figure / 4.8.
+    """
+    ref = _gpus_yaml()["h200_measured"]["device_to_device_copy_tbps"]
+    op = Elementwise(name="copy", rows=1 << 15, cols=1 << 15, fn="copy", a_format=BF16)  # 2 GiB
+    e = gpu("h200").estimate(op)
+    tbps = (e.dram_read_bytes + e.dram_write_bytes) / e.latency_s / 1e12
+    assert tbps == pytest.approx(ref, rel=0.10)
+
+
+@pytest.mark.parametrize("name,key", [("a100", "a100_sxm"), ("h100", "h100_sxm")])
+def test_best_case_bf16_gemm(name: str, key: str) -> None:
+    """gpus.yaml measured_best_gemm_tflops.<key>.bf16 at shape_mnk (ml-engineering sweep).
+
+    Tolerance 10% (issue 5): best-of-sweep figures favour lucky shapes / clocks.
+    """
+    ref = _gpus_yaml()["measured_best_gemm_tflops"][key]
+    m, n, k = ref["shape_mnk"]
+    assert _tflops(name, m, n, k) == pytest.approx(ref["bf16"], rel=0.10)
