@@ -46,9 +46,9 @@ def _gpu() -> tuple[list[Comparison], list[Gap]]:
     """Tensor-core GPUs against gpus.yaml and a100_gemm_measured.csv."""
     import csv
 
+    from arch import load
     from archsim.api import config_dir
     from archsim.validation import load_reference, reference_dir
-    from arch import load
     from workloads.formats import FORMATS
     from workloads.ops import Elementwise, Gemm
 

@@ -35,3 +35,8 @@ def shared_dir() -> Path:
     if not SHARED.exists():
         pytest.skip("../shared/ not present")
     return SHARED
+
+
+def pytest_addoption(parser):
+    parser.addoption("--update-golden", action="store_true", default=False,
+                     help="rewrite tests/reference/golden/*.yaml from today's predictions")

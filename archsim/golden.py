@@ -1,0 +1,109 @@
+"""Golden predictions: every reference config x its reference workloads, pinned in
+``tests/reference/golden/<design>.yaml`` so that any change of a prediction shows in review.
+
+Regenerating is a deliberate act: ``python3 -m pytest tests/reference --update-golden``
+(or ``python3 -m archsim.golden``). Values are compared with a relative tolerance and
+differences are reported by key path (``resnet18.latency_s``).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+__all__ = ["REFERENCE_WORKLOADS", "predict", "diff", "golden_dir", "golden_path", "write",
+           "write_all", "RTOL"]
+
+RTOL = 1e-6
+METRICS = ("latency_s", "cycles", "energy_j", "area_mm2", "utilization", "dram_bytes")
+
+#: Reference workloads per unit kind: label -> arguments of archsim.workload / gemm_workload.
+REFERENCE_WORKLOADS: dict[str, dict[str, dict[str, Any]]] = {
+    "spatial_array": {
+        "gemm_1024": {"gemm": (1024, 1024, 1024), "a_format": "int8"},
+        "resnet18": {"model": "resnet18", "a_format": "int8", "w_format": "int8"},
+        "gpt2_small_prefill": {"model": "gpt2-small", "phase": "prefill", "seq": 128,
+                               "a_format": "int8", "w_format": "int8"},
+    },
+    "tensor_core_gpu": {
+        "gemm_8192_fp16": {"gemm": (8192, 8192, 8192), "a_format": "fp16"},
+        "gemm_w4a16_m16": {"gemm": (16, 8192, 8192), "a_format": "fp16", "w_format": "int4"},
+        "llama2_7b_decode_b8": {"model": "llama2-7b", "phase": "decode", "batch": 8,
+                                "context": 1024},
+        "resnet50_b32": {"model": "resnet50", "batch": 32},
+    },
+}
+
+
+def golden_dir() -> Path:
+    return Path(__file__).resolve().parent.parent / "tests" / "reference" / "golden"
+
+
+def _sig(x: float) -> float:
+    return float(f"{x:.10g}")
+
+
+def predict(config: Path) -> dict[str, dict[str, float]]:
+    """Predictions of every reference workload that applies to ``config``'s first unit."""
+    import archsim
+
+    acc = archsim.load(config)
+    out: dict[str, dict[str, float]] = {}
+    for label, kw in REFERENCE_WORKLOADS.get(acc.units[0].kind, {}).items():
+        kw = dict(kw)
+        if "gemm" in kw:
+            m, n, k = kw.pop("gemm")
+            wl = archsim.gemm_workload(m, n, k, **kw)
+        else:
+            wl = archsim.workload(kw.pop("model"), **kw)
+        res = archsim.evaluate(acc, wl)
+        out[label] = {k: _sig(float(getattr(res, k))) for k in METRICS}
+    return out
+
+
+def diff(expected: dict, actual: dict, rtol: float = RTOL, path: str = "") -> list[str]:
+    """Key paths whose values differ by more than ``rtol`` (or are missing)."""
+    msgs = []
+    for k in sorted(set(expected) | set(actual)):
+        p = f"{path}.{k}" if path else str(k)
+        if k not in actual:
+            msgs.append(f"{p}: missing in the new prediction")
+        elif k not in expected:
+            msgs.append(f"{p}: new key (not in the golden file)")
+        elif isinstance(expected[k], dict):
+            msgs += diff(expected[k], actual[k], rtol, p)
+        else:
+            e, a = float(expected[k]), float(actual[k])
+            if not math.isclose(e, a, rel_tol=rtol, abs_tol=1e-30):
+                msgs.append(f"{p}: golden {e:.6g}, now {a:.6g} ({a / e - 1 if e else math.inf:+.3%})")
+    return msgs
+
+
+def golden_path(cfg: Path) -> Path:
+    """The golden file of a reference config (``<folder>_<stem>.yaml``)."""
+    return golden_dir() / f"{cfg.parent.name}_{cfg.stem}.yaml"
+
+
+def write(cfg: Path, pred: dict) -> Path:
+    """Write the golden file of ``cfg`` (a deliberate, reviewed act)."""
+    path = golden_path(cfg)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    header = (f"# Golden predictions of configs/{cfg.parent.name}/{cfg.name}.\n"
+              "# Regenerate deliberately: python3 -m pytest tests/reference --update-golden\n")
+    path.write_text(header + yaml.safe_dump(pred, sort_keys=True))
+    return path
+
+
+def write_all() -> list[Path]:
+    """Regenerate every golden file."""
+    import archsim
+
+    return [write(cfg, pred) for cfg in archsim.list_configs() if (pred := predict(cfg))]
+
+
+if __name__ == "__main__":
+    for p in write_all():
+        print(f"wrote {p}")
