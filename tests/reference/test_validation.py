@@ -24,3 +24,15 @@ def test_report_is_current():
 
     expected = validation.render_markdown(COMPARISONS, GAPS, "validation.png")
     assert (ROOT / "docs" / "validation.md").read_text() == expected
+
+
+def test_validation_command_exits_nonzero_out_of_tolerance(monkeypatch, capsys, tmp_path):
+    from archsim.cli import main
+
+    bad = validation.Comparison("fake", "x", "test", "D", 100.0, 150.0, "u", 0.1, "test")
+    monkeypatch.setitem(validation._CHECKS, "fake", lambda: ([bad], []))
+    out = tmp_path / "v.md"
+    assert main(["validation", "--family", "fake", "--out", str(out)]) == 1
+    assert "OUT OF TOLERANCE" in capsys.readouterr().err
+    assert "| x |" in out.read_text() and "**NO**" in out.read_text()
+    assert main(["validation", "--family", "nope"]) == 2
