@@ -35,6 +35,13 @@ REFERENCE_WORKLOADS: dict[str, dict[str, dict[str, Any]]] = {
                                 "context": 1024},
         "resnet50_b32": {"model": "resnet50", "batch": 32},
     },
+    "lut_tensor_core": {
+        "bitnet_prefill_bs1_seq2048": {"model": "bitnet-b1.58-3b", "phase": "prefill",
+                                       "batch": 1, "seq": 2048},
+        "bitnet_decode_bs64": {"model": "bitnet-b1.58-3b", "phase": "decode", "batch": 64,
+                               "context": 256},
+        "gemm_w2a8_m16": {"gemm": (16, 8192, 8192), "a_format": "int8", "w_format": "int2"},
+    },
 }
 
 
