@@ -95,9 +95,24 @@ def gemm_workload(m: int, n: int, k: int, batch: int = 1, a_format: str = "fp16"
     return Workload.single(op)
 
 
-def _op_energy(unit: Unit, est: Estimate, comps: dict[str, list[Any]], node_nm: float) -> float:
-    return energy.evaluate(comps[unit.name], est.actions, est.latency_s,
-                           energy.Technology(node_nm=node_nm)).total_j
+class _EnergyCache:
+    """Energy of one op's estimate, computed once per distinct (unit, cycles, actions):
+    networks repeat the same layer shapes many times (ResNet-50: 174 ops, 38 distinct)."""
+
+    def __init__(self, comps: dict[str, list[Any]], tech: Any) -> None:
+        self.comps = comps
+        self.tech = tech
+        self.memo: dict[tuple, float] = {}
+
+    def __call__(self, unit: Unit, est: Estimate, cycles: int | None = None) -> float:
+        cycles = est.cycles if cycles is None else cycles
+        key = (unit.name, cycles, est.clock_hz, tuple(sorted(est.actions.items())))
+        e = self.memo.get(key)
+        if e is None:
+            e = energy.evaluate(self.comps[unit.name], est.actions, cycles / est.clock_hz,
+                                self.tech).total_j
+            self.memo[key] = e
+        return e
 
 
 def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
@@ -120,8 +135,8 @@ def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
                                   f"{', '.join(FIDELITIES)}", "--fidelity"))
     tech = energy.Technology(node_nm=acc.technology.node_nm)
     comps = {u.name: u.components() for u in acc.units}
-    sched = map_workload(acc, wl, objective,
-                         lambda u, e: _op_energy(u, e, comps, acc.technology.node_nm))
+    op_energy = _EnergyCache(comps, tech)
+    sched = map_workload(acc, wl, objective, op_energy)
     rows: list[OpResult] = []
     total_actions: dict[tuple[str, str], float] = {}
     latency = 0.0
@@ -135,7 +150,7 @@ def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
         if fidelity == "cycle":
             cycles = _simulate(a.unit, a.op, a.mapping)
         lat = cycles / est.clock_hz
-        e_op = energy.evaluate(comps[a.unit.name], est.actions, lat, tech).total_j
+        e_op = op_energy(a.unit, est, cycles)
         for key, v in est.actions.items():
             total_actions[key] = total_actions.get(key, 0.0) + v
         latency += lat

@@ -79,12 +79,29 @@ def build_parser() -> argparse.ArgumentParser:
     va.add_argument("--out", help="write the markdown report here (e.g. docs/validation.md)")
     va.add_argument("--plot", help="write the predicted-vs-reference scatter plot (PNG/SVG)")
 
+    sub.add_parser("sweep", help="run a design-space sweep from a YAML spec into a SQLite "
+                   "store (resumable); see 'archsim sweep --help'", add_help=False)
+    sub.add_parser("results", help="export or filter a sweep's result store; see "
+                   "'archsim results --help'", add_help=False)
+
     ls = sub.add_parser("list", help="list reference configs, zoo models or number formats")
     ls.add_argument("what", choices=("configs", "models", "formats"))
     return ap
 
 
+_EXPLORE = {"sweep": "sweep_main", "results": "results_main"}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in _EXPLORE:   # sweeps and result stores have their own parsers
+        import archsim.explore as explore
+
+        try:
+            return int(getattr(explore, _EXPLORE[argv[0]])(argv[1:]))
+        except ArchsimError as exc:
+            print(exc.render(), file=sys.stderr)
+            return 2
     ap = build_parser()
     args = ap.parse_args(argv)
     if args.cmd is None:

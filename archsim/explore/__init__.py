@@ -1,0 +1,11 @@
+"""Design-space exploration: sweep specs, a resumable SQLite result store, local and Dask
+backends, Pareto fronts and search (grid, random, NSGA-II). See docs/explore.md."""
+
+from archsim.explore.pareto import designs, feasible, pareto_mask, pareto_rows, sweep_front
+from archsim.explore.run import SweepReport, results_main, run_sweep, run_tasks, sweep_main
+from archsim.explore.spec import METRICS, SweepSpec, load_spec, parse_spec_text
+from archsim.explore.store import ResultStore
+
+__all__ = ["METRICS", "SweepSpec", "load_spec", "parse_spec_text", "ResultStore", "run_sweep",
+           "run_tasks", "SweepReport", "sweep_main", "results_main", "pareto_mask",
+           "pareto_rows", "designs", "feasible", "sweep_front"]
