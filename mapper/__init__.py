@@ -7,5 +7,7 @@ and the DAG list scheduler refine this (see ``mapper/search.py`` when present).
 """
 
 from mapper.schedule import OBJECTIVES, Assignment, Schedule, map_workload, objective_value
+from mapper.search import SearchResult, arch_params, best_mapping, search
 
-__all__ = ["OBJECTIVES", "Assignment", "Schedule", "map_workload", "objective_value"]
+__all__ = ["OBJECTIVES", "Assignment", "Schedule", "map_workload", "objective_value",
+           "SearchResult", "arch_params", "best_mapping", "search"]

@@ -1,0 +1,72 @@
+"""Mapper benchmarks: mapping evaluations per second (one core) and time to map networks.
+
+Run: ``python3 benchmarks/bench_mapper.py`` (set OMP_NUM_THREADS=1 etc. for one core;
+numpy here is single-threaded element-wise code anyway).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+import numpy as np  # noqa: E402
+
+from arch.accelerator import load  # noqa: E402
+from dataflow import Shape  # noqa: E402
+from mapper.search import (  # noqa: E402
+    arch_params, best_mapping, clear_cache, dim_options, evaluate_batch,
+)
+from workloads import zoo  # noqa: E402
+
+
+def evals_per_second(unit, op, batch: int = 65536, reps: int = 10) -> float:
+    shape = Shape.of(op)
+    p = arch_params(unit, op)
+    rng = np.random.default_rng(0)
+    opts = [dim_options(d, (True, True, True), p.rows, p.cols, 256) for d in shape.dims]
+    idx = np.stack([rng.integers(0, len(o), batch) for o in opts], axis=1)
+    F = np.stack([opts[d][idx[:, d]] for d in range(3)], axis=2)
+    pg, pd = rng.integers(0, 6, batch), rng.integers(0, 6, batch)
+    evaluate_batch(F, pg, pd, shape, p)
+    t = time.perf_counter()
+    for _ in range(reps):
+        evaluate_batch(F, pg, pd, shape, p)
+    return batch * reps / (time.perf_counter() - t)
+
+
+def map_network(unit, model: str, objective: str = "edp",
+                layer: str | None = None) -> tuple[float, int, int, float]:
+    clear_cache()
+    ops = [o for o in zoo.build(model).ops() if o.is_matrix and (layer is None or o.layer == layer)]
+    t = time.perf_counter()
+    evaluated = 0
+    util = []
+    for o in ops:
+        r = best_mapping(unit, o, objective)
+        if r is not None:
+            evaluated += r.evaluated
+            util.append(r.cost.utilization)
+    return time.perf_counter() - t, len(ops), evaluated, float(np.mean(util)) if util else 0.0
+
+
+def main() -> None:
+    eyeriss = load("configs/spatial/eyeriss_like.yaml").units[0]
+    op = next(o for o in zoo.build("resnet50").ops() if o.is_matrix)
+    print(f"mapping evaluations/s (one core, batch 65536): {evals_per_second(eyeriss, op):,.0f}")
+    for cfg in ("configs/spatial/eyeriss_like.yaml", "configs/spatial/tpu_like.yaml"):
+        if not os.path.exists(cfg):
+            continue
+        unit = load(cfg).units[0]
+        for model, layer in (("resnet50", None), ("llama2-7b", "blocks.0")):
+            dt, n, ev, u = map_network(unit, model, layer=layer)
+            what = model + (f" ({layer}, one decoder layer)" if layer else "")
+            print(f"map {what} onto {os.path.basename(cfg)}: {dt:.2f} s, {n} matrix ops, "
+                  f"{ev:,} mappings evaluated ({ev / dt:,.0f}/s end to end), "
+                  f"mean utilisation {u:.3f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,400 @@
+"""Per-op mapping search over loop-nest mappings (:mod:`dataflow.mapping`).
+
+Candidates: for every dim, the ordered factorisations into the five slots
+(rows, cols, RF, GLB, DRAM) that the named dataflow allows, pruned per dim by the array
+size and the RF capacity; times the 6 x 6 loop orders of the GLB and DRAM levels.
+
+* small spaces (<= ``exhaustive_limit`` candidates) are enumerated completely;
+* larger ones are sampled at random (seeded, deterministic) and the best ``top_k`` samples
+  refined by coordinate descent (each round tries every option of one dim, then every loop
+  order pair, keeping the others fixed) until no improvement.
+
+Every candidate batch is costed by :func:`evaluate_batch`, a numpy implementation of the
+analysis in :mod:`dataflow.mapping` (the scalar ``dataflow.analyse``/``cost`` is the
+reference; tests check they agree). No Python loop runs per mapping.
+
+Objectives: ``latency`` (cycles, ties broken by energy), ``energy`` (pJ), ``edp``
+(cycles x pJ), or a ``(w_latency, w_energy)`` weighted mix of normalised log costs.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dataflow.mapping import (
+    DATAFLOW_CONSTRAINTS, DRAM, GLB, RELEVANT, RF, SCOL, SROW, ArchParams, Cost, Mapping,
+    Shape,
+)
+
+__all__ = ["PERMS", "SearchResult", "arch_params", "best_mapping", "evaluate_batch",
+           "search", "dim_options", "clear_cache", "to_arrays", "from_arrays"]
+
+PERMS = np.array(list(itertools.permutations(range(3))), dtype=np.int64)   # (6, 3)
+_PERM_INDEX = {tuple(int(x) for x in p): i for i, p in enumerate(PERMS)}
+_REL = np.array(RELEVANT, dtype=bool)                                      # (3 tensors, 3 dims)
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """Best mapping found for one op shape on one unit."""
+
+    mapping: Mapping
+    cost: Cost
+    objective: str
+    value: float
+    evaluated: int
+    exhaustive: bool
+    space_size: int
+
+
+# ---- vectorised cost model -------------------------------------------------------------
+
+def to_arrays(mappings: list[Mapping]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(F (B,5,3), glb perm index (B,), dram perm index (B,)) of a list of mappings."""
+    F = np.array([m.factors for m in mappings], dtype=np.int64).reshape(-1, 5, 3)
+    pg = np.array([_PERM_INDEX[tuple(m.order[0])] for m in mappings], dtype=np.int64)
+    pd = np.array([_PERM_INDEX[tuple(m.order[1])] for m in mappings], dtype=np.int64)
+    return F, pg, pd
+
+
+def from_arrays(F: np.ndarray, pg: int, pd: int, dataflow: str) -> Mapping:
+    f = tuple(tuple(int(x) for x in row) for row in F)
+    return Mapping(f, (tuple(int(x) for x in PERMS[pg]), tuple(int(x) for x in PERMS[pd])),
+                   frozenset(), dataflow)
+
+
+def _refetch(dims: np.ndarray, facs: np.ndarray, t: int) -> np.ndarray:
+    """Vectorised ``dataflow.mapping.refetch``: dims/facs (B, L) outermost first."""
+    mask = _REL[t][dims] & (facs > 1)
+    L = facs.shape[1]
+    cp = np.cumprod(facs, axis=1)
+    last = L - 1 - np.argmax(mask[:, ::-1], axis=1)
+    r = np.take_along_axis(cp, last[:, None], axis=1)[:, 0]
+    return np.where(mask.any(axis=1), r, 1).astype(np.float64)
+
+
+def evaluate_batch(F: np.ndarray, pg: np.ndarray, pd: np.ndarray, shape: Shape,
+                   p: ArchParams) -> dict[str, np.ndarray]:
+    """Cost of B mappings at once (no bypass). Returns arrays ``cycles``, ``energy_pj``,
+    ``dram_bytes``, ``compute_cycles``, ``feasible`` (capacity and fan-out) and the
+    per-level access totals ``rf``, ``glb`` (elements)."""
+    F = F.astype(np.float64) if F.dtype != np.float64 else F
+    B = F.shape[0]
+    ar = np.arange(B)
+    Fi = F.astype(np.int64)
+    macs1 = float(shape.m * shape.n * shape.k)
+    out = float(shape.m * shape.n)
+    rf_f = F[:, RF, :]
+    glb_cum = F[:, RF, :] * F[:, SROW, :] * F[:, SCOL, :] * F[:, GLB, :]
+    sp = F[:, SROW, :] * F[:, SCOL, :]
+    rows_used = F[:, SROW, :].prod(axis=1)
+    cols_used = F[:, SCOL, :].prod(axis=1)
+    pes = rows_used * cols_used
+    dd = PERMS[pd]                                   # (B,3) DRAM loop dims, outermost first
+    dg = PERMS[pg]
+    fd = Fi[ar[:, None], DRAM, dd]                   # (B,3)
+    fg = Fi[ar[:, None], GLB, dg]
+    d_rf = np.concatenate([dd, dg], axis=1)
+    f_rf = np.concatenate([fd, fg], axis=1)
+    sizes = (p.a_bytes, p.b_bytes, p.psum_bytes)
+    rf_acc = np.zeros(B)
+    glb_acc = np.zeros(B)
+    dram_bytes = np.zeros(B)
+    rf_need = np.zeros(B)
+    glb_need = np.zeros(B)
+    for t in range(3):                               # 3 tensors: fixed, not per mapping
+        rel = _REL[t]
+        rf_t = rf_f[:, rel].prod(axis=1)
+        glb_t = glb_cum[:, rel].prod(axis=1)
+        sp_rel = sp[:, rel].prod(axis=1)
+        rf_need += rf_t * sizes[t]
+        glb_need += glb_t * sizes[t]
+        r_rf = _refetch(d_rf, f_rf, t)
+        r_glb = _refetch(dd, fd, t)
+        to_pes = rf_t * r_rf * sp_rel
+        up = glb_t * r_glb
+        if t < 2:
+            rf_acc += rf_t * r_rf * pes + macs1          # fills + reads
+            glb_acc += to_pes + up                       # reads + fills
+            dram_bytes += up * sizes[t]
+        else:
+            reenter = np.maximum(0.0, to_pes - out)
+            dram_re = np.maximum(0.0, up - out)
+            rf_acc += 2 * macs1 + reenter                # reads + updates + fills
+            glb_acc += to_pes + reenter + up + dram_re   # updates + reads(2 kinds) + fills
+            dram_bytes += dram_re * p.psum_bytes + (up - out) * p.psum_bytes + out * p.out_bytes
+    bt = float(shape.batch)
+    compute = bt * (F[:, RF, :] * F[:, GLB, :] * F[:, DRAM, :]).prod(axis=1)
+    dram_bytes *= bt
+    rf_acc *= bt
+    glb_acc *= bt
+    dram_cycles = dram_bytes / p.dram_bytes_per_cycle
+    cycles = np.maximum(compute, dram_cycles)
+    energy = (shape.macs * p.e_mac_pj + rf_acc * p.e_rf_pj + glb_acc * p.e_glb_pj
+              + dram_bytes * p.e_dram_pj_per_byte)
+    feas = ((rows_used <= p.rows) & (cols_used <= p.cols) & (rf_need <= p.rf_bytes)
+            & (glb_need <= p.glb_bytes))
+    return {"cycles": cycles, "energy_pj": energy, "dram_bytes": dram_bytes,
+            "compute_cycles": compute, "feasible": feas, "rf": rf_acc, "glb": glb_acc}
+
+
+def _score(ev: dict[str, np.ndarray], objective: Any) -> np.ndarray:
+    c, e = ev["cycles"], ev["energy_pj"]
+    if objective == "latency":
+        s = c
+    elif objective == "energy":
+        s = e
+    elif objective == "edp":
+        s = c * e
+    elif isinstance(objective, tuple) and len(objective) == 2:
+        s = objective[0] * np.log(c) + objective[1] * np.log(e)
+    else:
+        raise ValueError(f"unknown objective {objective!r}; expected latency, energy, edp or "
+                         "(w_latency, w_energy)")
+    return np.where(ev["feasible"], s, np.inf)
+
+
+def _best(ev: dict[str, np.ndarray], objective: Any) -> tuple[int, float]:
+    """Index of the best feasible candidate (ties: lower energy, then lower cycles)."""
+    s = _score(ev, objective)
+    best = s.min()
+    if not np.isfinite(best):
+        return -1, math.inf
+    tie = s <= best
+    tb = ev["energy_pj"] if objective != "energy" else ev["cycles"]
+    return int(np.argmin(np.where(tie, tb, np.inf))), float(best)
+
+
+# ---- candidate generation --------------------------------------------------------------
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+_OPT_CACHE: dict[tuple, np.ndarray] = {}
+
+
+def dim_options(size: int, allowed: tuple[bool, bool, bool], rows: int, cols: int,
+                rf_max: int) -> np.ndarray:
+    """All ordered splits of ``size`` into (rows, cols, RF, GLB, DRAM) factors, (n, 5).
+
+    ``allowed`` says whether the rows / cols / RF slots may hold a factor > 1; rows and
+    cols are pruned to the array size and RF to ``rf_max`` elements.
+    """
+    key = (size, allowed, rows, cols, rf_max)
+    hit = _OPT_CACHE.get(key)
+    if hit is not None:
+        return hit
+    out = []
+    divs = _divisors(size)
+    for sr in (divs if allowed[0] else [1]):
+        if sr > rows:
+            break
+        r1 = size // sr
+        for sc in (_divisors(r1) if allowed[1] else [1]):
+            if sc > cols:
+                break
+            r2 = r1 // sc
+            for rf in (_divisors(r2) if allowed[2] else [1]):
+                if rf > rf_max:
+                    break
+                r3 = r2 // rf
+                for g in _divisors(r3):
+                    out.append((sr, sc, rf, g, r3 // g))
+    arr = np.array(out, dtype=np.int64).reshape(-1, 5)
+    _OPT_CACHE[key] = arr
+    return arr
+
+
+def _assemble(opts: list[np.ndarray], idx: np.ndarray) -> np.ndarray:
+    """F (B,5,3) from per-dim option indices idx (B,3)."""
+    return np.stack([opts[d][idx[:, d]] for d in range(3)], axis=2)
+
+
+# ---- search ----------------------------------------------------------------------------
+
+_CACHE: dict[tuple, SearchResult | None] = {}
+
+
+def clear_cache() -> None:
+    _CACHE.clear()
+
+
+def search(shape: Shape, p: ArchParams, objective: Any = "latency",
+           dataflows: tuple[str, ...] = ("ws", "os", "is"), *, exhaustive_limit: int = 200_000,
+           samples: int = 4096, top_k: int = 4, seed: int = 0, chunk: int = 1 << 16,
+           use_cache: bool = True) -> SearchResult | None:
+    """Best mapping of ``shape`` on ``p`` over the named ``dataflows`` (None: nothing fits)."""
+    key = (shape, p, objective, tuple(dataflows), exhaustive_limit, samples, top_k, seed)
+    if use_cache and key in _CACHE:
+        return _CACHE[key]
+    best: SearchResult | None = None
+    best_v = math.inf
+    total_eval = 0
+    for df in dataflows:
+        r = _search_one(shape, p, objective, df, exhaustive_limit, samples, top_k, seed, chunk)
+        if r is None:
+            continue
+        total_eval += r.evaluated
+        if r.value < best_v or best is None:
+            best, best_v = r, r.value
+    if best is not None:
+        best = SearchResult(best.mapping, best.cost, best.objective, best.value, total_eval,
+                            best.exhaustive, best.space_size)
+    if use_cache:
+        _CACHE[key] = best
+    return best
+
+
+def _cost_of(ev: dict[str, np.ndarray], i: int, shape: Shape, p: ArchParams) -> Cost:
+    c = float(ev["cycles"][i])
+    return Cost(c, float(ev["compute_cycles"][i]),
+                float(ev["dram_bytes"][i] / p.dram_bytes_per_cycle), float(ev["energy_pj"][i]),
+                float(ev["dram_bytes"][i]), shape.macs / (c * p.rows * p.cols) if c else 0.0)
+
+
+def _search_one(shape: Shape, p: ArchParams, objective: Any, df: str, limit: int,
+                samples: int, top_k: int, seed: int, chunk: int) -> SearchResult | None:
+    rows_c, cols_c, rf_c = DATAFLOW_CONSTRAINTS[df]
+    rf_max = max(1, int(p.rf_bytes // max(min(p.a_bytes, p.b_bytes, p.psum_bytes), 1e-9)))
+    opts = [dim_options(shape.dims[d], (d in rows_c, d in cols_c, d in rf_c), p.rows, p.cols,
+                        rf_max) for d in range(3)]
+    n = [len(o) for o in opts]
+    space = n[0] * n[1] * n[2] * 36
+    best_i: tuple | None = None  # (value, F, pg, pd, energy, cycles, idx)
+    evaluated = 0
+
+    def consider(idx: np.ndarray, pg: np.ndarray, pd: np.ndarray) -> None:
+        nonlocal best_i, evaluated
+        F = _assemble(opts, idx)
+        ev = evaluate_batch(F, pg, pd, shape, p)
+        evaluated += len(pg)
+        i, v = _best(ev, objective)
+        if i < 0:
+            return
+        if best_i is None or _better(v, ev, i, best_i, objective):
+            best_i = (v, F[i].copy(), int(pg[i]), int(pd[i]), float(ev["energy_pj"][i]),
+                      float(ev["cycles"][i]), idx[i].copy())
+
+    if space <= limit:
+        for start in range(0, space, chunk):
+            lin = np.arange(start, min(space, start + chunk), dtype=np.int64)
+            perm, rest = lin % 36, lin // 36
+            i0, rest = rest % n[0], rest // n[0]
+            i1, i2 = rest % n[1], rest // n[1]
+            consider(np.stack([i0, i1, i2], axis=1), perm % 6, perm // 6)
+        exhaustive = True
+    else:
+        rng = np.random.default_rng(seed)
+        idx = np.stack([rng.integers(0, n[d], samples) for d in range(3)], axis=1)
+        pg, pd = rng.integers(0, 6, samples), rng.integers(0, 6, samples)
+        F = _assemble(opts, idx)
+        ev = evaluate_batch(F, pg, pd, shape, p)
+        evaluated += samples
+        s = _score(ev, objective)
+        seeds = np.argsort(s, kind="stable")[:top_k]
+        seeds = [j for j in seeds if np.isfinite(s[j])]
+        for j in seeds:
+            _refine(opts, n, idx[j].copy(), int(pg[j]), int(pd[j]), consider, lambda: best_i)
+        if not seeds:
+            # nothing feasible sampled: seed from the all-DRAM option (smallest tiles)
+            base = np.array([int(np.flatnonzero((o[:, :4] == 1).all(axis=1))[0]) for o in opts])
+            consider(base[None, :], np.zeros(1, np.int64), np.zeros(1, np.int64))
+            if best_i is not None:
+                _refine(opts, n, base, 0, 0, consider, lambda: best_i)
+        exhaustive = False
+    if best_i is None:
+        return None
+    v, F, pg, pd = best_i[0], best_i[1], best_i[2], best_i[3]
+    m = from_arrays(F, pg, pd, df)
+    ev = evaluate_batch(F[None], np.array([pg]), np.array([pd]), shape, p)
+    return SearchResult(m, _cost_of(ev, 0, shape, p), str(objective), v, evaluated,
+                        exhaustive, space)
+
+
+def _better(v: float, ev: dict[str, np.ndarray], i: int, cur: tuple, objective: Any) -> bool:
+    if v != cur[0]:
+        return v < cur[0]
+    tb = float(ev["energy_pj"][i]) if objective != "energy" else float(ev["cycles"][i])
+    cur_tb = cur[4] if objective != "energy" else cur[5]
+    return tb < cur_tb
+
+
+def _refine(opts: list[np.ndarray], n: list[int], idx: np.ndarray, pg: int, pd: int,
+            consider: Any, get_best: Any, rounds: int = 6) -> None:
+    """Coordinate descent from (idx, pg, pd): each step tries all options of one coordinate."""
+    for _ in range(rounds):
+        before = get_best()
+        for d in range(3):
+            cand = np.repeat(idx[None, :], n[d], axis=0)
+            cand[:, d] = np.arange(n[d])
+            k = n[d]
+            consider(cand, np.full(k, pg), np.full(k, pd))
+            b = get_best()
+            if b is not None:
+                idx = b[6].copy()
+                pg, pd = b[2], b[3]
+        both = np.arange(36)
+        consider(np.repeat(idx[None, :], 36, axis=0), both % 6, both // 6)
+        b = get_best()
+        if b is not None:
+            idx, pg, pd = b[6].copy(), b[2], b[3]
+        if b is before or (b is not None and before is not None and b[0] == before[0]
+                           and b[4] == before[4]):
+            break
+
+
+# ---- units -----------------------------------------------------------------------------
+
+def arch_params(unit: Any, op: Any = None) -> ArchParams:
+    """ArchParams of a ``spatial_array`` unit, with per-access energies from ``energy``.
+
+    Per element: MAC = ``mac``/mac; RF = ``pe_reg``/read; GLB = ``glb``/read scaled by
+    element bits / GLB width; DRAM = ``dram``/read per byte. Element sizes from ``op``'s
+    formats (A: activation, B: weight, partial sums: accumulator, output: activation).
+    """
+    from energy.component import Technology
+    from energy.report import energy_per_action_pj
+
+    s = unit.spec
+    tech = Technology(node_nm=getattr(unit, "node_nm", 45.0))
+    comps = {c.name.rsplit(".", 1)[-1]: c for c in unit.components()}
+    a_b = op.a_format.bytes_per_element if op is not None else s.mac_format.bytes_per_element
+    w_b = op.w_format.bytes_per_element if op is not None else a_b
+    acc_b = op.acc_format.bytes_per_element if op is not None else 4.0
+    e = lambda c, a: energy_per_action_pj(comps[c], a, tech)  # noqa: E731
+    bits = a_b * 8
+    return ArchParams(
+        rows=s.rows, cols=s.cols, rf_bytes=float(s.pe_register_bytes),
+        glb_bytes=float(s.global_buffer_kib * 1024),
+        dram_bytes_per_cycle=s.memory.sustained_bytes_per_s / unit.clock_hz,
+        a_bytes=a_b, b_bytes=w_b, psum_bytes=acc_b, out_bytes=a_b,
+        e_mac_pj=e("mac", "mac"), e_rf_pj=e("pe_reg", "read"),
+        e_glb_pj=e("glb", "read") * bits / s.glb_width_bits,
+        e_dram_pj_per_byte=e("dram", "read"))
+
+
+def best_mapping(unit: Any, op: Any, objective: Any = "latency",
+                 dataflows: tuple[str, ...] | None = None, **kw: Any) -> SearchResult | None:
+    """Best loop-nest mapping of a matrix op (``Gemm`` / ``Conv2d``) on a spatial unit.
+
+    Returns None for ops that are not matrix ops, units without a ``rows x cols`` array, or
+    when no mapping fits. ``dataflows`` defaults to ``unit.dataflows()`` (so the mapping's
+    ``.dataflow`` is one the unit's ``estimate`` accepts). Results are cached by
+    (op shape, unit parameters, objective).
+    """
+    if not getattr(op, "is_matrix", False) or not hasattr(getattr(unit, "spec", None), "rows"):
+        return None
+    try:
+        shape = Shape.of(op)
+    except Exception:  # noqa: BLE001 - op without a GEMM view
+        return None
+    p = arch_params(unit, op)
+    dfs = tuple(dataflows) if dataflows else tuple(
+        d for d in unit.dataflows() if d in DATAFLOW_CONSTRAINTS) or ("free",)
+    return search(shape, p, objective, dfs, **kw)
