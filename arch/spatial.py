@@ -182,11 +182,83 @@ class SpatialArray(Unit):
         reason = self.supports(op)
         if reason:
             return infeasible(op, self.name, reason, self.clock_hz)
+        if op.is_matrix and hasattr(mapping, "factors"):
+            return self._estimate_mapped(op, mapping)
         if isinstance(op, Conv2d):
             return self._estimate_gemm(op, op.as_gemm(), mapping)
         if isinstance(op, Gemm):
             return self._estimate_gemm(op, op, mapping)
         return self._estimate_vector(op)
+
+    # ---- loop-nest mappings (from the mapper) ------------------------------------------
+    def arch_params(self, op: Op | None = None) -> Any:
+        """``dataflow.ArchParams`` of this array for ``op``'s formats, with per-access
+        energies from ``energy`` (MAC, PE register read, GLB read scaled by element bits /
+        GLB width, DRAM read per byte) at the unit's process node."""
+        from dataflow.mapping import ArchParams
+        from energy import Technology, energy_per_action_pj
+
+        s = self.spec
+        tech = Technology(node_nm=self.node_nm)
+        comps = {c.name.rsplit(".", 1)[-1]: c for c in self.components()}
+        a_b = op.a_format.bytes_per_element if op is not None else s.mac_format.bytes_per_element
+        w_b = op.w_format.bytes_per_element if op is not None else a_b
+        acc_b = op.acc_format.bytes_per_element if op is not None else 4.0
+
+        def e(c: str, a: str) -> float:
+            return energy_per_action_pj(comps[c], a, tech)
+
+        return ArchParams(
+            rows=s.rows, cols=s.cols, rf_bytes=float(s.pe_register_bytes),
+            glb_bytes=float(s.global_buffer_kib * 1024),
+            dram_bytes_per_cycle=self._bw_per_cycle(),
+            a_bytes=a_b, b_bytes=w_b, psum_bytes=acc_b, out_bytes=a_b,
+            e_mac_pj=e("mac", "mac"), e_rf_pj=e("pe_reg", "read"),
+            e_glb_pj=e("glb", "read") * a_b * 8 / s.glb_width_bits,
+            e_dram_pj_per_byte=e("dram", "read"))
+
+    def _estimate_mapped(self, op: Op, mapping: Any) -> Estimate:
+        """Estimate of a loop-nest mapping (``dataflow.Mapping``): cycles =
+        max(temporal iterations, DRAM bytes / sustained bandwidth) and action counts from the
+        access-count analysis (``dataflow.analyse``). Unlike the fold model, pipeline
+        fill/drain is not charged (the mapper's model, docs/mapper.md)."""
+        from dataflow.mapping import Shape, analyse, cost, feasible
+
+        shape = Shape.of(op)
+        p = self.arch_params(op)
+        why = feasible(mapping, shape, p)
+        if why:
+            return infeasible(op, self.name, "; ".join(why), self.clock_hz)
+        ac = analyse(mapping, shape)
+        c = cost(mapping, shape, p, ac)
+        g = ac.get
+        tensors = ("A", "B", "C")
+        acts = ("reads", "fills", "updates")
+        bits = op.a_format.bits / self.spec.glb_width_bits
+        out_final = shape.batch * shape.m * shape.n
+        dram_w = (g("C", "DRAM", "updates") - out_final) * p.psum_bytes + out_final * p.out_bytes
+        dram_r = c.dram_bytes - dram_w
+        eff = op.effective_macs()
+        actions = {
+            (self.cname("mac"), "mac"): eff,
+            (self.cname("pe_reg"), "read"): sum(g(t, "RF", "reads") for t in tensors),
+            (self.cname("pe_reg"), "write"): sum(g(t, "RF", a) for t in tensors for a in acts[1:]),
+            (self.cname("glb"), "read"): bits * sum(g(t, "GLB", "reads") for t in tensors),
+            (self.cname("glb"), "write"): bits * sum(g(t, "GLB", a) for t in tensors
+                                                     for a in acts[1:]),
+            (self.cname("dram"), "read"): dram_r,
+            (self.cname("dram"), "write"): dram_w,
+        }
+        cycles = cycles_of(c.cycles)
+        return Estimate(
+            op.name, op.kind, self.name, mapping.dataflow, cycles, self.clock_hz,
+            macs=op.macs(), flops=op.flops(), dram_read_bytes=dram_r, dram_write_bytes=dram_w,
+            actions=MappingProxyType(actions),
+            utilization=eff / (cycles * self.pes) if cycles else 0.0,
+            bound="compute" if c.compute_cycles >= c.dram_cycles else "memory",
+            mapping=mapping.describe(),
+            details=MappingProxyType({"compute_cycles": float(c.compute_cycles),
+                                      "memory_cycles": float(c.dram_cycles)}))
 
     def _dataflow(self, mapping: Any) -> str:
         if mapping is None:

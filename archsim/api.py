@@ -30,6 +30,7 @@ __all__ = ["load", "workload", "gemm_workload", "evaluate", "find_config", "conf
 
 VERSION = "0.1.0"
 FIDELITIES = ("analytical", "cycle")
+MAPPINGS = ("default", "search")
 
 
 def config_dir() -> Path:
@@ -116,7 +117,7 @@ class _EnergyCache:
 
 
 def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
-             objective: str = "latency") -> Result:
+             objective: str = "latency", mapping: str = "default") -> Result:
     """Evaluate ``wl`` on ``acc``: latency, energy and area with breakdowns.
 
     Args:
@@ -124,19 +125,24 @@ def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
         wl: the workload (``workload`` / ``gemm_workload``).
         fidelity: ``analytical`` (fast estimates) or ``cycle`` (event-driven simulation of
             each op's task graph; families without a lowering refuse).
-        objective: what the op -> unit assignment minimises.
+        objective: what the op -> unit assignment (and the mapping search) minimises.
+        mapping: ``default`` (each unit's configured dataflow and tiling rule) or
+            ``search`` (the mapper's loop-nest search for matrix ops on spatial arrays).
 
     Raises:
         ConfigError / WorkloadError / MappingError: bad input (never for infeasible-but-valid
             designs, which the unit reports through the mapping error's reasons).
     """
+    if mapping not in MAPPINGS:
+        raise ConfigError(Problem(f"unknown mapping mode {mapping!r}; expected one of "
+                                  f"{', '.join(MAPPINGS)}", "--mapping"))
     if fidelity not in FIDELITIES:
         raise ConfigError(Problem(f"unknown fidelity {fidelity!r}; expected one of "
                                   f"{', '.join(FIDELITIES)}", "--fidelity"))
     tech = energy.Technology(node_nm=acc.technology.node_nm)
     comps = {u.name: u.components() for u in acc.units}
     op_energy = _EnergyCache(comps, tech)
-    sched = map_workload(acc, wl, objective, op_energy)
+    sched = map_workload(acc, wl, objective, op_energy, search=(mapping == "search"))
     rows: list[OpResult] = []
     total_actions: dict[tuple[str, str], float] = {}
     latency = 0.0
@@ -180,7 +186,7 @@ def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
         utilization=(ideal_s / latency) if latency > 0 else 0.0,
         tokens_per_s=rate, samples_per_s=srate, ops=tuple(rows), macs=macs, flops=flops,
         dram_bytes=dram, archsim_version=VERSION,
-        input_hash=input_hash(acc, wl, fidelity, objective))
+        input_hash=input_hash(acc, wl, fidelity, f"{objective}/{mapping}"))
 
 
 def _simulate(unit: Unit, op: Op, mapping: Any) -> int:

@@ -39,6 +39,9 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="analytical estimate (default, fast) or cycle-level simulation")
     p.add_argument("--objective", choices=("latency", "energy", "edp"), default="latency",
                    help="what the op -> unit assignment minimises (default latency)")
+    p.add_argument("--mapping", choices=("default", "search"), default="default",
+                   help="default: each unit's configured dataflow; search: the mapper's "
+                   "loop-nest search for matrix ops (spatial arrays)")
     p.add_argument("--a-format", help="activation number format (e.g. fp16, int8)")
     p.add_argument("--w-format", help="weight number format (e.g. int4, ternary)")
 
@@ -48,6 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
                  "energy and area of a network on a design.")
     sub = ap.add_subparsers(dest="cmd", parser_class=_Parser)
 
+    mp = sub.add_parser("map", help="search the best mapping of every op and print the "
+                        "per-op mapping table (= run --mapping search)")
     r = sub.add_parser("run", help="evaluate a model on a design")
     r.add_argument("config", nargs="?", default=DEFAULT_CONFIG,
                    help=f"config YAML or reference-design name (default {DEFAULT_CONFIG})")
@@ -60,6 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--context", type=_positive_int, help="KV-cache length (decode)")
     r.add_argument("--max-ops", type=_positive_int, default=40, help="op rows in the text table")
     _common(r)
+    for a in r._actions[1:]:   # 'map' takes exactly the arguments of 'run'
+        mp._add_action(a)
 
     g = sub.add_parser("gemm", help="evaluate one GEMM C[M,N] = A[M,K] @ W[K,N]")
     g.add_argument("config", help="config YAML or reference-design name")
@@ -144,9 +151,13 @@ def _dispatch(args: argparse.Namespace) -> int:
         wl = archsim.workload(args.model, phase=args.phase, batch=args.batch, seq=args.seq,
                               context=args.context, a_format=args.a_format,
                               w_format=args.w_format)
-    res = archsim.evaluate(acc, wl, fidelity=args.fidelity, objective=args.objective)
+    mode = "search" if args.cmd == "map" else args.mapping
+    res = archsim.evaluate(acc, wl, fidelity=args.fidelity, objective=args.objective,
+                           mapping=mode)
     if args.json:
         print(res.to_json())
+    elif args.cmd == "map":
+        print(res.mapping_table())
     else:
         print(res.table(getattr(args, "max_ops", 40)))
     return 0

@@ -136,6 +136,19 @@ class Result:
         return "\n".join(lines)
 
 
+    def mapping_table(self) -> str:
+        """Per-op mapping table: unit, dataflow, tiling, utilisation, latency, energy."""
+        hdr = (f"{'op':<30} {'unit':<8} {'dataflow':<9} {'util':>6} {'latency':>10} "
+               f"{'energy':>10}  mapping")
+        lines = [f"{self.design}: {self.workload} ({self.phase}), latency {_t(self.latency_s)}, "
+                 f"energy {_e(self.energy_j)}", hdr, "-" * len(hdr)]
+        for o in self.ops:
+            lines.append(f"{o.name[:30]:<30} {o.unit[:8]:<8} {o.dataflow[:9]:<9} "
+                         f"{o.utilization:>6.1%} {_t(o.latency_s):>10} {_e(o.energy_j):>10}  "
+                         f"{o.mapping}")
+        return "\n".join(lines)
+
+
 def _t(s: float) -> str:
     if s >= 1:
         return f"{s:.3f} s"

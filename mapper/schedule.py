@@ -60,8 +60,13 @@ def objective_value(objective: str, latency_s: float, energy_j: float) -> float:
 
 
 def map_workload(acc: Accelerator, workload: Workload, objective: str = "latency",
-                 op_energy: Callable[[Unit, Estimate], float] | None = None) -> Schedule:
-    """Assign each op to its best unit (default mappings) and schedule sequentially.
+                 op_energy: Callable[[Unit, Estimate], float] | None = None,
+                 search: bool = False) -> Schedule:
+    """Assign each op to its best unit and schedule sequentially.
+
+    With ``search=False`` every unit uses its default mapping (its configured dataflow);
+    with ``search=True`` matrix ops on units that expose ``arch_params`` (spatial arrays)
+    get the best loop-nest mapping of ``mapper.search.best_mapping`` for the objective.
 
     Raises:
         MappingError: an op no unit supports (the message lists each unit's reason).
@@ -80,14 +85,21 @@ def map_workload(acc: Accelerator, workload: Workload, objective: str = "latency
             if why:
                 reasons.append(f"{unit.name}: {why}")
                 continue
-            est = unit.estimate(op, None)
+            mapping = None
+            if search:
+                from mapper.search import best_mapping
+
+                r = best_mapping(unit, op, objective if objective in ("latency", "energy",
+                                                                     "edp") else "latency")
+                mapping = r.mapping if r is not None else None
+            est = unit.estimate(op, mapping)
             if not est.feasible:
                 reasons.append(f"{unit.name}: {est.reason}")
                 continue
             e = op_energy(unit, est) if op_energy else 0.0
             cost = objective_value(objective, est.latency_s, e)
             if best is None or cost < best[0]:
-                best = (cost, Assignment(op, unit, None, est, e))
+                best = (cost, Assignment(op, unit, mapping, est, e))
         if best is None:
             problems.append(Problem("no unit can run this op: " + "; ".join(reasons),
                                     f"{workload.name}:{op.name}"))

@@ -27,7 +27,16 @@ from typing import Any
 import numpy as np
 
 from dataflow.mapping import (
-    DATAFLOW_CONSTRAINTS, DRAM, GLB, RELEVANT, RF, SCOL, SROW, ArchParams, Cost, Mapping,
+    DATAFLOW_CONSTRAINTS,
+    DRAM,
+    GLB,
+    RELEVANT,
+    RF,
+    SCOL,
+    SROW,
+    ArchParams,
+    Cost,
+    Mapping,
     Shape,
 )
 
@@ -352,31 +361,8 @@ def _refine(opts: list[np.ndarray], n: list[int], idx: np.ndarray, pg: int, pd: 
 # ---- units -----------------------------------------------------------------------------
 
 def arch_params(unit: Any, op: Any = None) -> ArchParams:
-    """ArchParams of a ``spatial_array`` unit, with per-access energies from ``energy``.
-
-    Per element: MAC = ``mac``/mac; RF = ``pe_reg``/read; GLB = ``glb``/read scaled by
-    element bits / GLB width; DRAM = ``dram``/read per byte. Element sizes from ``op``'s
-    formats (A: activation, B: weight, partial sums: accumulator, output: activation).
-    """
-    from energy.component import Technology
-    from energy.report import energy_per_action_pj
-
-    s = unit.spec
-    tech = Technology(node_nm=getattr(unit, "node_nm", 45.0))
-    comps = {c.name.rsplit(".", 1)[-1]: c for c in unit.components()}
-    a_b = op.a_format.bytes_per_element if op is not None else s.mac_format.bytes_per_element
-    w_b = op.w_format.bytes_per_element if op is not None else a_b
-    acc_b = op.acc_format.bytes_per_element if op is not None else 4.0
-    e = lambda c, a: energy_per_action_pj(comps[c], a, tech)  # noqa: E731
-    bits = a_b * 8
-    return ArchParams(
-        rows=s.rows, cols=s.cols, rf_bytes=float(s.pe_register_bytes),
-        glb_bytes=float(s.global_buffer_kib * 1024),
-        dram_bytes_per_cycle=s.memory.sustained_bytes_per_s / unit.clock_hz,
-        a_bytes=a_b, b_bytes=w_b, psum_bytes=acc_b, out_bytes=a_b,
-        e_mac_pj=e("mac", "mac"), e_rf_pj=e("pe_reg", "read"),
-        e_glb_pj=e("glb", "read") * bits / s.glb_width_bits,
-        e_dram_pj_per_byte=e("dram", "read"))
+    """``ArchParams`` of a spatial unit for ``op`` (the unit owns them: ``unit.arch_params``)."""
+    return unit.arch_params(op)
 
 
 def best_mapping(unit: Any, op: Any, objective: Any = "latency",
@@ -388,7 +374,9 @@ def best_mapping(unit: Any, op: Any, objective: Any = "latency",
     ``.dataflow`` is one the unit's ``estimate`` accepts). Results are cached by
     (op shape, unit parameters, objective).
     """
-    if not getattr(op, "is_matrix", False) or not hasattr(getattr(unit, "spec", None), "rows"):
+    if not getattr(op, "is_matrix", False) or not hasattr(unit, "arch_params"):
+        return None
+    if unit.supports(op):
         return None
     try:
         shape = Shape.of(op)

@@ -10,8 +10,15 @@ import pytest
 
 from dataflow import ArchParams, Mapping, Shape, cost, feasible
 from mapper.search import (
-    PERMS, arch_params, best_mapping, clear_cache, dim_options, evaluate_batch, from_arrays,
-    search, to_arrays,
+    PERMS,
+    arch_params,
+    best_mapping,
+    clear_cache,
+    dim_options,
+    evaluate_batch,
+    from_arrays,
+    search,
+    to_arrays,
 )
 
 P = ArchParams(rows=2, cols=2, rf_bytes=24, glb_bytes=160, dram_bytes_per_cycle=2,
@@ -111,7 +118,11 @@ def test_best_mapping_on_eyeriss_like():
     from workloads.ops import Conv2d, Softmax
 
     unit = load("configs/spatial/eyeriss_like.yaml").units[0]
-    op = Conv2d(name="c", n=1, c=64, h=56, w=56, k=64, r=3, s=3, padding=1)
+    from workloads.formats import FORMATS
+
+    i8 = FORMATS["int8"]  # eyeriss_like multiplies 16-bit fixed point: fp16 is unsupported
+    op = Conv2d(name="c", n=1, c=64, h=56, w=56, k=64, r=3, s=3, padding=1, a_format=i8,
+                w_format=i8)
     clear_cache()
     r = best_mapping(unit, op, "edp")
     assert r is not None and r.mapping.dataflow in unit.dataflows()
