@@ -7,6 +7,10 @@ import pytest
 
 from archsim import validation
 
+if not (validation.reference_dir() / "gpus.yaml").exists():
+    pytest.skip(f"reference figures not found at {validation.reference_dir()} "
+                "(set ARCHSIM_REFERENCE)", allow_module_level=True)
+
 COMPARISONS, GAPS = validation.run()
 
 
