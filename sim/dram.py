@@ -246,6 +246,23 @@ def peak_bytes_per_s(spec: DramSpec) -> float:
     return spec.channels * spec.burst_bytes / (spacing * spec.tck_ps * 1e-12)
 
 
+def encode_address(spec: DramSpec, channel: int = 0, rank: int = 0, bankgroup: int = 0,
+                   bank: int = 0, row: int = 0, column: int = 0) -> int:
+    """Byte address of a burst, inverse of the address mapping.
+
+    ``column`` counts bursts within the row (0 .. bursts_per_row - 1).
+    """
+    vals = {"ch": channel, "ra": rank, "bg": bankgroup, "ba": bank, "ro": row, "co": column}
+    counts = {"ch": spec.channels, "ra": spec.ranks, "bg": spec.bankgroups, "ba": spec.banks,
+              "ro": spec.rows, "co": spec.bursts_per_row}
+    idx = 0
+    for f in spec.address_mapping.split("-"):  # MSB first
+        if not 0 <= vals[f] < counts[f]:
+            raise DramConfigError(f"{f}={vals[f]} out of range 0..{counts[f] - 1}")
+        idx = idx * counts[f] + vals[f]
+    return idx * spec.burst_bytes
+
+
 def resolve(spec: DramSpec, ring_capacity: int = 64) -> K.DramInst:
     """Resolve a spec into the dense arrays (tables + zeroed state) the kernel reads.
 
@@ -481,6 +498,6 @@ class DramState:
 
 
 __all__ = [
-    "DramSpec", "DramState", "DramStats", "DramTraceResult", "dram_preset",
+    "DramSpec", "DramState", "DramStats", "DramTraceResult", "dram_preset", "encode_address",
     "eval_latency", "peak_bytes_per_s", "resolve", "simulate_requests",
 ]

@@ -58,7 +58,7 @@ DramInst = namedtuple(
 )
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def decode(p, tab, addr):
     """Split a byte address into (channel, rank, bankgroup, bank, row, column-burst)."""
     idx = addr // p[P_BB]
@@ -83,7 +83,7 @@ def decode(p, tab, addr):
     return ch, ra, bg, ba, row, col
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _scope_index(p, scope, ch, ra, bg, ba):
     """Flat index of the addressed node at level ``scope``."""
     if scope == 0:
@@ -97,7 +97,7 @@ def _scope_index(p, scope, ch, ra, bg, ba):
     return i * p[P_BA] + ba
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def earliest(p, tab, nx, cmd, ch, ra, bg, ba):
     """Earliest cycle at which ``cmd`` may issue to the addressed node (timing only)."""
     rk = ch * p[P_RK] + ra
@@ -123,7 +123,7 @@ def earliest(p, tab, nx, cmd, ch, ra, bg, ba):
     return t
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _apply(con, nx, hist, hist_n, node, k, t):
     w = con[K_WIN, k]
     nxt = con[K_NEXT, k]
@@ -148,12 +148,15 @@ def issue(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cmd, ch, ra, bg, b
     The caller guarantees ``t >= earliest(...)`` and state legality.
     """
     scope = tab[T_SCOPE, cmd]
-    sidx = _scope_index(p, scope, ch, ra, bg, ba)
+    rk = ch * p[P_RK] + ra
+    gn = rk * p[P_BG] + bg
+    bk = gn * p[P_BA] + ba
+    nodes = (ch, tab[T_LVL, 1] + rk, tab[T_LVL, 2] + gn, tab[T_LVL, 3] + bk)
+    sidx = nodes[scope] - tab[T_LVL, scope]
     for k in range(con_ptr[cmd], con_ptr[cmd + 1]):
         lv = con[K_LEVEL, k]
         if lv <= scope:
-            node = tab[T_LVL, lv] + _scope_index(p, lv, ch, ra, bg, ba)
-            _apply(con, nx, hist, hist_n, node, k, t)
+            _apply(con, nx, hist, hist_n, nodes[lv], k, t)
         else:
             n = 1
             for l2 in range(scope, lv):
@@ -181,7 +184,7 @@ def issue(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cmd, ch, ra, bg, b
 
 
 # ----------------------------------------------------------------------- controller
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def enqueue(p, tab, q, chs, misc, addr, is_write, arrival, src):
     """Put one burst request into its channel queue; returns the channel or -1 if full."""
     ch, ra, bg, ba, row, col = decode(p, tab, addr)
