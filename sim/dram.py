@@ -15,9 +15,10 @@ Public entry points:
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -363,7 +364,7 @@ class DramStats:
     write_bytes: int
 
     @staticmethod
-    def from_array(stats: np.ndarray) -> "DramStats":
+    def from_array(stats: np.ndarray) -> DramStats:
         """Build from the kernel's stats vector."""
         return DramStats(
             command_counts=MappingProxyType(

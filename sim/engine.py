@@ -15,14 +15,15 @@ Semantics (the pure-Python reference in ``tests/sim`` implements the same rules)
 
 DRAM time: the DRAM runs in its own tCK; an engine cycle ``t`` maps to DRAM cycle
 ``ceil(t * Pe / Pd)`` for arrivals and a completion at DRAM cycle ``c`` to engine cycle
-``ceil(c * Pd / Pe)`` (Pe, Pd the clock periods). DRAM wake-ups run after all other
-events of the same engine cycle.
+``ceil(c * Pd / Pe)`` (Pe, Pd the clock periods, rounded to femtoseconds so the
+conversion is exact integer arithmetic). DRAM wake-ups run after all other events of
+the same engine cycle.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numba
 import numpy as np
@@ -34,7 +35,7 @@ from sim.errors import SimInputError
 from sim.taskgraph import MODEL_BANDWIDTH, MODEL_DRAM, TaskGraph, successors_csr
 
 _PRIO_BIAS = 2**30
-_WAKE_PRIO = 2**31 - 1  # biased priority of DRAM wake-ups: after every task event
+INF_T = 2**62
 _SEQ_BITS = 32
 
 
@@ -87,28 +88,23 @@ class SimStats:
 
 # ----------------------------------------------------------------------------- heap
 @njit(cache=True, inline="always")
-def _less(ht, hk, i, j):
-    return ht[i] < ht[j] or (ht[i] == ht[j] and hk[i] < hk[j])
-
-
-@njit(cache=True)
-def _push(ht, hk, hp, ha, n, t, key, pay, aux):
+def _push(ht, hk, hp, n, t, key, pay):
     i = n
     while i > 0:
         par = (i - 1) >> 1
         if ht[par] < t or (ht[par] == t and hk[par] < key):
             break
-        ht[i], hk[i], hp[i], ha[i] = ht[par], hk[par], hp[par], ha[par]
+        ht[i], hk[i], hp[i] = ht[par], hk[par], hp[par]
         i = par
-    ht[i], hk[i], hp[i], ha[i] = t, key, pay, aux
+    ht[i], hk[i], hp[i] = t, key, pay
     return n + 1
 
 
-@njit(cache=True)
-def _pop(ht, hk, hp, ha, n):
-    """Remove the root; returns the new size (root values must be read before)."""
+@njit(cache=True, inline="always")
+def _pop(ht, hk, hp, n):
+    """Remove the root; returns the new size (read the root before)."""
     n -= 1
-    t, key, pay, aux = ht[n], hk[n], hp[n], ha[n]
+    t, key, pay = ht[n], hk[n], hp[n]
     i = 0
     while True:
         c = 2 * i + 1
@@ -118,33 +114,29 @@ def _pop(ht, hk, hp, ha, n):
             c += 1
         if t < ht[c] or (t == ht[c] and key < hk[c]):
             break
-        ht[i], hk[i], hp[i], ha[i] = ht[c], hk[c], hp[c], ha[c]
+        ht[i], hk[i], hp[i] = ht[c], hk[c], hp[c]
         i = c
-    ht[i], hk[i], hp[i], ha[i] = t, key, pay, aux
+    ht[i], hk[i], hp[i] = t, key, pay
     return n
 
 
-@njit(cache=True)
-def _ceil_div_f(x, r):
-    """ceil(x * r) for x >= 0, robust to float round-off."""
-    v = x * r
-    iv = np.int64(v)
-    if v - iv > 1e-9:
-        iv += 1
-    return iv
+@njit(cache=True, inline="always")
+def _ceil_scale(x, num, den):
+    """ceil(x * num / den) in exact integer arithmetic (x >= 0)."""
+    return (x * num + den - 1) // den
 
 
 # --------------------------------------------------------------------------- kernel
 @njit(cache=True)
 def _kernel(resource, eff_dur, is_dram, priority, op_index, mem_addr, burst_n, is_write,
-            dep_ptr, dep_idx, res_cap, res_inst, n_ops, insts, e2d, d2e, record):
+            dep_ptr, dep_idx, res_cap, res_inst, n_ops, insts, pe_fs, pd_fs, record):
     T = resource.shape[0]
     R = res_cap.shape[0]
     succ_ptr, succ_idx = successors_csr(dep_ptr, dep_idx)
     indeg = np.empty(T, np.int64)
     for t in range(T):
         indeg[t] = dep_ptr[t + 1] - dep_ptr[t]
-    # per-resource FIFO as linked lists
+    # per-resource FIFO queues as linked lists
     q_next = np.full(T, -1, np.int64)
     q_head = np.full(R, -1, np.int64)
     q_tail = np.full(R, -1, np.int64)
@@ -154,7 +146,8 @@ def _kernel(resource, eff_dur, is_dram, priority, op_index, mem_addr, burst_n, i
     end = np.zeros(T if record else 1, np.int64)
     op_start = np.full(n_ops, -1, np.int64)
     op_end = np.full(n_ops, -1, np.int64)
-    # DRAM streams (indexed by task id)
+    tstart = np.zeros(T, np.int64)
+    # DRAM streams (indexed by task id) and wake-ups (kept outside the heap)
     ni = len(insts)
     ns = T if ni > 0 else 1
     s_addr = np.zeros(ns, np.int64)
@@ -163,132 +156,104 @@ def _kernel(resource, eff_dur, is_dram, priority, op_index, mem_addr, burst_n, i
     s_write = np.zeros(ns, np.int64)
     s_end = np.zeros(ns, np.int64)
     done_buf = np.zeros(ns, np.int64)
-    wake_ver = np.zeros(max(ni, 1), np.int64)
-    wake_t = np.full(max(ni, 1), -1, np.int64)
-    # heap
-    cap = 1024
-    ht = np.empty(cap, np.int64)
-    hk = np.empty(cap, np.int64)
-    hp = np.empty(cap, np.int64)
-    ha = np.empty(cap, np.int64)
+    wake_t = np.full(max(ni, 1), INF_T, np.int64)
+    pending_wake = np.zeros(max(ni, 1), np.int64)
+    # event heap: at most one finish event per task
+    ht = np.empty(T + 1, np.int64)
+    hk = np.empty(T + 1, np.int64)
+    hp = np.empty(T + 1, np.int64)
     hn = 0
     seq = 0
-    # task start time is needed for busy accounting even when not recorded
-    tstart = np.zeros(T, np.int64)
-    ready_stack = np.empty(T + 1, np.int64)
-
+    # tasks to make ready at the current cycle; -1 - r = "start the queue head of r"
+    ready = np.empty(T + R + 1, np.int64)
+    nready = 0
+    for t in range(T):
+        if indeg[t] == 0:
+            ready[nready] = t
+            nready += 1
     finished = 0
     events = 0
     now = 0
     makespan = 0
-    # initial ready tasks, in id order
-    nready = 0
-    for t in range(T):
-        if indeg[t] == 0:
-            ready_stack[nready] = t
-            nready += 1
-    pending_wake = np.zeros(max(ni, 1), np.int64)
-    for idx in range(nready):
-        # ---- make_ready(task, now) inline (same code below)
-        task = ready_stack[idx]
-        r = resource[task]
-        if r < 0:
-            if hn == cap:
-                cap *= 2
-                ht = np.concatenate((ht, np.empty(cap - hn, np.int64)))
-                hk = np.concatenate((hk, np.empty(cap - hn, np.int64)))
-                hp = np.concatenate((hp, np.empty(cap - hn, np.int64)))
-                ha = np.concatenate((ha, np.empty(cap - hn, np.int64)))
+    while True:
+        # ---- make the collected tasks ready at `now` (FIFO per resource)
+        for idx in range(nready):
+            task = ready[idx]
+            if task < 0:
+                r = -1 - task
+                task = q_head[r]
+                q_head[r] = q_next[task]
+                if q_head[r] < 0:
+                    q_tail[r] = -1
+            else:
+                r = resource[task]
+                if r >= 0 and (running[r] >= res_cap[r] or q_head[r] >= 0):
+                    if q_tail[r] < 0:
+                        q_head[r] = task
+                    else:
+                        q_next[q_tail[r]] = task
+                    q_tail[r] = task
+                    continue
             tstart[task] = now
-            hn = _push(ht, hk, hp, ha, hn, now + eff_dur[task],
-                       ((priority[task] + _PRIO_BIAS) << _SEQ_BITS) | seq, task, 0)
-            seq += 1
-        elif running[r] < res_cap[r]:
-            running[r] += 1
-            tstart[task] = now
-            if is_dram[task] and burst_n[task] > 0:
+            if r >= 0:
+                running[r] += 1
+            if r >= 0 and is_dram[task] != 0 and burst_n[task] > 0:
                 i = res_inst[r]
-                inst = insts[i]
                 s_addr[task] = mem_addr[task]
                 s_left[task] = burst_n[task]
                 s_write[task] = is_write[task]
-                a = _ceil_div_f(now, e2d[i])
+                a = _ceil_scale(now, pe_fs[i], pd_fs[i])
                 s_end[task] = a
-                K.activate(inst, task, s_addr, s_left, s_out, s_write, a)
+                K.activate(insts[i], task, s_addr, s_left, s_out, s_write, a)
                 pending_wake[i] = 1
             else:
-                if hn == cap:
-                    cap *= 2
-                    ht = np.concatenate((ht, np.empty(cap - hn, np.int64)))
-                    hk = np.concatenate((hk, np.empty(cap - hn, np.int64)))
-                    hp = np.concatenate((hp, np.empty(cap - hn, np.int64)))
-                    ha = np.concatenate((ha, np.empty(cap - hn, np.int64)))
-                hn = _push(ht, hk, hp, ha, hn, now + eff_dur[task],
-                           ((priority[task] + _PRIO_BIAS) << _SEQ_BITS) | seq, task, 0)
+                hn = _push(ht, hk, hp, hn, now + eff_dur[task],
+                           ((priority[task] + _PRIO_BIAS) << _SEQ_BITS) | seq, task)
                 seq += 1
-        else:
-            if q_tail[r] < 0:
-                q_head[r] = task
-            else:
-                q_next[q_tail[r]] = task
-            q_tail[r] = task
-    nready = 0
-
-    while True:
-        # (re)schedule DRAM wake-ups touched since the last event
+        nready = 0
+        # ---- DRAM wake-ups touched since the last event
         for i in range(ni):
             if pending_wake[i] != 0:
                 pending_wake[i] = 0
                 nt = K.next_time_inst(insts[i])
+                et = INF_T
                 if nt < K.INF:
-                    et = np.int64(nt * d2e[i])
+                    et = (nt * pd_fs[i]) // pe_fs[i]
                     if et < now:
                         et = now
-                    if et != wake_t[i]:
-                        wake_ver[i] += 1
-                        wake_t[i] = et
-                        if hn == cap:
-                            cap *= 2
-                            ht = np.concatenate((ht, np.empty(cap - hn, np.int64)))
-                            hk = np.concatenate((hk, np.empty(cap - hn, np.int64)))
-                            hp = np.concatenate((hp, np.empty(cap - hn, np.int64)))
-                            ha = np.concatenate((ha, np.empty(cap - hn, np.int64)))
-                        hn = _push(ht, hk, hp, ha, hn, et, (np.int64(_WAKE_PRIO) << _SEQ_BITS)
-                                   | seq, -(i + 1), wake_ver[i])
-                        seq += 1
-        if finished == T or hn == 0:
+                wake_t[i] = et
+        if finished == T:
             break
-        now = ht[0]
-        pay = hp[0]
-        aux = ha[0]
-        hn = _pop(ht, hk, hp, ha, hn)
+        # ---- next event: the earliest wake-up strictly before the heap top, else the top
+        wi = -1
+        wt = ht[0] if hn > 0 else INF_T
+        for i in range(ni):
+            if wake_t[i] < wt or (hn == 0 and wake_t[i] < INF_T and wi < 0):
+                wt = wake_t[i]
+                wi = i
+        if wi < 0 and hn == 0:
+            break
         events += 1
-        if pay < 0:
-            # ---------------------------------------------------- DRAM wake-up
-            i = -pay - 1
-            if aux != wake_ver[i]:
-                continue
-            wake_t[i] = -1
-            until = _ceil_div_f(now + 1, e2d[i])
+        if wi >= 0:
+            # DRAM wake-up: issue every command of engine cycle `now`
+            now = wt
+            i = wi
+            until = _ceil_scale(now + 1, pe_fs[i], pd_fs[i])
             nd = K.advance(insts[i], until, s_addr, s_left, s_out, s_write, s_end, done_buf)
             for j in range(nd):
                 task = done_buf[j]
-                et = _ceil_div_f(s_end[task], d2e[i])
+                et = _ceil_scale(s_end[task], pd_fs[i], pe_fs[i])
                 if et < now:
                     et = now
-                if hn == cap:
-                    cap *= 2
-                    ht = np.concatenate((ht, np.empty(cap - hn, np.int64)))
-                    hk = np.concatenate((hk, np.empty(cap - hn, np.int64)))
-                    hp = np.concatenate((hp, np.empty(cap - hn, np.int64)))
-                    ha = np.concatenate((ha, np.empty(cap - hn, np.int64)))
-                hn = _push(ht, hk, hp, ha, hn, et,
-                           ((priority[task] + _PRIO_BIAS) << _SEQ_BITS) | seq, task, 0)
+                hn = _push(ht, hk, hp, hn, et,
+                           ((priority[task] + _PRIO_BIAS) << _SEQ_BITS) | seq, task)
                 seq += 1
             pending_wake[i] = 1
             continue
-        # -------------------------------------------------------- task finish
-        task = pay
+        now = ht[0]
+        task = hp[0]
+        hn = _pop(ht, hk, hp, hn)
+        # ---- task finish
         finished += 1
         if now > makespan:
             makespan = now
@@ -306,58 +271,14 @@ def _kernel(resource, eff_dur, is_dram, priority, op_index, mem_addr, burst_n, i
             busy[r] += now - st
             running[r] -= 1
             if q_head[r] >= 0:
-                ready_stack[nready] = -1 - r  # marker: start the queue head of r
+                ready[nready] = -1 - r
                 nready += 1
         for k in range(succ_ptr[task], succ_ptr[task + 1]):
             s = succ_idx[k]
             indeg[s] -= 1
             if indeg[s] == 0:
-                ready_stack[nready] = s
+                ready[nready] = s
                 nready += 1
-        for idx in range(nready):
-            task = ready_stack[idx]
-            if task < 0:
-                # the freed slot goes to the head of the queue
-                r = -1 - task
-                task = q_head[r]
-                q_head[r] = q_next[task]
-                if q_head[r] < 0:
-                    q_tail[r] = -1
-                do_start = True
-            else:
-                r = resource[task]
-                do_start = r < 0 or (running[r] < res_cap[r] and q_head[r] < 0)
-                if not do_start:
-                    if q_tail[r] < 0:
-                        q_head[r] = task
-                    else:
-                        q_next[q_tail[r]] = task
-                    q_tail[r] = task
-            if not do_start:
-                continue
-            tstart[task] = now
-            if r >= 0:
-                running[r] += 1
-            if r >= 0 and is_dram[task] and burst_n[task] > 0:
-                i = res_inst[r]
-                s_addr[task] = mem_addr[task]
-                s_left[task] = burst_n[task]
-                s_write[task] = is_write[task]
-                a = _ceil_div_f(now, e2d[i])
-                s_end[task] = a
-                K.activate(insts[i], task, s_addr, s_left, s_out, s_write, a)
-                pending_wake[i] = 1
-            else:
-                if hn == cap:
-                    cap *= 2
-                    ht = np.concatenate((ht, np.empty(cap - hn, np.int64)))
-                    hk = np.concatenate((hk, np.empty(cap - hn, np.int64)))
-                    hp = np.concatenate((hp, np.empty(cap - hn, np.int64)))
-                    ha = np.concatenate((ha, np.empty(cap - hn, np.int64)))
-                hn = _push(ht, hk, hp, ha, hn, now + eff_dur[task],
-                           ((priority[task] + _PRIO_BIAS) << _SEQ_BITS) | seq, task, 0)
-                seq += 1
-        nready = 0
     return makespan, finished, events, busy, start, end, op_start, op_end
 
 
@@ -407,7 +328,7 @@ def run(tg: TaskGraph, dram_configs: Sequence[DramSpec] = (), *,
         eff[bw] = np.ceil(tg.mem_bytes[bw] / rate - 1e-9).astype(np.int64)
     is_dram = mem & (rmodel == MODEL_DRAM)
     res_inst = np.full(R, -1, np.int64)
-    insts, e2d, d2e = [], [], []
+    insts, pe_fs, pd_fs = [], [], []
     burst_n = np.zeros(T, np.int64)
     for r in np.flatnonzero(model == MODEL_DRAM):
         ci = int(tg.dram_index[r])
@@ -417,9 +338,9 @@ def run(tg: TaskGraph, dram_configs: Sequence[DramSpec] = (), *,
         spec = dram_configs[ci]
         res_inst[r] = len(insts)
         insts.append(resolve(spec, ring_capacity=int(tg.resource_capacity[r])))
-        pe, pd = 1.0 / tg.clock_hz, spec.tck_ps * 1e-12
-        e2d.append(pe / pd)
-        d2e.append(pd / pe)
+        # clock periods in femtoseconds: exact integer time conversion
+        pe_fs.append(max(1, round(1e15 / tg.clock_hz)))
+        pd_fs.append(max(1, round(spec.tck_ps * 1000)))
         sel = is_dram & (res == r)
         bb = spec.burst_bytes
         first = tg.mem_addr[sel] // bb
@@ -437,8 +358,8 @@ def run(tg: TaskGraph, dram_configs: Sequence[DramSpec] = (), *,
         res, eff, is_dram.astype(np.int64), tg.priority.astype(np.int64),
         tg.op_index.astype(np.int64), addr, burst_n, (tg.kind == 2).astype(np.int64),
         tg.dep_ptr, tg.dep_idx, tg.resource_capacity.astype(np.int64), res_inst,
-        len(tg.op_names), _inst_list(insts), np.asarray(e2d + [1.0]),
-        np.asarray(d2e + [1.0]), record_task_times)
+        len(tg.op_names), _inst_list(insts), np.asarray(pe_fs + [1], np.int64),
+        np.asarray(pd_fs + [1], np.int64), record_task_times)
     if finished != T:
         raise SimInputError(f"only {finished} of {T} tasks finished (dependency cycle?)")
     # action totals do not depend on timing: one vectorised pass

@@ -8,8 +8,8 @@ build graphs with :class:`TaskGraphBuilder` (cheap per-task appends or vectorise
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 import numpy as np
 from numba import njit
