@@ -23,7 +23,7 @@ from workloads.formats import FORMATS, NumberFormat
 
 __all__ = [
     "Sparsity", "Op", "Gemm", "Conv2d", "Softmax", "Norm", "Elementwise", "Embedding",
-    "AllReduce", "VECTOR_OPS_PER_ELEMENT", "PASSES", "MATRIX_OPS",
+    "AllReduce", "VectorOp", "VECTOR_OPS_PER_ELEMENT", "PASSES", "MATRIX_OPS",
 ]
 
 PASSES = ("fwd", "bwd_data", "bwd_weight", "update")
@@ -496,3 +496,6 @@ class AllReduce(Op):
 
 
 MATRIX_OPS = (Gemm, Conv2d)
+
+#: Public name of the base of row x column vector ops (Softmax, Norm, Elementwise).
+VectorOp = _VectorOp

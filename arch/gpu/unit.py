@@ -37,7 +37,7 @@ from workloads.ops import (
     Norm,
     Op,
     Softmax,
-    _VectorOp,
+    VectorOp,
 )
 
 __all__ = ["TensorCoreGpu", "DATAFLOWS"]
@@ -203,7 +203,7 @@ class TensorCoreGpu(Unit):
         df, tile, split = self._parse_mapping(mapping)
         if isinstance(op, (Gemm, Conv2d)):
             return self._estimate_gemm(op, df, tile, split)
-        if isinstance(op, _VectorOp):
+        if isinstance(op, VectorOp):
             return self._estimate_vector(op, df)
         if isinstance(op, Embedding):
             return self._estimate_stream(op, "gather", op.weight_bytes(), op.output_bytes(), 0)
@@ -283,7 +283,7 @@ class TensorCoreGpu(Unit):
         a[(self.cname("hbm"), "write")] = r.hbm_write_bytes
         return a
 
-    def _estimate_vector(self, op: _VectorOp, df: str) -> Estimate:
+    def _estimate_vector(self, op: VectorOp, df: str) -> Estimate:
         fused = isinstance(op, Softmax) and self._fused(op, df or None)
         fn = op.fn if isinstance(op, Elementwise) else op.kind
         sfu = _SFU_PER_ELEMENT.get(fn, 0) * op.elements
