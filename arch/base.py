@@ -88,8 +88,13 @@ class Unit(ABC):
         * ``lower(op, mapping)`` returns a ``sim.TaskGraph`` whose simulated makespan is the
           reference for ``estimate``; families without cycle fidelity raise
           ``NotImplementedError``.
+        * ``simulate(op, mapping)`` returns the cycle-fidelity latency in the unit's clock;
+          by default it runs ``lower``'s TaskGraph through ``sim.run``. Families with their
+          own command-level engine (DRAM PIM) override it instead of ``lower``.
         * ``components()`` lists the energy/area components; every action key an Estimate
           or TaskGraph emits names one of them.
+        * ``report()`` returns family-specific, JSON-able objects for ``Result.extra``
+          (FPGA ``resources``); empty by default.
     """
 
     kind: ClassVar[str] = ""
@@ -140,6 +145,24 @@ class Unit(ABC):
     def lower(self, op: Op, mapping: Any = None) -> Any:
         """Lower ``op`` to a ``sim.TaskGraph`` for cycle simulation."""
         raise NotImplementedError(f"unit kind {self.kind!r} has no cycle-level lowering yet")
+
+    def simulate(self, op: Op, mapping: Any = None) -> int:
+        """Cycle-fidelity latency of ``op`` in cycles of ``clock_hz``.
+
+        Default: simulate ``lower(op, mapping)`` with the event engine. Raises
+        ``NotImplementedError`` when the family has no cycle-level model.
+        """
+        import sim
+
+        tg = self.lower(op, mapping)
+        kwargs = getattr(tg, "run_kwargs", None) or {}
+        stats = sim.run(tg, **kwargs)
+        # TaskGraph cycles are in the graph's clock; convert to the unit's clock.
+        return int(math.ceil(stats.makespan_cycles * self.clock_hz / tg.clock_hz - 1e-9))
+
+    def report(self) -> dict[str, Any]:
+        """Family-specific, JSON-able objects added to ``Result.extra`` (default none)."""
+        return {}
 
     @abstractmethod
     def components(self) -> list[Any]:

@@ -176,6 +176,9 @@ def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
     erep = energy.evaluate(all_comps, total_actions, latency, tech)
     arep = energy.area(all_comps, tech)
     clock = acc.units[0].clock_hz
+    extra: dict[str, Any] = {}
+    for u in acc.units:
+        extra.update(u.report())
     rate = (wl.tokens / latency if wl.is_llm else None) if latency > 0 else None
     srate = (wl.batch / latency if not wl.is_llm else None) if latency > 0 else None
     return Result(
@@ -186,18 +189,14 @@ def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
         utilization=(ideal_s / latency) if latency > 0 else 0.0,
         tokens_per_s=rate, samples_per_s=srate, ops=tuple(rows), macs=macs, flops=flops,
         dram_bytes=dram, archsim_version=VERSION,
-        input_hash=input_hash(acc, wl, fidelity, f"{objective}/{mapping}"))
+        input_hash=input_hash(acc, wl, fidelity, f"{objective}/{mapping}"), extra=extra)
 
 
 def _simulate(unit: Unit, op: Op, mapping: Any) -> int:
-    import sim
-
     try:
-        tg = unit.lower(op, mapping)
+        return unit.simulate(op, mapping)
     except NotImplementedError as exc:
         raise ConfigError(Problem(f"{exc}; use --fidelity analytical", f"units.{unit.name}")) from None
-    stats = sim.run(tg, **getattr(tg, "run_kwargs", {})) if hasattr(tg, "run_kwargs") else sim.run(tg)
-    return int(stats.makespan_cycles)
 
 
 def input_hash(acc: Accelerator, wl: Workload, fidelity: str, objective: str) -> str:

@@ -31,6 +31,17 @@ def _positive_int(text: str) -> int:
     return v
 
 
+def _nm(text: str) -> tuple[int, int]:
+    parts = text.split(":")
+    try:
+        n, m = (int(x) for x in parts)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected N:M with integers 0 < N <= M, got {text!r}") from None
+    if not 0 < n <= m:
+        raise argparse.ArgumentTypeError(f"expected N:M with integers 0 < N <= M, got {text!r}")
+    return n, m
+
+
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config value, e.g. units[0].rows=64 (repeatable)")
@@ -44,6 +55,9 @@ def _common(p: argparse.ArgumentParser) -> None:
                    "loop-nest search for matrix ops (spatial arrays)")
     p.add_argument("--a-format", help="activation number format (e.g. fp16, int8)")
     p.add_argument("--w-format", help="weight number format (e.g. int4, ternary)")
+    p.add_argument("--sparsity", type=_nm, metavar="N:M",
+                   help="N:M structured sparsity on the weights of every prunable layer "
+                   "(forward and backward-data passes; e.g. 2:4, 2:8)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -151,6 +165,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         wl = archsim.workload(args.model, phase=args.phase, batch=args.batch, seq=args.seq,
                               context=args.context, a_format=args.a_format,
                               w_format=args.w_format)
+    if args.sparsity:
+        wl = wl.with_sparsity(*args.sparsity)
     mode = "search" if args.cmd == "map" else args.mapping
     res = archsim.evaluate(acc, wl, fidelity=args.fidelity, objective=args.objective,
                            mapping=mode)

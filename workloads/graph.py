@@ -9,7 +9,7 @@ results are reproducible.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import networkx as nx
 
@@ -107,6 +107,32 @@ class Workload:
             out.add(op.with_formats(a_format, w_format if op.is_matrix or op.kind == "embedding"
                                     else None),
                     self.graph.predecessors(op.name))
+        return out
+
+    def with_sparsity(self, n: int, m: int) -> Workload:
+        """A copy with ``n:m`` structured sparsity on the weights of every prunable layer.
+
+        Prunable: a weight-bearing GEMM or a non-grouped convolution in the forward or
+        backward-data pass whose reduction dimension (the GEMM ``k`` of that pass) is a
+        multiple of ``m`` (the usual rule of NVIDIA ASP / SR-STE: a first convolution with
+        C*R*S = 147 stays dense). Backward-data ops get the transposed weight's pattern
+        (BDWP, Fang et al. 2023); backward-weight GEMMs produce a dense gradient and stay
+        dense. ``n == m`` removes sparsity.
+        """
+        from workloads.ops import Conv2d, Gemm, Sparsity
+
+        sp = Sparsity() if n == m else Sparsity(n, m)
+        out = Workload(self.name, self.phase, self.batch, self.seq, self.context, self.parameters,
+                       self.family)
+        for op in self.ops():
+            new = op
+            if op.pass_ in ("fwd", "bwd_data"):
+                if isinstance(op, Gemm) and op.b_is_weight and op.k % m == 0:
+                    new = replace(op, w_sparsity=sp)
+                elif (isinstance(op, Conv2d) and op.groups == 1
+                      and op.as_gemm().k % m == 0):
+                    new = replace(op, w_sparsity=sp)
+            out.add(new, self.graph.predecessors(op.name))
         return out
 
     @classmethod
