@@ -261,15 +261,34 @@ class LutTensorCoreGpu(TensorCoreGpu):
             return s
         return dataclasses.replace(s, sm=dataclasses.replace(s.sm, mma_tile_n=1 << 16))
 
-    def _estimate_lut(self, op: Gemm, w: int, pre: str) -> Estimate:
-        s, lut = self.spec, self.spec.lut
+    def _lut_kernel(self, op: Gemm, w: int) -> tuple[MmaPlan, Any]:
+        """The LUT mainloop: (plan, ``gemm_time`` result) with tables as the A operand."""
         plan = self._lut_plan(op, w)
         t_bytes = self.table_bytes(op)
         a_bpe_tab = t_bytes / max(1, op.batch * op.m * op.k)
         shape = GemmShape(op.batch, op.m, op.n, op.k, a_bpe_tab, self._b_bpe(op),
                           op.a_format.bytes_per_element, t_bytes, op.b_bytes(),
                           op.batch // op.b_shared, op.output_bytes())
-        r = gemm_time(self._feed_spec(), shape, plan)
+        return plan, gemm_time(self._feed_spec(), shape, plan)
+
+    def lower(self, op: Op, mapping: Any = None) -> Any:
+        """LUT mpGEMMs: the LUT mainloop at CTA-tile granularity after the table
+        precompute (``arch.gpu.lower.lower_gemm`` with ``pre_s``); other ops as the GPU."""
+        est = self.estimate(op, mapping)
+        if not est.dataflow.startswith("lut_") or not isinstance(op, Gemm):
+            return super().lower(op, None if mapping in LUT_DATAFLOWS else mapping)
+        from arch.gpu.lower import lower_gemm
+
+        w = self.lut_passes(op)
+        assert w is not None
+        _, r = self._lut_kernel(op, w)
+        return lower_gemm(self._feed_spec(), r, op.name,
+                          pre_s=self.precompute_s(op, est.dataflow[4:]))
+
+    def _estimate_lut(self, op: Gemm, w: int, pre: str) -> Estimate:
+        s, lut = self.spec, self.spec.lut
+        plan, r = self._lut_kernel(op, w)
+        t_bytes = self.table_bytes(op)
         t_pre = self.precompute_s(op, pre)
         cycles = self._cycles(r.time_s + t_pre)
         cycles = max(cycles, int(self.roofline_cycles(op)) + 1)

@@ -101,6 +101,16 @@ class GemmResult:
     waves: int
     bound: str
     stream_k: bool = False
+    # ---- per-CTA kernel structure, for the cycle-level lowering (arch.gpu.lower) ----
+    f_hz: float = 0.0            # clock of the cycle counts below (tensor clock)
+    t_core: float = 0.0          # cycles per k-step on the SM datapath: max(MMA, smem, convert)
+    stage_bytes: float = 0.0     # A + B bytes of one k-step stage (L2 -> shared memory)
+    ksteps: int = 0              # k-steps per CTA (stream-k: per persistent CTA)
+    n_cta: int = 0               # CTAs in the grid (stream-k: one per SM)
+    epi_bytes: float = 0.0       # C tile bytes stored by one CTA's epilogue
+    split_bytes: float = 0.0     # fp32 partial-tile bytes stored + reloaded per split CTA
+    lat_cyc: float = 0.0         # DRAM latency in cycles
+    launch_s: float = 0.0        # kernel launch overhead (0 when fused)
 
     def describe(self) -> str:
         s = f" splitk={self.split}" if self.split > 1 else ""
@@ -231,7 +241,14 @@ def gemm_time(spec: GpuSpec, g: GemmShape, plan: MmaPlan, *,
                     n_work * smem_k,
                     float(n_work) * bm * bn * bk * plan.passes,
                     float(n_work) * conv, bm, bn, bk, s, stages, co,
-                    ceil_div(n_cta, sms * co), bound, streamk)
+                    ceil_div(n_cta, sms * co), bound, streamk,
+                    f_hz=f_hz, t_core=max(t_mma, t_smem, t_cvt), stage_bytes=stage,
+                    ksteps=(ceil_div(tiles_mn * ksteps_full, sms) if streamk else ksteps),
+                    n_cta=(min(tiles_mn, sms) if streamk else n_cta),
+                    epi_bytes=bm * bn * g.c_bpe,
+                    split_bytes=(2 * bm * bn * _ACC_BYTES * 2 if streamk else
+                                 (bm * bn * _ACC_BYTES * 2 if s > 1 else 0.0)),
+                    lat_cyc=lat_cyc, launch_s=launch_s)
     if best is None:
         raise ValueError("no feasible CTA tile (shared memory or registers too small)")
     return best

@@ -211,8 +211,10 @@ class TensorCoreGpu(Unit):
             return self._estimate_allreduce(op)
         return infeasible(op, self.name, f"op kind {op.kind!r} not modelled", self.clock_hz)
 
-    def _estimate_gemm(self, op: Gemm | Conv2d, df: str, tile: tuple[int, int, int] | None,
-                       split: int | None) -> Estimate:
+    def _gemm_kernel(self, op: Gemm | Conv2d, df: str, tile: tuple[int, int, int] | None,
+                     split: int | None) -> tuple[MmaPlan, GemmResult, bool, float] | Estimate:
+        """The chosen GEMM kernel: (plan, tile-model result, fused, sparse speedup), or an
+        infeasible Estimate. Shared by ``estimate`` and ``lower``."""
         s = self.spec
         g = op.as_gemm() if isinstance(op, Conv2d) else op
         prefer = df if df in ("bitserial", "digit", "simt", "w_only") else ""
@@ -250,6 +252,15 @@ class TensorCoreGpu(Unit):
         launch = not (fused and g.role == "av")
         r = gemm_time(s, shape, plan, tiles=(tile,) if tile else None, splits=splits,
                       launch=launch)
+        return plan, r, fused, sparse
+
+    def _estimate_gemm(self, op: Gemm | Conv2d, df: str, tile: tuple[int, int, int] | None,
+                       split: int | None) -> Estimate:
+        s = self.spec
+        k = self._gemm_kernel(op, df, tile, split)
+        if isinstance(k, Estimate):
+            return k
+        plan, r, fused, sparse = k
         cycles = self._cycles(r.time_s)
         actions = self._gemm_actions(plan, r)
         util = op.effective_macs() / (self.peak_macs_per_cycle(op) * cycles) if cycles else 0.0
@@ -380,10 +391,34 @@ class TensorCoreGpu(Unit):
 
     # ---- cycle-level lowering ---------------------------------------------------------
     def lower(self, op: Op, mapping: Any = None) -> Any:
-        """CTA-tile lowering to ``sim.TaskGraph`` (per k-step smem loads, MMA, stores).
+        """CTA-tile lowering to ``sim.TaskGraph`` (``arch.gpu.lower``): per k-step HBM/L2
+        loads into shared memory, MMA, epilogue stores; streaming kernels as pipelined
+        read/ALU/write pieces. The graph's clock is the tensor clock (GEMMs) or the SM clock."""
+        from arch.gpu.lower import lower_gemm, lower_stream
 
-        Not implemented yet: ``sim.taskgraph`` did not exist when this family was written;
-        the analytical ``estimate`` is the only model (see docs/gpu.md, "Left out").
-        """
-        raise NotImplementedError("tensor_core_gpu has no cycle-level lowering yet "
-                                  "(waiting for sim.TaskGraph); use estimate()")
+        reason = self.supports(op)
+        if reason:
+            raise MappingError(Problem(reason, op.name))
+        df, tile, split = self._parse_mapping(mapping)
+        s = self.spec
+        if isinstance(op, (Gemm, Conv2d)):
+            k = self._gemm_kernel(op, df, tile, split)
+            if isinstance(k, Estimate):
+                raise MappingError(Problem(k.reason, op.name))
+            return lower_gemm(s, k[1], op.name)
+        if isinstance(op, VectorOp):
+            fused = isinstance(op, Softmax) and self._fused(op, df or None)
+            fn = op.fn if isinstance(op, Elementwise) else op.kind
+            sfu = _SFU_PER_ELEMENT.get(fn, 0) * op.elements
+            if fused:
+                return lower_stream(s, op.name, 0.0, 0.0, op.vector_ops(), sfu, launch=False)
+            return lower_stream(s, op.name, op.input_bytes() + op.weight_bytes(),
+                                op.output_bytes(), op.vector_ops(), sfu)
+        if isinstance(op, Embedding):
+            return lower_stream(s, op.name, op.weight_bytes(), op.output_bytes(), 0.0)
+        if isinstance(op, AllReduce):
+            e = self._estimate_allreduce(op)
+            return lower_stream(s, op.name, e.dram_read_bytes, e.dram_write_bytes,
+                                float(op.elements) * (op.devices - 1) / op.devices,
+                                link_s=float(e.details.get("link_s", 0.0)))
+        raise NotImplementedError(f"no cycle-level lowering for op kind {op.kind!r}")
