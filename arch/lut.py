@@ -26,6 +26,7 @@ Model of Mo et al., "LUT Tensor Core", ISCA 2025 (design rules:
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -360,3 +361,52 @@ class LutTensorCoreGpu(TensorCoreGpu):
     def compute_density(self, w_bits: int = 2, node_nm: float = 28.0) -> float:
         """Peak TOPs per mm^2 of LUT tensor core at the boost clock (paper: 1.41 GHz)."""
         return self.peak_tops(w_bits) / (self.spec.sm_count * self.tc_area_per_sm_mm2(node_nm))
+
+
+def weight_bit_sweep(lut_unit: LutTensorCoreGpu, mac_unit: TensorCoreGpu,
+                     bits: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 8),
+                     gemm: tuple[int, int, int] = (2048, 3200, 3200),
+                     a_format: str = "int8", node_nm: float = 28.0) -> list[dict[str, float]]:
+    """LUT versus MAC as the weight width grows (issue: where LUT stops beating MAC).
+
+    Per weight width ``w``:
+
+    * ``lut_density``: peak W-bit TOPs per mm^2 of LUT tensor core (bit-serial: ``w``
+      passes), at ``node_nm`` and the boost clock; ``lut_nosym_density`` the same without
+      symmetrisation (2^K table entries: a conventional LUT);
+    * ``mac_int8_density`` / ``mac_fp16_density``: the MAC tensor cores (DP16 INT8, DP4
+      FP16 units) running the W-bit weights converted to the activation format - constant
+      in ``w``;
+    * ``lut_ms`` / ``mac_ms``: one ``gemm`` (M x N x K, ``a_format`` activations) on the LUT
+      path of ``lut_unit`` and on ``mac_unit``'s tensor cores (weight-only dequantisation).
+
+    ``max_weight_bits`` is raised to the largest ``w`` for the sweep.
+    """
+    from workloads.formats import FORMATS
+
+    wmax = max(bits)
+    sym = dataclasses.replace(lut_unit.spec, lut=dataclasses.replace(
+        lut_unit.spec.lut, max_weight_bits=wmax))
+    nosym = dataclasses.replace(sym, lut=dataclasses.replace(sym.lut, symmetric=False))
+    u_sym = LutTensorCoreGpu(lut_unit.name, sym, lut_unit.node_nm)
+    u_nosym = LutTensorCoreGpu(lut_unit.name, nosym, lut_unit.node_nm)
+    ms = mac_unit.spec
+    f_ghz = ms.boost_clock_mhz / 1e3
+    mac_int8 = (2 * ms.sm_count * ms.tc_rate_per_sm("int8") * f_ghz / 1e3
+                / (ms.sm_count * mac_dp_area_per_sm_mm2(ms, "int8", 16, node_nm)))
+    mac_fp16 = (2 * ms.sm_count * ms.tc_rate_per_sm("fp16") * f_ghz / 1e3
+                / (ms.sm_count * mac_dp_area_per_sm_mm2(ms, "fp16", 4, node_nm)))
+    m, n, k = gemm
+    rows = []
+    for w in bits:
+        wf = FORMATS[f"int{w}"] if f"int{w}" in FORMATS else None
+        row = {"w_bits": float(w), "lut_density": u_sym.compute_density(w, node_nm),
+               "lut_nosym_density": u_nosym.compute_density(w, node_nm),
+               "mac_int8_density": mac_int8, "mac_fp16_density": mac_fp16,
+               "lut_ms": math.nan, "mac_ms": math.nan}
+        if wf is not None:
+            op = Gemm(name="g", m=m, n=n, k=k, a_format=FORMATS[a_format], w_format=wf)
+            row["lut_ms"] = u_sym.estimate(op, "lut").latency_s * 1e3
+            row["mac_ms"] = mac_unit.estimate(op).latency_s * 1e3
+        rows.append(row)
+    return rows

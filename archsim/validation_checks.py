@@ -172,6 +172,12 @@ def _lut() -> tuple[list[Comparison], list[Gap]]:
         Comparison("lut", "BitNet 3B prefill (bs1, seq 2048)", src, "B", 38.02, l8, "ms", 0.25,
                    "issue bound (absolute)", design="A100-LUT-8X"),
     ]
+    sweep = L.weight_bit_sweep(units["lut4x"], a100.units[0])
+    ahead = max(int(r["w_bits"]) for r in sweep if r["lut_density"] > r["mac_int8_density"])
+    comps.append(Comparison(
+        "lut", "widest weight where LUT density beats INT8 MAC", "lut_tensor_core paper text "
+        "(issue #6: 'LUT ahead up to about 6-bit weights')", "B", 6, ahead, "bits", 0.2,
+        "one bit of the 1..8 sweep (docs/lut.md)", design="A100-LUT-4X"))
     gaps = [
         Gap("lut", "A100 FP16 TC area/SM 0.975 mm2 and density 2.96; INT8 density 17.73",
             "not reached (ours +30% / −23% / +22%): the energy library's fp16 adder area is "
