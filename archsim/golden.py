@@ -42,6 +42,19 @@ REFERENCE_WORKLOADS: dict[str, dict[str, dict[str, Any]]] = {
                                "context": 256},
         "gemm_w2a8_m16": {"gemm": (16, 8192, 8192), "a_format": "int8", "w_format": "int2"},
     },
+    "nm_sparse_fpga": {
+        "resnet18_train_b8": {"model": "resnet18", "phase": "train", "batch": 8},
+        "resnet18_train_b8_2of8": {"model": "resnet18", "phase": "train", "batch": 8,
+                                   "sparsity": (2, 8)},
+        "bert_base_train_b8_2of8": {"model": "bert-base", "phase": "train", "batch": 8,
+                                    "sparsity": (2, 8)},
+    },
+    "dram_pim": {
+        "gpt2_small_decode_ctx128": {"model": "gpt2-small", "phase": "decode", "batch": 1,
+                                     "context": 128, "a_format": "bf16", "w_format": "bf16"},
+        "gpt2_xl_decode_ctx128": {"model": "gpt2-xl", "phase": "decode", "batch": 1,
+                                  "context": 128, "a_format": "bf16", "w_format": "bf16"},
+    },
 }
 
 
@@ -65,7 +78,10 @@ def predict(config: Path) -> dict[str, dict[str, float]]:
             m, n, k = kw.pop("gemm")
             wl = archsim.gemm_workload(m, n, k, **kw)
         else:
+            sparsity = kw.pop("sparsity", None)
             wl = archsim.workload(kw.pop("model"), **kw)
+            if sparsity:
+                wl = wl.with_sparsity(*sparsity)
         res = archsim.evaluate(acc, wl)
         out[label] = {k: _sig(float(getattr(res, k))) for k in METRICS}
     return out

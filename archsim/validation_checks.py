@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import archsim.validation_fpga  # noqa: F401  (registers "fpga")
+import archsim.validation_pim  # noqa: F401  (registers "pim")
 from archsim.validation import Comparison, Gap, checks
 
 

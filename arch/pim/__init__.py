@@ -1,0 +1,11 @@
+"""DRAM processing-in-memory family (``kind: dram_pim``): see :mod:`arch.pim.unit`.
+
+Modules: ``spec`` (configuration), ``unit`` (mapping, closed-form estimate, command-level
+simulation), ``kernel`` (the Numba command loop), ``decode`` (whole-GPT token generation
+with a growing KV cache, and the PIM-GPT comparison with a GPU).
+"""
+
+from arch.pim.spec import AsicSpec, DramPimSpec
+from arch.pim.unit import DramPim, Plan, Stream
+
+__all__ = ["AsicSpec", "DramPimSpec", "DramPim", "Plan", "Stream"]

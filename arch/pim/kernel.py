@@ -1,0 +1,164 @@
+"""Numba core of the PIM command-level model: issue one channel's command stream.
+
+The stream of one channel for one matrix-vector op is generated on the fly from a few
+integers (no command array is built):
+
+    append phase   (attention ops) ``app_rows`` single-bank row writes, in batches of one
+                   per bank: ACT each bank, ``app_bursts`` WR each, PRE each
+    for rep in reps:                       (one pass per input vector, m of the GEMM)
+      for seg in segments:                 (one global-buffer fill each)
+        WRGB x seg_wrgb                    (input-vector chunk -> global buffer)
+        for step in seg_steps:             (one neuron per processing unit, lockstep)
+          MACAB x seg_mpn                  (PREA + ACTAB when the weight stream crosses a row)
+          RDMAC                            (the units' accumulators -> ASIC)
+
+Every command issues at the earliest cycle the resolved timing table allows
+(:func:`sim.dram_kernel.earliest_inst`), in program order (the table's one-command-per-
+cycle rule keeps the channel's commands ordered). All-bank refresh: when a command would
+issue at or after the channel's refresh due time, open rows are closed (PREA), REF is
+issued and the interrupted row is re-activated (a row miss).
+
+Per-channel state ``cs[ch, :]``: F_OPEN (all-bank open row or -1), F_REF (refresh due),
+F_END (latest data completion). Counters ``cnt``: see ``N_*`` indices.
+"""
+
+from __future__ import annotations
+
+from numba import njit
+
+from sim import dram_kernel as K
+
+C_ACT, C_PRE, C_WR, C_REF, C_PREA, C_ACTAB, C_MACAB, C_WRGB, C_RDMAC = 0, 1, 3, 4, 5, 6, 7, 8, 9
+F_OPEN, F_REF, F_END, F_SB = 0, 1, 2, 3
+N_FIELDS = 4
+# counters
+N_ROWMISS, N_REFRESH, N_MACAB, N_ACTAB = 0, 1, 2, 3
+N_COUNTERS = 4
+
+
+@njit(cache=True, inline="always")
+def _go(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cmd, ch, bg, ba, row):
+    """Issue ``cmd`` at its earliest legal cycle; returns that cycle."""
+    t = K.earliest(p, tab, nx, cmd, ch, 0, bg, ba)
+    K.issue(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cmd, ch, 0, bg, ba, row, t)
+    return t
+
+
+@njit(cache=True)
+def _refresh_if_due(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cs, cnt, ch, t,
+                    nrefi):
+    """If ``t`` reaches the refresh due time: PREA (if a row is open), REF. True if done."""
+    if nrefi <= 0 or t < cs[ch, F_REF]:
+        return False
+    if cs[ch, F_OPEN] >= 0 or cs[ch, F_SB] != 0:
+        _go(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, C_PREA, ch, 0, 0, 0)
+        cs[ch, F_OPEN] = -1
+        cs[ch, F_SB] = 0
+    _go(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, C_REF, ch, 0, 0, 0)
+    cs[ch, F_REF] += nrefi
+    cnt[N_REFRESH] += 1
+    return True
+
+
+@njit(cache=True)
+def run_channel(inst, cs, cnt, ch, nrefi, rlat, app_rows, app_bursts, reps, seg_wrgb,
+                seg_steps, seg_mpn, macs_per_row):
+    """Unpack ``inst`` once (passing the tuple per call is slow) and run the stream."""
+    return _run(inst.p, inst.tab, inst.con_ptr, inst.con, inst.nx, inst.hist, inst.hist_n,
+                inst.bst, inst.stats, cs, cnt, ch, nrefi, rlat, app_rows, app_bursts, reps,
+                seg_wrgb, seg_steps, seg_mpn, macs_per_row)
+
+
+@njit(cache=True)
+def _run(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cs, cnt, ch, nrefi, rlat,
+         app_rows, app_bursts, reps, seg_wrgb, seg_steps, seg_mpn, macs_per_row):
+    """Issue one channel's stream (see module docstring); returns the channel's end cycle.
+
+    Args:
+        inst: ``sim.dram_kernel.DramInst`` (timing table resolved, PIM rows patched).
+        cs: per-channel state (int64[channels, N_FIELDS]); cnt: counters (int64[N_COUNTERS]).
+        ch: channel. nrefi: refresh interval in tCK (0 = no refresh). rlat: read latency.
+        app_rows, app_bursts: KV-cache append rows and WR bursts per row.
+        reps: passes over the weights (input vectors).
+        seg_wrgb, seg_steps, seg_mpn: per segment WRGB bursts, lockstep neuron steps,
+            MAC commands per neuron.
+        macs_per_row: MAC commands per all-bank activation.
+    """
+    banks = p[K.P_BG] * p[K.P_BA]
+    nba = p[K.P_BA]
+    # ---- KV-cache append: single-bank row writes, one batch = one row per bank --------
+    if app_rows > 0:
+        if cs[ch, F_OPEN] >= 0:
+            tp = K.earliest(p, tab, nx, C_PREA, ch, 0, 0, 0)
+            K.issue(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, C_PREA, ch, 0, 0, 0, 0, tp)
+            cs[ch, F_OPEN] = -1
+        done = 0
+        while done < app_rows:
+            nb = min(banks, app_rows - done)
+            t = K.earliest(p, tab, nx, C_ACT, ch, 0, 0, 0)
+            if _refresh_if_due(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cs, cnt, ch, t, nrefi):
+                continue
+            cs[ch, F_SB] = 1
+            for b in range(nb):
+                bg, ba = b // nba, b % nba
+                t = K.earliest(p, tab, nx, C_ACT, ch, 0, bg, ba)
+                K.issue(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, C_ACT, ch, 0, bg, ba, 1, t)
+                cnt[N_ROWMISS] += 1
+            for b in range(nb):
+                bg, ba = b // nba, b % nba
+                for _ in range(app_bursts):
+                    t = K.earliest(p, tab, nx, C_WR, ch, 0, bg, ba)
+                    K.issue(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, C_WR, ch, 0, bg, ba, 1, t)
+            for b in range(nb):
+                bg, ba = b // nba, b % nba
+                t = K.earliest(p, tab, nx, C_PRE, ch, 0, bg, ba)
+                K.issue(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, C_PRE, ch, 0, bg, ba, 0, t)
+            cs[ch, F_SB] = 0
+            done += nb
+            end = t + p[K.P_WLAT]
+            if end > cs[ch, F_END]:
+                cs[ch, F_END] = end
+    # ---- matrix-vector passes ----------------------------------------------------------
+    nseg = seg_wrgb.shape[0]
+    for _rep in range(reps):
+        pos = 0  # MAC commands issued into this op's weight rows (row = pos // macs_per_row)
+        for s in range(nseg):
+            for _ in range(seg_wrgb[s]):
+                while True:
+                    t = K.earliest(p, tab, nx, C_WRGB, ch, 0, 0, 0)
+                    if not _refresh_if_due(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cs, cnt, ch, t, nrefi):
+                        break
+                K.issue(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, C_WRGB, ch, 0, 0, 0, 0, t)
+            for _step in range(seg_steps[s]):
+                for _m in range(seg_mpn[s]):
+                    row = pos // macs_per_row
+                    while True:
+                        if cs[ch, F_OPEN] != row:
+                            if cs[ch, F_OPEN] >= 0:
+                                tp = K.earliest(p, tab, nx, C_PREA, ch, 0, 0, 0)
+                                K.issue(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, C_PREA, ch, 0, 0, 0, 0, tp)
+                                cs[ch, F_OPEN] = -1
+                            ta = K.earliest(p, tab, nx, C_ACTAB, ch, 0, 0, 0)
+                            if _refresh_if_due(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cs, cnt, ch, ta, nrefi):
+                                continue
+                            K.issue(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, C_ACTAB, ch, 0, 0, 0, row, ta)
+                            cs[ch, F_OPEN] = row
+                            cnt[N_ACTAB] += 1
+                            cnt[N_ROWMISS] += 1
+                        t = K.earliest(p, tab, nx, C_MACAB, ch, 0, 0, 0)
+                        if _refresh_if_due(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cs, cnt, ch, t, nrefi):
+                            continue
+                        break
+                    K.issue(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, C_MACAB, ch, 0, 0, 0, row, t)
+                    cnt[N_MACAB] += 1
+                    pos += 1
+                while True:
+                    t = K.earliest(p, tab, nx, C_RDMAC, ch, 0, 0, 0)
+                    if not _refresh_if_due(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cs, cnt, ch, t, nrefi):
+                        break
+                    # refresh closed the row: results stay in the units' registers
+                K.issue(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, C_RDMAC, ch, 0, 0, 0, 0, t)
+                end = t + rlat
+                if end > cs[ch, F_END]:
+                    cs[ch, F_END] = end
+    return cs[ch, F_END]

@@ -1,0 +1,102 @@
+"""DRAM PIM validation: device peaks and the PIM-GPT reproduction against the T4 model.
+
+GPU baseline = ``archsim.evaluate(load('gpu/t4'), workload(model, 'decode', context))``
+plus a framework overhead per kernel (PyTorch eager dispatch, which PIM-GPT's GPU numbers
+include and our T4 model's 4 us launch overhead does not): ``FRAMEWORK_S_PER_KERNEL`` per
+op, during which the GPU draws its static power.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from archsim.validation import Comparison, Gap, checks, load_reference
+
+__all__ = ["FRAMEWORK_S_PER_KERNEL", "PIM_GPT_MODELS", "gpu_token", "pim_vs_gpu"]
+
+#: PyTorch eager per-op CPU overhead (dispatcher + Python module call), tag C: ~10 us per
+#: op (H. He, "Making Deep Learning Go Brrrr From First Principles", 2022: overhead-bound
+#: PyTorch runs ~100k ops/s). Kernels counted = our ops (HF GPT-2 launches more: GELU-tanh,
+#: split/merge heads, masking), so this undercounts the GPU's time.
+FRAMEWORK_S_PER_KERNEL = 10e-6
+PIM_GPT_MODELS = ("gpt2-small", "gpt2-medium", "gpt2-large", "gpt2-xl",
+                  "gpt3-small", "gpt3-medium", "gpt3-large", "gpt3-xl")
+
+
+def gpu_token(model: str, context: int) -> tuple[float, float]:
+    """(latency_s, energy_j) of one decode token on the T4 model + framework overhead."""
+    import archsim
+
+    acc = archsim.load("gpu/t4")
+    wl = archsim.workload(model, phase="decode", batch=1, context=context)
+    r = archsim.evaluate(acc, wl)
+    n_kernels = len(r.ops)
+    over = n_kernels * FRAMEWORK_S_PER_KERNEL
+    static_w = float(acc.units[0].spec.static_power_w)
+    return r.latency_s + over, r.energy_j + over * static_w
+
+
+def pim_vs_gpu(model: str, context: int = 128, n_tokens: int = 1,
+               design: str = "pim_gpt") -> dict[str, Any]:
+    """Per-token PIM (command level) and GPU latency/energy, speedup, energy efficiency."""
+    import archsim
+    from arch.pim.decode import decode_tokens
+
+    rs = decode_tokens(archsim.load(design), model, n_tokens, context)
+    lat = sum(r.latency_s for r in rs) / len(rs)
+    en = sum(r.energy_j for r in rs) / len(rs)
+    g_lat, g_en = gpu_token(model, context)
+    return {"model": model, "pim_latency_s": lat, "pim_energy_j": en, "gpu_latency_s": g_lat,
+            "gpu_energy_j": g_en, "speedup": g_lat / lat, "energy_efficiency": g_en / en,
+            "row_hit_rate": rs[-1].row_hit_rate, "asic_share": rs[-1].asic_s / rs[-1].latency_s,
+            "commands": rs[-1].commands, "wall_s": rs[-1].wall_s}
+
+
+@checks("pim")
+def _pim() -> tuple[list[Comparison], list[Gap]]:
+    """PIM device peaks (pim.yaml) and PIM-GPT ranges (tag A) on pim_gpt vs the T4 model."""
+    import archsim
+
+    ref = load_reference("pim.yaml")
+    comps: list[Comparison] = []
+    gaps: list[Gap] = []
+    aim = archsim.load("aim_like").units[0]
+    comps.append(Comparison("pim", "AiM peak (2 channels)", "pim.yaml gddr6_aim.check", "D",
+                            1.02, aim.peak_flops() / 1e12, "TFLOP/s", 0.02,
+                            "arithmetic check; rounding of 1.024", design="aim_like"))
+    hbm = archsim.load("hbm_pim_like").units[0]
+    comps.append(Comparison("pim", "HBM-PIM peak per stack", "pim.yaml hbm2_pim.check", "D",
+                            1.23, hbm.peak_flops() / 1e12, "TFLOP/s", 0.02,
+                            "arithmetic check; 833 ps tCK rounding", design="hbm_pim_like"))
+    res = ref["pim_gpt"]["results"]
+    rows = [pim_vs_gpu(m) for m in PIM_GPT_MODELS]
+    lo, hi = res["speedup_vs_gpu"]["range"]
+    elo, ehi = res["energy_efficiency_vs_gpu"]["range"]
+    for r in rows:
+        # Not reproduced (see docs/pim.md): our T4 baseline is an efficient bandwidth-bound
+        # GPU model; the published factors imply a GPU step 3-10x slower than it.
+        sp, ee = r["speedup"], r["energy_efficiency"]
+        if not lo <= sp <= hi:
+            gaps.append(Gap("pim", f"{r['model']} decode speedup vs T4 ({lo}-{hi}x)",
+                            f"ours {sp:.1f}x (PIM {r['pim_latency_s'] * 1e6:.0f} us, T4 model "
+                            f"+ framework {r['gpu_latency_s'] * 1e3:.2f} ms): the published "
+                            f"GPU baseline (HF eager on T4) is slower than our T4 model"))
+        if not elo <= ee <= ehi:
+            gaps.append(Gap("pim", f"{r['model']} decode energy efficiency vs T4 ({elo}-{ehi}x)",
+                            f"ours {ee:.1f}x (PIM {r['pim_energy_j'] * 1e3:.2f} mJ, T4 "
+                            f"{r['gpu_energy_j'] * 1e3:.0f} mJ): GPU baseline as above; PIM "
+                            f"internal read energy 1 pJ/bit is tag C"))
+    comps.append(Comparison("pim", "row-hit rate (GPT-2 XL decode)", "pim.yaml pim_gpt.results."
+                            "row_hit_rate", "C", res["row_hit_rate"]["value"],
+                            rows[3]["row_hit_rate"], "", 0.02,
+                            "63/64 MAC commands per activation by construction", design="pim_gpt"))
+    comps.append(Comparison("pim", "non-VMM share of latency, GPT-3 XL", "pim.yaml pim_gpt."
+                            "results.non_vmm_share_of_latency_gpt3_xl", "C",
+                            res["non_vmm_share_of_latency_gpt3_xl"]["value"],
+                            rows[7]["asic_share"], "", 0.5,
+                            "ASIC lane count assumed (tag C, one lane per bank unit)",
+                            design="pim_gpt"))
+    gaps.append(Gap("pim", "speed-up vs CPU (631-1074x)", "no Xeon Gold 6154 model"))
+    gaps.append(Gap("pim", "ASIC clock 1 GHz -> 100 MHz at most ~20% slower",
+                    "not checked yet (run pim_gpt with asic.clock_mhz=100)"))
+    return comps, gaps
