@@ -117,17 +117,27 @@ class _EnergyCache:
 
 
 def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
-             objective: str = "latency", mapping: str = "default") -> Result:
+             objective: str = "latency", mapping: str = "default",
+             constraints: Any = None) -> Result:
     """Evaluate ``wl`` on ``acc``: latency, energy and area with breakdowns.
+
+    Latency is the makespan of the schedule (``mapper.map_workload``): ops on one unit run
+    back to back in topological order (the sum of their latencies); on a design with
+    several units, independent ops overlap on different units and cross-unit edges pay
+    the design's transfer cost (docs/mapper.md, "Whole-network scheduling").
 
     Args:
         acc: the design (``load``).
         wl: the workload (``workload`` / ``gemm_workload``).
         fidelity: ``analytical`` (fast estimates) or ``cycle`` (event-driven simulation of
-            each op's task graph; families without a lowering refuse).
+            each op's task graph; families without a lowering refuse). At ``cycle`` the
+            schedule keeps its assignment and order and is re-timed with the simulated
+            durations.
         objective: what the op -> unit assignment (and the mapping search) minimises.
         mapping: ``default`` (each unit's configured dataflow and tiling rule) or
             ``search`` (the mapper's loop-nest search for matrix ops on spatial arrays).
+        constraints: mapping constraints (a ``mapper.constraints.Constraints`` or the path
+            of a constraints YAML file), or None.
 
     Raises:
         ConfigError / WorkloadError / MappingError: bad input (never for infeasible-but-valid
@@ -142,12 +152,17 @@ def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
     tech = energy.Technology(node_nm=acc.technology.node_nm)
     comps = {u.name: u.components() for u in acc.units}
     op_energy = _EnergyCache(comps, tech)
-    sched = map_workload(acc, wl, objective, op_energy, search=(mapping == "search"))
+    if constraints is not None and not hasattr(constraints, "for_op"):
+        from mapper.constraints import load_constraints
+
+        constraints = load_constraints(constraints)
+    sched = map_workload(acc, wl, objective, op_energy, search=(mapping == "search"),
+                         constraints=constraints)
     rows: list[OpResult] = []
     total_actions: dict[tuple[str, str], float] = {}
-    latency = 0.0
-    ideal_s = 0.0
+    ideal_s: dict[str, float] = {}
     used: list[str] = []
+    durations: list[float] = []
     macs = flops = 0
     dram = 0.0
     for a in sched.assignments:
@@ -156,21 +171,25 @@ def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
         if fidelity == "cycle":
             cycles = _simulate(a.unit, a.op, a.mapping)
         lat = cycles / est.clock_hz
+        durations.append(lat)
         e_op = op_energy(a.unit, est, cycles)
         for key, v in est.actions.items():
             total_actions[key] = total_actions.get(key, 0.0) + v
-        latency += lat
         if a.unit.name not in used:
             used.append(a.unit.name)
         op = a.op
         if op.is_matrix:
-            ideal_s += op.effective_macs() / (a.unit.peak_macs_per_cycle(op) * a.unit.clock_hz)
+            ideal_s[a.unit.name] = ideal_s.get(a.unit.name, 0.0) + op.effective_macs() / (
+                a.unit.peak_macs_per_cycle(op) * a.unit.clock_hz)
         macs += op.macs()
         flops += op.flops()
         dram += est.dram_bytes
         rows.append(OpResult(op.name, op.kind, a.unit.name, est.dataflow, op.describe(), cycles,
                              lat, e_op, (est.utilization * est.cycles / cycles) if cycles else 0.0,
                              est.bound, op.macs(), est.dram_bytes, est.mapping))
+    latency, transfers = _makespan(acc, sched, durations, fidelity)
+    moved = _transfer_actions(acc, comps, sched, transfers, total_actions)
+    dram += moved
     all_comps = [c for u in acc.units for c in comps[u.name]]
     # Leakage runs for the whole latency on every unit (idle units leak too).
     erep = energy.evaluate(all_comps, total_actions, latency, tech)
@@ -179,17 +198,79 @@ def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
     extra: dict[str, Any] = {}
     for u in acc.units:
         extra.update(u.report())
+    if len(acc.units) > 1:
+        extra["schedule"] = _schedule_summary(sched, durations, latency, transfers, moved)
     rate = (wl.tokens / latency if wl.is_llm else None) if latency > 0 else None
     srate = (wl.batch / latency if not wl.is_llm else None) if latency > 0 else None
+    # utilisation: ideal compute time over the makespan, averaged over the units used
+    # (= effective MACs / (latency x peak MAC rate) with one unit).
+    util = sum(ideal_s.values()) / (latency * max(1, len(ideal_s))) if latency > 0 else 0.0
+    tag = f"{objective}/{mapping}"
+    if constraints is not None:
+        content = [(r.ops, r.kinds, r.units, r.dataflows, r.factors, r.order_glb, r.order_dram)
+                   for r in constraints.rules]       # what the rules say, not where they are
+        tag += "/constraints:" + hashlib.sha256(repr(content).encode()).hexdigest()[:16]
     return Result(
         design=acc.name, workload=wl.name, phase=wl.phase, fidelity=fidelity,
         latency_s=latency, cycles=int(round(latency * clock)), clock_hz=clock,
         energy_j=erep.total_j, energy_breakdown_j=dict(erep.breakdown_j),
         area_mm2=arep.total_mm2, area_breakdown_mm2=dict(arep.breakdown_mm2),
-        utilization=(ideal_s / latency) if latency > 0 else 0.0,
+        utilization=util,
         tokens_per_s=rate, samples_per_s=srate, ops=tuple(rows), macs=macs, flops=flops,
         dram_bytes=dram, archsim_version=VERSION,
-        input_hash=input_hash(acc, wl, fidelity, f"{objective}/{mapping}"), extra=extra)
+        input_hash=input_hash(acc, wl, fidelity, tag), extra=extra)
+
+
+def _makespan(acc: Accelerator, sched: Any, durations: list[float],
+              fidelity: str) -> tuple[float, tuple]:
+    """Latency (s) and transfers of the schedule; at cycle fidelity the same assignment
+    and placement order re-timed with the simulated durations."""
+    if fidelity != "cycle" or sched.plan is None:
+        return sched.latency_s, sched.transfers
+    from mapper.hetero import retime
+
+    index = {u.name: i for i, u in enumerate(acc.units)}
+    unit_of = [index[a.unit.name] for a in sched.assignments]
+    plan = retime(sched.plan, [a.op.name for a in sched.assignments], unit_of, durations,
+                  sched.edges, sched.link)
+    return plan.makespan_s, plan.transfers
+
+
+def _transfer_actions(acc: Accelerator, comps: dict[str, list[Any]], sched: Any,
+                      transfers: tuple, actions: dict[tuple[str, str], float]) -> float:
+    """Add the DRAM actions of cross-unit copies (a DRAM read of the bytes on the
+    producer's unit, a DRAM write on the consumer's) to ``actions``; returns bytes moved.
+    Shared-memory designs copy nothing (the ops' own DRAM traffic already counts them)."""
+    if not sched.link.copies or not transfers:
+        return 0.0
+    dram_of = {}
+    for u in acc.units:
+        d = [c.name for c in comps[u.name] if c.cls == "dram"]
+        dram_of[u.name] = d[0] if d else None
+    names = [u.name for u in acc.units]
+    moved = 0.0
+    for t in transfers:
+        src, dst = dram_of[names[t.src_unit]], dram_of[names[t.dst_unit]]
+        if src:
+            actions[(src, "read")] = actions.get((src, "read"), 0.0) + t.nbytes
+        if dst:
+            actions[(dst, "write")] = actions.get((dst, "write"), 0.0) + t.nbytes
+        moved += 2 * t.nbytes
+    return moved
+
+
+def _schedule_summary(sched: Any, durations: list[float], latency: float, transfers: tuple,
+                      moved: float) -> dict[str, Any]:
+    """JSON-able summary of a multi-unit schedule for ``Result.extra['schedule']``."""
+    busy: dict[str, float] = {}
+    for a, d in zip(sched.assignments, durations):
+        busy[a.unit.name] = busy.get(a.unit.name, 0.0) + d
+    return {"makespan_s": latency, "sequential_s": sum(durations),
+            "strategy": sched.plan.strategy if sched.plan else "",
+            "busy_s": busy, "transfers": len(transfers),
+            "transfer_bytes": float(sum(t.nbytes for t in transfers)),
+            "copied_dram_bytes": moved,
+            "link_gbps": sched.link.bandwidth_gbps, "link_latency_s": sched.link.latency_s}
 
 
 def _simulate(unit: Unit, op: Op, mapping: Any) -> int:

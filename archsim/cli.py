@@ -55,6 +55,9 @@ def _common(p: argparse.ArgumentParser) -> None:
                    "loop-nest search for matrix ops (spatial arrays)")
     p.add_argument("--a-format", help="activation number format (e.g. fp16, int8)")
     p.add_argument("--w-format", help="weight number format (e.g. int4, ternary)")
+    p.add_argument("--constraints", metavar="YAML",
+                   help="mapping constraints: fix/restrict unit, dataflow, factors, loop order "
+                   "per op kind or layer glob (docs/mapper.md)")
     p.add_argument("--sparsity", type=_nm, metavar="N:M",
                    help="N:M structured sparsity on the weights of every prunable layer "
                    "(forward and backward-data passes; e.g. 2:4, 2:8)")
@@ -169,7 +172,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         wl = wl.with_sparsity(*args.sparsity)
     mode = "search" if args.cmd == "map" else args.mapping
     res = archsim.evaluate(acc, wl, fidelity=args.fidelity, objective=args.objective,
-                           mapping=mode)
+                           mapping=mode, constraints=args.constraints)
     if args.json:
         print(res.to_json())
     elif args.cmd == "map":

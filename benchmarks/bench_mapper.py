@@ -17,7 +17,11 @@ import numpy as np  # noqa: E402
 from arch.accelerator import load  # noqa: E402
 from dataflow import Shape  # noqa: E402
 from mapper.search import (  # noqa: E402
-    arch_params, best_mapping, clear_cache, dim_options, evaluate_batch,
+    arch_params,
+    best_mapping,
+    clear_cache,
+    dim_options,
+    evaluate_batch,
 )
 from workloads import zoo  # noqa: E402
 
@@ -40,7 +44,12 @@ def evals_per_second(unit, op, batch: int = 65536, reps: int = 10) -> float:
 def map_network(unit, model: str, objective: str = "edp",
                 layer: str | None = None) -> tuple[float, int, int, float]:
     clear_cache()
-    ops = [o for o in zoo.build(model).ops() if o.is_matrix and (layer is None or o.layer == layer)]
+    from workloads.formats import FORMATS
+
+    # int8 operands: every spatial reference design supports them (eyeriss_like is int16,
+    # tpu_like bf16; the zoo's default fp16 is refused by integer arrays)
+    wl = zoo.build(model).with_formats(FORMATS["int8"], FORMATS["int8"])
+    ops = [o for o in wl.ops() if o.is_matrix and (layer is None or o.layer == layer)]
     t = time.perf_counter()
     evaluated = 0
     util = []
@@ -50,6 +59,31 @@ def map_network(unit, model: str, objective: str = "edp",
             evaluated += r.evaluated
             util.append(r.cost.utilization)
     return time.perf_counter() - t, len(ops), evaluated, float(np.mean(util)) if util else 0.0
+
+
+def hetero_schedule(cfg: str, model: str, mapping: str = "search") -> tuple[float, float, int]:
+    """(seconds for map_workload incl. per-op search, seconds for the list scheduler alone,
+    ops) of ``model`` on a multi-unit design."""
+    import archsim
+    from mapper import map_workload
+    from mapper.hetero import Option, list_schedule
+
+    clear_cache()
+    acc = archsim.load(cfg)
+    wl = archsim.workload(model, a_format="int8", w_format="int8")
+    t = time.perf_counter()
+    sched = map_workload(acc, wl, "latency", search=(mapping == "search"))
+    total = time.perf_counter() - t
+    # the scheduler alone, on the same candidates (every unit that supports the op)
+    index = {u.name: i for i, u in enumerate(acc.units)}
+    opts = [[Option(index[u.name], u.estimate(a.op, None).latency_s, 0.0)
+             for u in acc.units if not u.supports(a.op)] for a in sched.assignments]
+    reps = 20
+    t = time.perf_counter()
+    for _ in range(reps):
+        list_schedule([a.op.name for a in sched.assignments], opts, sched.edges, "latency",
+                      sched.link, len(acc.units))
+    return total, (time.perf_counter() - t) / reps, len(sched.assignments)
 
 
 def main() -> None:
@@ -66,6 +100,12 @@ def main() -> None:
             print(f"map {what} onto {os.path.basename(cfg)}: {dt:.2f} s, {n} matrix ops, "
                   f"{ev:,} mappings evaluated ({ev / dt:,.0f}/s end to end), "
                   f"mean utilisation {u:.3f}")
+    het = "configs/hetero/nvdla_shidiannao.yaml"
+    if os.path.exists(het):
+        for mapping in ("default", "search"):
+            total, sched_s, n = hetero_schedule(het, "resnet50", mapping)
+            print(f"hetero map+schedule resnet50 ({n} ops) onto nvdla_shidiannao, "
+                  f"--mapping {mapping}: {total:.2f} s; list scheduler alone {sched_s * 1e3:.1f} ms")
 
 
 if __name__ == "__main__":

@@ -1,13 +1,17 @@
 """Mapping: op -> (unit, mapping) assignment and scheduling.
 
-``map_workload`` returns a :class:`Schedule`. The first version assigns every op to the
-unit (among those that support it) whose default-mapping estimate is best for the
-objective, and runs ops in topological order without overlap; the per-op mapping search
-and the DAG list scheduler refine this (see ``mapper/search.py`` when present).
+``map_workload`` returns a :class:`Schedule`: every op gets one candidate per unit that can
+run it (the unit's default mapping, or the best loop-nest mapping of ``mapper.search``),
+restricted by the user's constraints (``mapper.constraints``); the HEFT-style list
+scheduler of ``mapper.hetero`` assigns and times them on the workload DAG (overlap across
+units, transfer costs). A one-unit design runs its ops back to back.
 """
 
+from mapper.constraints import Constraints, load_constraints, parse_constraints
+from mapper.hetero import Link, Transfer, list_schedule
 from mapper.schedule import OBJECTIVES, Assignment, Schedule, map_workload, objective_value
 from mapper.search import SearchResult, arch_params, best_mapping, search
 
 __all__ = ["OBJECTIVES", "Assignment", "Schedule", "map_workload", "objective_value",
-           "SearchResult", "arch_params", "best_mapping", "search"]
+           "SearchResult", "arch_params", "best_mapping", "search", "Constraints",
+           "load_constraints", "parse_constraints", "Link", "Transfer", "list_schedule"]

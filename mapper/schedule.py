@@ -1,4 +1,11 @@
-"""Op -> unit assignment and the resulting schedule."""
+"""Op -> unit assignment and the resulting schedule.
+
+``map_workload`` builds, for every op, one candidate per unit that can run it (the unit's
+estimate with its default mapping, or with the best loop-nest mapping of the search, under
+the user's constraints), then assigns and schedules the DAG with the list scheduler of
+:mod:`mapper.hetero` (overlap of independent ops on different units, transfer costs between
+units). A one-unit design runs its ops back to back in topological order.
+"""
 
 from __future__ import annotations
 
@@ -8,11 +15,13 @@ from typing import Any
 
 from arch.accelerator import Accelerator
 from arch.base import Estimate, Unit
+from mapper.hetero import HeteroPlan, Link, Option, Transfer, list_schedule
 from workloads.errors import MappingError, Problem
 from workloads.graph import Workload
 from workloads.ops import Op
 
-__all__ = ["OBJECTIVES", "Assignment", "Schedule", "map_workload", "objective_value"]
+__all__ = ["OBJECTIVES", "Assignment", "Schedule", "map_workload", "objective_value",
+           "link_of"]
 
 OBJECTIVES = ("latency", "energy", "edp")
 
@@ -36,11 +45,20 @@ class Schedule:
         assignments: one per op, in topological order.
         start_s, end_s: per-op start/end times (seconds); ops run back to back unless the
             scheduler overlapped independent ops on different units.
+        transfers: cross-unit tensor transfers (``mapper.hetero.Transfer``).
+        link: the transfer model used.
+        plan: the scheduler's plan (placement order, strategy), for re-timing.
+        edges: ``(producer index, consumer index, bytes)`` of the DAG, indices into
+            ``assignments``.
     """
 
     assignments: tuple[Assignment, ...]
     start_s: tuple[float, ...]
     end_s: tuple[float, ...]
+    transfers: tuple[Transfer, ...] = ()
+    link: Link = Link()
+    plan: HeteroPlan | None = None
+    edges: tuple[tuple[int, int, float], ...] = ()
 
     @property
     def latency_s(self) -> float:
@@ -59,57 +77,159 @@ def objective_value(objective: str, latency_s: float, energy_j: float) -> float:
                                f"{', '.join(OBJECTIVES)}", "objective"))
 
 
+def link_of(acc: Accelerator) -> Link:
+    """The design's transfer model: ``acc.interconnect`` when the accelerator has one
+    (``shared_memory``, ``bandwidth_gbps``, ``latency_ns``), else shared memory."""
+    ic = getattr(acc, "interconnect", None)
+    if ic is None:
+        return Link()
+    bw = None if getattr(ic, "shared_memory", True) else float(ic.bandwidth_gbps)
+    return Link(bw, float(getattr(ic, "latency_ns", 0.0)) * 1e-9)
+
+
+def _dram_j_per_byte(acc: Accelerator) -> list[tuple[float, float]]:
+    """Per unit (DRAM read J/B, DRAM write J/B) from its ``dram`` component (0 if none)."""
+    import energy
+
+    tech = energy.Technology(node_nm=acc.technology.node_nm)
+    out = []
+    for u in acc.units:
+        d = [c for c in u.components() if c.cls == "dram"]
+        if not d:
+            out.append((0.0, 0.0))
+            continue
+        out.append((energy.energy_per_action_pj(d[0], "read", tech) * 1e-12,
+                    energy.energy_per_action_pj(d[0], "write", tech) * 1e-12))
+    return out
+
+
+def _candidates(op: Op, unit: Unit, objective: str, search: bool, oc: Any,
+                op_energy: Callable[[Unit, Estimate], float] | None,
+                ) -> tuple[Assignment | None, str]:
+    """The best (unit, mapping) candidate of ``op`` on ``unit`` under constraints ``oc``,
+    or (None, reason)."""
+    if oc is not None and oc.units is not None and unit.name not in oc.units:
+        return None, f"excluded by the unit constraint ({oc.where()})"
+    why = unit.supports(op)
+    if why:
+        return None, why
+    mappings: list[Any] = [None]
+    nest = op.is_matrix and hasattr(unit, "arch_params")
+    dfs = None
+    if oc is not None and oc.dataflows is not None and op.is_matrix:
+        dfs = tuple(d for d in unit.dataflows() if d in oc.dataflows)
+        if not dfs:
+            return None, (f"none of its dataflows {', '.join(unit.dataflows()) or '-'} is "
+                          f"allowed by the constraints ({oc.where()})")
+    if nest and (search or (oc is not None and oc.needs_search)):
+        from mapper.search import best_mapping
+
+        kw: dict[str, Any] = {}
+        if oc is not None:
+            kw = {"fixed": oc.fixed, "order_glb": oc.order_glb, "order_dram": oc.order_dram}
+        r = best_mapping(unit, op, objective, dataflows=dfs, **kw)
+        if r is None and oc is not None and (oc.needs_search or dfs is not None):
+            return None, f"no loop-nest mapping satisfies the constraints ({oc.where()})"
+        mappings = [r.mapping if r is not None else None]
+    elif oc is not None and oc.needs_search:
+        return None, f"factor / loop-order constraints need a loop-nest unit ({oc.where()})"
+    elif dfs is not None and nest:
+        mappings = list(dfs)            # spatial arrays take a dataflow name as mapping
+    best: tuple[float, Assignment] | None = None
+    reason = ""
+    for mapping in mappings:
+        est = unit.estimate(op, mapping)
+        if not est.feasible:
+            reason = est.reason
+            continue
+        if dfs is not None and est.dataflow not in dfs:
+            reason = (f"its estimate uses dataflow {est.dataflow!r}, not one allowed by the "
+                      f"constraints ({oc.where()})")
+            continue
+        e = op_energy(unit, est) if op_energy else 0.0
+        cost = objective_value(objective, est.latency_s, e)
+        if best is None or cost < best[0]:
+            best = (cost, Assignment(op, unit, mapping, est, e))
+    if best is None:
+        return None, reason
+    return best[1], ""
+
+
 def map_workload(acc: Accelerator, workload: Workload, objective: str = "latency",
                  op_energy: Callable[[Unit, Estimate], float] | None = None,
-                 search: bool = False) -> Schedule:
-    """Assign each op to its best unit and schedule sequentially.
+                 search: bool = False, constraints: Any = None,
+                 link: Link | None = None) -> Schedule:
+    """Assign each op to a unit and schedule the workload's DAG.
 
     With ``search=False`` every unit uses its default mapping (its configured dataflow);
     with ``search=True`` matrix ops on units that expose ``arch_params`` (spatial arrays)
     get the best loop-nest mapping of ``mapper.search.best_mapping`` for the objective.
+    Each op gets one candidate per unit (its best mapping there); the list scheduler of
+    :mod:`mapper.hetero` assigns and times them (one unit: back to back, in topological
+    order).
+
+    Args:
+        constraints: a :class:`mapper.constraints.Constraints` (``load_constraints``) or a
+            path to a constraints YAML file; restricts unit, dataflow, factors and loop
+            order per op.
+        link: how tensors move between units (default: the design's interconnect, else
+            shared memory).
 
     Raises:
-        MappingError: an op no unit supports (the message lists each unit's reason).
+        MappingError: an op no unit supports (the message lists each unit's reason), or
+            constraints that leave an op without a feasible (unit, mapping) (the message
+            names the op and the rules' file:line), or constraints naming unknown units or
+            dataflows.
     """
     objective_value(objective, 0.0, 0.0)  # validates the name
-    assignments: list[Assignment] = []
-    starts: list[float] = []
-    ends: list[float] = []
-    t = 0.0
+    cons = _constraints(constraints, acc)
+    link = link or link_of(acc)
+    unit_index = {u.name: i for i, u in enumerate(acc.units)}
+    ops = workload.ops()
+    cand: list[list[Assignment]] = []
     problems: list[Problem] = []
-    for op in workload.ops():
-        best: tuple[float, Assignment] | None = None
+    for op in ops:
+        oc = cons.for_op(op) if cons is not None else None
+        got: list[Assignment] = []
         reasons = []
         for unit in acc.units:
-            why = unit.supports(op)
-            if why:
+            a, why = _candidates(op, unit, objective, search, oc, op_energy)
+            if a is None:
                 reasons.append(f"{unit.name}: {why}")
-                continue
-            mapping = None
-            if search:
-                from mapper.search import best_mapping
-
-                r = best_mapping(unit, op, objective if objective in ("latency", "energy",
-                                                                     "edp") else "latency")
-                mapping = r.mapping if r is not None else None
-            est = unit.estimate(op, mapping)
-            if not est.feasible:
-                reasons.append(f"{unit.name}: {est.reason}")
-                continue
-            e = op_energy(unit, est) if op_energy else 0.0
-            cost = objective_value(objective, est.latency_s, e)
-            if best is None or cost < best[0]:
-                best = (cost, Assignment(op, unit, mapping, est, e))
-        if best is None:
-            problems.append(Problem("no unit can run this op: " + "; ".join(reasons),
-                                    f"{workload.name}:{op.name}"))
-            continue
-        a = best[1]
-        assignments.append(a)
-        starts.append(t)
-        t += a.estimate.latency_s
-        ends.append(t)
+            else:
+                got.append(a)
+        if not got:
+            if oc is not None:
+                r0 = oc.rules[-1]
+                problems.append(Problem(f"op {op.name!r}: the constraints leave no feasible "
+                                        f"unit/mapping: " + "; ".join(reasons),
+                                        f"rules[{r0.index}]", r0.file, r0.line))
+            else:
+                problems.append(Problem("no unit can run this op: " + "; ".join(reasons),
+                                        f"{workload.name}:{op.name}"))
+        cand.append(got)
     if problems:
         raise MappingError(problems[:5] + ([Problem(f"... and {len(problems) - 5} more ops")]
                                            if len(problems) > 5 else []))
-    return Schedule(tuple(assignments), tuple(starts), tuple(ends))
+    index = {op.name: i for i, op in enumerate(ops)}
+    edges = tuple((index[a], index[b], float(d.get("bytes", 0.0)))
+                  for a, b, d in workload.graph.edges(data=True))
+    options = [[Option(unit_index[a.unit.name], a.estimate.latency_s, a.energy_j) for a in c]
+               for c in cand]
+    plan = list_schedule([op.name for op in ops], options, edges, objective, link,
+                         len(acc.units), _dram_j_per_byte(acc) if link.copies else None)
+    assignments = tuple(cand[i][c] for i, c in enumerate(plan.choice))
+    return Schedule(assignments, plan.start_s, plan.end_s, plan.transfers, link, plan, edges)
+
+
+def _constraints(constraints: Any, acc: Accelerator) -> Any:
+    if constraints is None:
+        return None
+    from mapper.constraints import Constraints, load_constraints
+
+    cons = constraints if isinstance(constraints, Constraints) else load_constraints(constraints)
+    dfs = tuple(dict.fromkeys(d for u in acc.units for d in u.dataflows()))
+    problems = cons.check_against(tuple(u.name for u in acc.units), dfs)
+    if problems:
+        raise MappingError(problems)
+    return cons

@@ -237,16 +237,26 @@ def clear_cache() -> None:
 def search(shape: Shape, p: ArchParams, objective: Any = "latency",
            dataflows: tuple[str, ...] = ("ws", "os", "is"), *, exhaustive_limit: int = 200_000,
            samples: int = 4096, top_k: int = 4, seed: int = 0, chunk: int = 1 << 16,
-           use_cache: bool = True) -> SearchResult | None:
-    """Best mapping of ``shape`` on ``p`` over the named ``dataflows`` (None: nothing fits)."""
-    key = (shape, p, objective, tuple(dataflows), exhaustive_limit, samples, top_k, seed)
+           use_cache: bool = True, fixed: tuple[tuple[int, int, int], ...] = (),
+           order_glb: tuple[int, int, int] | None = None,
+           order_dram: tuple[int, int, int] | None = None) -> SearchResult | None:
+    """Best mapping of ``shape`` on ``p`` over the named ``dataflows`` (None: nothing fits).
+
+    User constraints (``mapper.constraints``): ``fixed`` pins loop-nest factors as
+    ``(slot, dim, value)``; ``order_glb`` / ``order_dram`` pin a level's loop order. Only
+    candidates that satisfy them are generated, so the result (if any) satisfies them.
+    """
+    fixed = tuple(sorted(fixed))
+    key = (shape, p, objective, tuple(dataflows), exhaustive_limit, samples, top_k, seed,
+           fixed, order_glb, order_dram)
     if use_cache and key in _CACHE:
         return _CACHE[key]
     best: SearchResult | None = None
     best_v = math.inf
     total_eval = 0
     for df in dataflows:
-        r = _search_one(shape, p, objective, df, exhaustive_limit, samples, top_k, seed, chunk)
+        r = _search_one(shape, p, objective, df, exhaustive_limit, samples, top_k, seed, chunk,
+                        fixed, order_glb, order_dram)
         if r is None:
             continue
         total_eval += r.evaluated
@@ -267,14 +277,32 @@ def _cost_of(ev: dict[str, np.ndarray], i: int, shape: Shape, p: ArchParams) -> 
                 float(ev["dram_bytes"][i]), shape.macs / (c * p.rows * p.cols) if c else 0.0)
 
 
+def _pairs(order_glb: tuple[int, int, int] | None,
+           order_dram: tuple[int, int, int] | None) -> np.ndarray:
+    """Allowed (GLB perm index, DRAM perm index) pairs, (n, 2); all 36 when unconstrained."""
+    g = [_PERM_INDEX[tuple(order_glb)]] if order_glb is not None else range(6)
+    d = [_PERM_INDEX[tuple(order_dram)]] if order_dram is not None else range(6)
+    # pair index = pg + 6 * pd when unconstrained (the order the exhaustive loop always used)
+    return np.array([(a, b) for b in d for a in g], dtype=np.int64).reshape(-1, 2)
+
+
 def _search_one(shape: Shape, p: ArchParams, objective: Any, df: str, limit: int,
-                samples: int, top_k: int, seed: int, chunk: int) -> SearchResult | None:
+                samples: int, top_k: int, seed: int, chunk: int,
+                fixed: tuple[tuple[int, int, int], ...] = (),
+                order_glb: tuple[int, int, int] | None = None,
+                order_dram: tuple[int, int, int] | None = None) -> SearchResult | None:
     rows_c, cols_c, rf_c = DATAFLOW_CONSTRAINTS[df]
     rf_max = max(1, int(p.rf_bytes // max(min(p.a_bytes, p.b_bytes, p.psum_bytes), 1e-9)))
     opts = [dim_options(shape.dims[d], (d in rows_c, d in cols_c, d in rf_c), p.rows, p.cols,
                         rf_max) for d in range(3)]
+    for slot, d, v in fixed:                  # user constraints: keep matching splits only
+        opts[d] = opts[d][opts[d][:, slot] == v]
     n = [len(o) for o in opts]
-    space = n[0] * n[1] * n[2] * 36
+    if min(n) == 0:
+        return None
+    pairs = _pairs(order_glb, order_dram)
+    npairs = len(pairs)
+    space = n[0] * n[1] * n[2] * npairs
     best_i: tuple | None = None  # (value, F, pg, pd, energy, cycles, idx)
     evaluated = 0
 
@@ -293,15 +321,19 @@ def _search_one(shape: Shape, p: ArchParams, objective: Any, df: str, limit: int
     if space <= limit:
         for start in range(0, space, chunk):
             lin = np.arange(start, min(space, start + chunk), dtype=np.int64)
-            perm, rest = lin % 36, lin // 36
+            perm, rest = lin % npairs, lin // npairs
             i0, rest = rest % n[0], rest // n[0]
             i1, i2 = rest % n[1], rest // n[1]
-            consider(np.stack([i0, i1, i2], axis=1), perm % 6, perm // 6)
+            consider(np.stack([i0, i1, i2], axis=1), pairs[perm, 0], pairs[perm, 1])
         exhaustive = True
     else:
         rng = np.random.default_rng(seed)
         idx = np.stack([rng.integers(0, n[d], samples) for d in range(3)], axis=1)
-        pg, pd = rng.integers(0, 6, samples), rng.integers(0, 6, samples)
+        if npairs == 36:
+            pg, pd = rng.integers(0, 6, samples), rng.integers(0, 6, samples)
+        else:
+            pi = rng.integers(0, npairs, samples)
+            pg, pd = pairs[pi, 0], pairs[pi, 1]
         F = _assemble(opts, idx)
         ev = evaluate_batch(F, pg, pd, shape, p)
         evaluated += samples
@@ -309,13 +341,16 @@ def _search_one(shape: Shape, p: ArchParams, objective: Any, df: str, limit: int
         seeds = np.argsort(s, kind="stable")[:top_k]
         seeds = [j for j in seeds if np.isfinite(s[j])]
         for j in seeds:
-            _refine(opts, n, idx[j].copy(), int(pg[j]), int(pd[j]), consider, lambda: best_i)
+            _refine(opts, n, idx[j].copy(), int(pg[j]), int(pd[j]), consider, lambda: best_i,
+                    pairs=pairs)
         if not seeds:
-            # nothing feasible sampled: seed from the all-DRAM option (smallest tiles)
-            base = np.array([int(np.flatnonzero((o[:, :4] == 1).all(axis=1))[0]) for o in opts])
-            consider(base[None, :], np.zeros(1, np.int64), np.zeros(1, np.int64))
+            # nothing feasible sampled: seed from the option with the smallest on-chip tiles
+            # (all-DRAM when unconstrained)
+            base = np.array([int(np.argmin(o[:, :4].prod(axis=1))) for o in opts])
+            b0, b1 = int(pairs[0, 0]), int(pairs[0, 1])
+            consider(base[None, :], np.full(1, b0), np.full(1, b1))
             if best_i is not None:
-                _refine(opts, n, base, 0, 0, consider, lambda: best_i)
+                _refine(opts, n, base, b0, b1, consider, lambda: best_i, pairs=pairs)
         exhaustive = False
     if best_i is None:
         return None
@@ -335,8 +370,12 @@ def _better(v: float, ev: dict[str, np.ndarray], i: int, cur: tuple, objective: 
 
 
 def _refine(opts: list[np.ndarray], n: list[int], idx: np.ndarray, pg: int, pd: int,
-            consider: Any, get_best: Any, rounds: int = 6) -> None:
-    """Coordinate descent from (idx, pg, pd): each step tries all options of one coordinate."""
+            consider: Any, get_best: Any, rounds: int = 6,
+            pairs: np.ndarray | None = None) -> None:
+    """Coordinate descent from (idx, pg, pd): each step tries all options of one coordinate
+    (and every allowed loop-order pair)."""
+    if pairs is None:
+        pairs = _pairs(None, None)
     for _ in range(rounds):
         before = get_best()
         for d in range(3):
@@ -348,8 +387,7 @@ def _refine(opts: list[np.ndarray], n: list[int], idx: np.ndarray, pg: int, pd: 
             if b is not None:
                 idx = b[6].copy()
                 pg, pd = b[2], b[3]
-        both = np.arange(36)
-        consider(np.repeat(idx[None, :], 36, axis=0), both % 6, both // 6)
+        consider(np.repeat(idx[None, :], len(pairs), axis=0), pairs[:, 0], pairs[:, 1])
         b = get_best()
         if b is not None:
             idx, pg, pd = b[6].copy(), b[2], b[3]
