@@ -108,12 +108,20 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("results", help="export or filter a sweep's result store; see "
                    "'archsim results --help'", add_help=False)
 
+    sub.add_parser("cosearch", help="co-search networks and (heterogeneous) hardware under "
+                   "design specs; see 'archsim cosearch --help'", add_help=False)
+    sub.add_parser("plot", help="plots: pareto | heatmap | breakdown | roofline; see "
+                   "'archsim plot --help'", add_help=False)
+    sub.add_parser("report", help="static HTML report of a sweep store; see "
+                   "'archsim report --help'", add_help=False)
+
     ls = sub.add_parser("list", help="list reference configs, zoo models or number formats")
     ls.add_argument("what", choices=("configs", "models", "formats"))
     return ap
 
 
-_EXPLORE = {"sweep": "sweep_main", "results": "results_main"}
+_EXPLORE = {"sweep": "sweep_main", "results": "results_main", "cosearch": "cosearch_main",
+            "plot": "plot_main", "report": "report_main"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

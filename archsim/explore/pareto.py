@@ -183,12 +183,11 @@ def nsga2(spec: SweepSpec, db: str | Path, **run_kw: Any) -> Any:
 
     rng = random.Random(spec.search.seed)
     vals = [axis_values(a) for a in spec.axes]
-    keys = [a.key for a in spec.axes]
     pop_n = spec.search.samples
     total = SweepReport()
 
     def genome_point(g: tuple[int, ...]) -> Point:
-        return Point(tuple((k, vs[i]) for k, vs, i in zip(keys, vals, g)))
+        return spec.point_of(g)   # inactive conditional axes drop out
 
     def score(genomes: list[tuple[int, ...]]) -> np.ndarray:
         pts = [genome_point(g) for g in genomes]

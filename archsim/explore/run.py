@@ -71,7 +71,16 @@ def _workload(spec: dict[str, Any]) -> Any:
     if w is None:
         from archsim.api import gemm_workload, workload
 
-        if spec.get("gemm"):
+        if spec.get("net"):   # a co-search candidate network (archsim.explore.nas)
+            from archsim.explore.nas import build_network
+            from workloads.formats import get_format
+
+            w = build_network(spec["net"], batch=spec.get("batch", 1))
+            if spec.get("a_format") or spec.get("w_format"):
+                w = w.with_formats(
+                    get_format(spec["a_format"]) if spec.get("a_format") else None,
+                    get_format(spec["w_format"]) if spec.get("w_format") else None)
+        elif spec.get("gemm"):
             m, n, k = spec["gemm"]
             kw = {x: spec[x] for x in ("batch", "a_format", "w_format") if x in spec}
             w = gemm_workload(m, n, k, **kw)

@@ -8,6 +8,10 @@ workloads, the objectives and the constraints::
       - {key: "units[0].rows", values: [32, 64, 128]}
       - {key: "units[0].cols", range: [32, 128, 32]}            # lo, hi (inclusive), step
       - {key: "units[0].memory.bandwidth_gbps", log_range: [100, 800, 4]}   # lo, hi, n
+      - {key: "units[0].dataflow", values: [ws, os]}
+      - {key: "units[0].pe_register_bytes", values: [64, 512],          # a conditional axis:
+         when: {"units[0].dataflow": os}}       # only swept where an earlier axis has one of
+                                                # these values; elsewhere the base value holds
     workloads:
       - {model: resnet50, a_format: int8, w_format: int8}
       - {gemm: [1024, 1024, 1024]}
@@ -57,6 +61,14 @@ class AxisSpec:
     range: tuple[float, ...] | None = param(None, doc="[lo, hi, step]: lo..hi inclusive")
     log_range: tuple[float, ...] | None = param(None, doc="[lo, hi, n]: n log-spaced values")
     values: tuple[Any, ...] = field(default=(), metadata={"doc": "explicit list of values"})
+    when: tuple[tuple[str, tuple[Any, ...]], ...] = field(
+        default=(), metadata={"doc": "conditions {earlier axis key: value or [values]}: the "
+                              "axis applies only where every one holds"})
+
+    def active(self, chosen: dict[str, Any]) -> bool:
+        """Whether this axis applies given the values already chosen for earlier axes (an
+        axis named in ``when`` that is itself inactive fails the condition)."""
+        return all(k in chosen and chosen[k] in vs for k, vs in self.when)
 
     def check(self) -> list[tuple[str, str]]:
         out: list[tuple[str, str]] = []  # "exactly one of" is checked on the raw mapping
@@ -180,15 +192,63 @@ class SweepSpec:
                 out.append((f"axes[{i}].key", f"axis {k!r} given twice"))
         return out
 
+    def check_when(self, b: SpecBuilder, axes: Any) -> None:
+        """Conditions name an earlier axis and values it takes (file:line problems)."""
+        for i, a in enumerate(self.axes):
+            raw = axes[i] if isinstance(axes, list) and i < len(axes) else None
+            when = raw.get("when") if isinstance(raw, dict) else None
+            earlier = {x.key: axis_values(x) for x in self.axes[:i]}
+            for k, vs in a.when:
+                if k not in earlier:
+                    what = ("this axis" if k == a.key else "a later axis"
+                            if k in (x.key for x in self.axes) else "no axis")
+                    b.problem(f"condition on {k!r}, which is {what}; a condition must name "
+                              "an axis listed before this one", f"axes[{i}].when.{k}",
+                              when, k)
+                    continue
+                bad = [v for v in vs if v not in earlier[k]]
+                if bad:
+                    b.problem(f"{', '.join(map(repr, bad))} is not a value of axis {k!r} "
+                              f"(values: {', '.join(map(repr, earlier[k]))})",
+                              f"axes[{i}].when.{k}", when, k)
+
     # ---- the design space ------------------------------------------------------------
     @property
+    def conditional(self) -> bool:
+        return any(a.when for a in self.axes)
+
+    @property
     def space_size(self) -> int:
+        if self.conditional:
+            return len(self.grid())
         return math.prod(len(axis_values(a)) for a in self.axes)
 
     def grid(self) -> list[Point]:
+        """Every point. A conditional axis branches only where its ``when`` holds; elsewhere
+        it is absent from the point (the base config's value stays)."""
         vals = [axis_values(a) for a in self.axes]
         keys = [a.key for a in self.axes]
-        return [Point(tuple(zip(keys, combo))) for combo in itertools.product(*vals)]
+        if not self.conditional:
+            return [Point(tuple(zip(keys, combo))) for combo in itertools.product(*vals)]
+        partial: list[dict[str, Any]] = [{}]
+        for a, vs in zip(self.axes, vals):
+            nxt: list[dict[str, Any]] = []
+            for p in partial:
+                if a.active(p):
+                    nxt.extend({**p, a.key: v} for v in vs)
+                else:
+                    nxt.append(p)
+            partial = nxt
+        return [Point(tuple(p.items())) for p in partial]
+
+    def point_of(self, index: tuple[int, ...]) -> Point:
+        """The point of one index per axis (inactive conditional axes dropped): the genome
+        decoding of random search and NSGA-II."""
+        chosen: dict[str, Any] = {}
+        for a, i in zip(self.axes, index):
+            if a.active(chosen):
+                chosen[a.key] = axis_values(a)[i]
+        return Point(tuple(chosen.items()))
 
     def points(self) -> list[Point]:
         """The points the ``search`` method visits up front (nsga2: its first generation)."""
@@ -211,6 +271,9 @@ class SweepSpec:
 
 def random_points(spec: SweepSpec, n: int, seed: int) -> list[Point]:
     """``n`` distinct points drawn uniformly from the grid (all of it if smaller)."""
+    if spec.conditional:
+        grid = spec.grid()
+        return [grid[i] for i in random.Random(seed).sample(range(len(grid)), min(n, len(grid)))]
     vals = [axis_values(a) for a in spec.axes]
     keys = [a.key for a in spec.axes]
     total = math.prod(len(v) for v in vals)
@@ -325,6 +388,7 @@ def _build(data: Any, file: str, base_dir: Path, problems: list[Problem]) -> Swe
                                               file, 1)])
     # ``values`` are free-form scalars: validate them here and hide them from the builder.
     values: dict[int, tuple[Any, ...]] = {}
+    whens: dict[int, tuple[tuple[str, tuple[Any, ...]], ...]] = {}
     axes = data.get("axes")
     if isinstance(axes, list):
         clean = LocList()
@@ -348,6 +412,9 @@ def _build(data: Any, file: str, base_dir: Path, problems: list[Problem]) -> Swe
                 else:
                     values[i] = tuple(v)
                 ax = _without(ax, "values")
+            if isinstance(ax, dict) and "when" in ax:
+                whens[i] = _parse_when(ax["when"], f"axes[{i}].when", ax, b)
+                ax = _without(ax, "when")
             clean.append(ax)
         src = data
         data = LocDict({k: (clean if k == "axes" else v) for k, v in src.items()})
@@ -362,8 +429,11 @@ def _build(data: Any, file: str, base_dir: Path, problems: list[Problem]) -> Swe
         raise SpecError(_dedupe(b.problems))
     assert spec is not None
     spec = dataclasses.replace(spec, axes=tuple(
-        dataclasses.replace(a, values=values[i]) if i in values else a
+        dataclasses.replace(a, values=values.get(i, a.values), when=whens.get(i, ()))
         for i, a in enumerate(spec.axes)))
+    spec.check_when(b, orig_axes)
+    if b.problems:
+        raise SpecError(_dedupe(b.problems))
     base = _resolve_base(spec.base, base_dir, b, data)
     spec = dataclasses.replace(spec, base_path=str(base) if base else "", file=file)
     if base is not None:
@@ -371,6 +441,25 @@ def _build(data: Any, file: str, base_dir: Path, problems: list[Problem]) -> Swe
     if b.problems:
         raise SpecError(_dedupe(b.problems))
     return spec
+
+
+def _parse_when(w: Any, path: str, ax: Any, b: SpecBuilder
+                ) -> tuple[tuple[str, tuple[Any, ...]], ...]:
+    """``{axis key: value or [values]}`` -> ((key, values), ...); problems go to ``b``."""
+    if not isinstance(w, dict) or not w:
+        b.problem("expected a non-empty mapping {earlier axis key: value or [values]}",
+                  path, ax, "when")
+        return ()
+    out = []
+    for k, v in w.items():
+        vs = v if isinstance(v, list) else [v]
+        if not isinstance(k, str) or not vs or any(
+                isinstance(x, (dict, list)) or x is None for x in vs):
+            b.problem("expected an axis key mapped to a scalar or a non-empty list of scalars",
+                      f"{path}.{k}", w, k)
+            continue
+        out.append((k, tuple(vs)))
+    return tuple(out)
 
 
 def _without(d: Any, key: str) -> LocDict:
@@ -424,9 +513,11 @@ def _check_axes_against_base(spec: SweepSpec, base: Path, b: SpecBuilder, axes: 
             b.problem("a key path must not contain '='", f"axes[{i}].key",
                       axes[i] if axes else None, "key")
             continue
+        # a conditional axis is checked under the first value that meets its condition
+        cond = [f"{k}={json.dumps(vs[0])}" for k, vs in a.when]
         for v in axis_values(a):
             try:
-                load_data(data, str(base), [f"{a.key}={json.dumps(v)}"])
+                load_data(data, str(base), cond + [f"{a.key}={json.dumps(v)}"])
             except ArchsimError as exc:
                 msg = "; ".join(p.message for p in exc.problems[:2])
                 b.problem(f"value {v!r} gives an invalid design: {msg}",
