@@ -1,7 +1,19 @@
 """Benchmarks of the sim core: engine events/s and DRAM commands/s (one core).
 
-Run: ``python benchmarks/bench_sim.py [--tasks 1000000] [--requests 200000]``.
-Numbers are printed, never asserted (see STYLE.md).
+Run: ``python3 benchmarks/bench_sim.py [--tasks 1000000] [--requests 200000] [--repeat 3]``.
+Each figure is the best of ``--repeat`` runs (wall clock of the whole ``sim.run`` /
+``simulate_requests`` call, Python preparation included). Numbers are printed, never
+asserted (see STYLE.md).
+
+Targets (issue #3): engine >= 10 M events/s on the 1,000,000-task random graph below,
+DRAM >= 5 M commands/s. Measured on the shared 2-core dev VM (AMD EPYC, other jobs
+running, +-20 %; best of 3); history and analysis in ``sim/STATUS.md``:
+
+    figure                       before (f441d13)   now
+    engine, 1M tasks             2.8 M ev/s         4.4-4.9 M ev/s  (13 M at 10k-100k)
+    DRAM DDR4-2400 seq / random  0.23 / 0.36 M/s    6.6-8.0 / 4.0-4.4 M cmd/s
+    DRAM HBM2e     seq / random  0.27 / 0.45        4.0-4.6 / 3.5-3.6
+    DRAM GDDR6     seq / random  0.26 / 0.44        3.9-4.5 / 3.4-3.6
 """
 
 from __future__ import annotations
@@ -40,7 +52,17 @@ def random_graph(n: int, seed: int = 0, bulk: bool = True):
     return b.build()
 
 
-def bench_engine(n: int) -> None:
+def _best(fn, repeat: int):
+    """(best wall seconds, last result) over ``repeat`` calls."""
+    best, out = float("inf"), None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        out = fn()
+        best = min(best, time.perf_counter() - t0)
+    return best, out
+
+
+def bench_engine(n: int, repeat: int) -> None:
     run(random_graph(1000))  # compile / load cache
     t0 = time.perf_counter()
     tg = random_graph(n)
@@ -49,17 +71,16 @@ def bench_engine(n: int) -> None:
     tg_loop = random_graph(n, bulk=False)
     t_loop = time.perf_counter() - t0
     assert tg_loop.num_tasks == n
+    del tg_loop
     for record in (False, True):
-        t0 = time.perf_counter()
-        stats = run(tg, record_task_times=record)
-        dt = time.perf_counter() - t0
+        dt, stats = _best(lambda rec=record: run(tg, record_task_times=rec), repeat)
         print(f"engine: {n:,} tasks, record_task_times={record}: {dt:.3f} s, "
               f"{stats.events / dt / 1e6:.1f} M events/s, makespan {stats.makespan_cycles:,}")
     print(f"build: add_tasks (vectorised) {t_build:.2f} s, add_task loop {t_loop:.2f} s "
           f"(incl. validation)")
 
 
-def bench_dram(n: int) -> None:
+def bench_dram(n: int, repeat: int) -> None:
     for name in ("DDR4-2400", "HBM2e", "GDDR6"):
         spec = dram_preset(name)
         simulate_requests(spec, [0, 64], [False, False], [0, 0])  # compile / load cache
@@ -70,10 +91,9 @@ def bench_dram(n: int) -> None:
             else:
                 addr = rng.integers(0, spec.capacity_bytes() // spec.burst_bytes, n)
                 addr = addr * spec.burst_bytes
-            t0 = time.perf_counter()
-            res = simulate_requests(spec, addr, rng.random(n) < 0.3, np.zeros(n, np.int64),
-                                    max_outstanding=16)
-            dt = time.perf_counter() - t0
+            wr = rng.random(n) < 0.3
+            dt, res = _best(lambda s=spec, a=addr, w=wr: simulate_requests(
+                s, a, w, np.zeros(n, np.int64), max_outstanding=16), repeat)
             ncmd = sum(res.stats.command_counts.values())
             print(f"dram {name:9s} {kind:10s}: {n:,} requests, {ncmd:,} commands, "
                   f"{dt:.3f} s, {ncmd / dt / 1e6:.2f} M commands/s")
@@ -83,9 +103,10 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--tasks", type=int, default=1_000_000)
     ap.add_argument("--requests", type=int, default=200_000)
+    ap.add_argument("--repeat", type=int, default=3)
     a = ap.parse_args()
-    bench_engine(a.tasks)
-    bench_dram(a.requests)
+    bench_engine(a.tasks, a.repeat)
+    bench_dram(a.requests, a.repeat)
 
 
 if __name__ == "__main__":

@@ -303,7 +303,7 @@ def resolve(spec: DramSpec, ring_capacity: int = 64) -> K.DramInst:
             maxw = max(maxw, r[4])
     con_ptr = np.cumsum(con_ptr).astype(np.int64)
     Q = spec.queue_depth
-    p = np.zeros(16, np.int64)
+    p = np.zeros(K.N_P, np.int64)
     p[K.P_CH], p[K.P_RK], p[K.P_BG], p[K.P_BA] = C, RK, G, B
     p[K.P_ROW], p[K.P_BPR], p[K.P_BB] = spec.rows, spec.bursts_per_row, spec.burst_bytes
     p[K.P_RLAT], p[K.P_WLAT] = spec.read_latency_cycles, spec.write_latency_cycles
@@ -312,12 +312,16 @@ def resolve(spec: DramSpec, ring_capacity: int = 64) -> K.DramInst:
     p[K.P_POLICY] = ROW_POLICIES.index(spec.row_policy)
     p[K.P_QDEPTH], p[K.P_RING] = Q, ring_capacity
     p[K.P_NWC], p[K.P_MAXW] = nwc, maxw
-    tab = np.zeros((5, 16), np.int64)
+    pow2 = all(_is_pow2(int(c)) for c in amap_count) and _is_pow2(spec.burst_bytes)
+    p[K.P_POW2] = 1 if pow2 else 0
+    p[K.P_BBSHIFT] = spec.burst_bytes.bit_length() - 1 if pow2 else 0
+    tab = np.zeros((K.N_TAB, 16), np.int64)
     tab[K.T_AFIELD, :6] = amap_field
     tab[K.T_ACOUNT, :6] = amap_count
     tab[K.T_LVL, :5] = lvl_off
     tab[K.T_FAN, :3] = (RK, G, B)
     tab[K.T_SCOPE, :N_COMMANDS] = [LEVELS.index(COMMAND_SCOPE[c]) for c in COMMANDS]
+    tab[K.T_ASHIFT, :6] = [int(c).bit_length() - 1 for c in amap_count] if pow2 else 0
     con = np.zeros((5, max(ncon, 1)), np.int64)
     con[K.K_LEVEL, :ncon] = con_level
     con[K.K_NEXT, :ncon] = con_next
@@ -326,11 +330,33 @@ def resolve(spec: DramSpec, ring_capacity: int = 64) -> K.DramInst:
     con[K.K_WSLOT, :ncon] = con_wslot
     bst = np.zeros((2, n_bank), np.int64)
     bst[K.B_OPEN] = -1
-    chs = np.zeros((K.N_HF, C), np.int64)
-    chs[K.H_T] = K.INF
-    chs[K.H_CMD] = -1
-    chs[K.H_SLOT] = -1
-    chs[K.H_DIRTY] = 1
+    chs = np.zeros((C, K.N_HF), np.int64)
+    chs[:, K.H_T] = K.INF
+    chs[:, K.H_CMD] = -1
+    chs[:, K.H_SLOT] = -1
+    chs[:, K.H_DIRTY] = 1
+    q = np.zeros((C, Q, K.N_QF), np.int64)
+    q[:, :, K.Q_NEXT] = np.arange(1, Q + 1)  # free lists: every slot, in order
+    q[:, -1, K.Q_NEXT] = -1
+    bk = np.zeros((n_bank, K.N_BKF), np.int64)
+    bk[:, [K.BK_HEAD, K.BK_TAIL, K.BK_RDH, K.BK_WRH]] = -1
+    bk[:, K.BK_RK] = np.arange(n_bank) // (G * B)
+    bk[:, K.BK_N1] = lvl_off[1] + np.arange(n_bank) // (G * B)  # nx rows of rank, group
+    bk[:, K.BK_N2] = lvl_off[2] + np.arange(n_bank) // B
+    ncap = max(ring_capacity, 1)
+    ring = np.zeros((ncap, K.N_RF), np.int64)
+    ring[:, K.R_NEXT] = np.arange(1, ncap + 1)  # free list: every slot, in order
+    ring[-1, K.R_NEXT] = -1
+    ring[:, K.R_WAIT] = -1
+    misc = np.zeros(K.N_MISC, np.int64)
+    misc[K.M_RHEAD] = misc[K.M_RTAIL] = -1
+    misc[K.M_RFREE] = 0
+    # every channel starts dirty; tree leaves CP + ch hold ch (-1: padding)
+    cp = 1 << max(C - 1, 0).bit_length()
+    misc[K.M_NDIRTY], misc[K.M_CP] = C, cp
+    sched = np.full(C + 2 * cp, -1, np.int64)
+    sched[:C] = np.arange(C)
+    sched[C + cp:C + cp + C] = np.arange(C)
     return K.DramInst(
         p=p, tab=tab, con_ptr=con_ptr, con=con,
         nx=np.zeros((n_nodes, N_COMMANDS), np.int64),
@@ -338,11 +364,13 @@ def resolve(spec: DramSpec, ring_capacity: int = 64) -> K.DramInst:
         hist_n=np.zeros((n_nodes, max(nwc, 1)), np.int64),
         bst=bst,
         ref_due=np.full(n_rank, int(spec.timing["nREFI"]), np.int64),
-        q=np.zeros((K.N_QF, C, Q), np.int64), chs=chs,
-        ring=np.zeros(max(ring_capacity, 1), np.int64),
-        misc=np.zeros(8, np.int64),
-        stats=np.zeros(K.N_STATS, np.int64),
+        q=q, chs=chs, ring=ring, misc=misc, stats=np.zeros(K.N_STATS, np.int64), bk=bk,
+        chb=np.zeros((C, RK * G * B), np.int64), sched=sched,
     )
+
+
+def _is_pow2(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from numba import njit, typed
 from sim import dram_kernel as K
 from sim.dram import DramSpec, resolve
 from sim.errors import SimInputError
-from sim.taskgraph import MODEL_BANDWIDTH, MODEL_DRAM, TaskGraph, successors_csr
+from sim.taskgraph import MODEL_BANDWIDTH, MODEL_DRAM, TaskGraph
 
 _PRIO_BIAS = 2**30
 INF_T = 2**62
@@ -88,23 +88,24 @@ class SimStats:
 
 # ----------------------------------------------------------------------------- heap
 @njit(cache=True, inline="always")
-def _push(ht, hk, hp, n, t, key, pay):
+def _push(ht, hk, hp, hs, n, t, key, pay, s):
+    """Push event (time t, key, task pay, start cycle s); returns the new size."""
     i = n
     while i > 0:
         par = (i - 1) >> 1
         if ht[par] < t or (ht[par] == t and hk[par] < key):
             break
-        ht[i], hk[i], hp[i] = ht[par], hk[par], hp[par]
+        ht[i], hk[i], hp[i], hs[i] = ht[par], hk[par], hp[par], hs[par]
         i = par
-    ht[i], hk[i], hp[i] = t, key, pay
+    ht[i], hk[i], hp[i], hs[i] = t, key, pay, s
     return n + 1
 
 
 @njit(cache=True, inline="always")
-def _pop(ht, hk, hp, n):
+def _pop(ht, hk, hp, hs, n):
     """Remove the root; returns the new size (read the root before)."""
     n -= 1
-    t, key, pay = ht[n], hk[n], hp[n]
+    t, key, pay, s = ht[n], hk[n], hp[n], hs[n]
     i = 0
     while True:
         c = 2 * i + 1
@@ -114,9 +115,9 @@ def _pop(ht, hk, hp, n):
             c += 1
         if t < ht[c] or (t == ht[c] and key < hk[c]):
             break
-        ht[i], hk[i], hp[i] = ht[c], hk[c], hp[c]
+        ht[i], hk[i], hp[i], hs[i] = ht[c], hk[c], hp[c], hs[c]
         i = c
-    ht[i], hk[i], hp[i] = t, key, pay
+    ht[i], hk[i], hp[i], hs[i] = t, key, pay, s
     return n
 
 
@@ -127,26 +128,73 @@ def _ceil_scale(x, num, den):
 
 
 # --------------------------------------------------------------------------- kernel
+# The loop is memory-bound on big graphs (a task's state is touched when a predecessor
+# finishes, when it starts and when it finishes, far apart in time), so the bytes per
+# task decide the speed. The hot per-task state is one row of a table of the narrowest
+# safe integer type (int32 unless ids, edges or durations need int64):
+#   tt[t] = (indeg, resource, duration, succ_lo[, priority, op])
+# (priority and op columns only when some task uses them); tt has T + 1 rows so
+# succ_hi = tt[t + 1, 3]; duration -1 marks a DRAM stream task. The heap carries each
+# running task's start cycle, so there is no per-task start array unless ``record``.
+# Measured on benchmarks/bench_sim.py (1M tasks): separate int64 arrays 350 ns/task,
+# one 64-byte row 190, this 16-byte row ~140-190 (noisy shared machine).
 @njit(cache=True)
-def _kernel(resource, eff_dur, is_dram, priority, op_index, mem_addr, burst_n, is_write,
-            dep_ptr, dep_idx, res_cap, res_inst, n_ops, insts, pe_fs, pd_fs, record):
+def _pack(resource, eff_dur, is_dram, priority, op_index, dep_ptr, dep_idx, wtype, width):
+    """Build (tt, succ): the task table above and successors (ascending) in CSR order.
+
+    ``wtype`` is a 0-d array of the table dtype; ``width`` 4 or 6 columns.
+    """
     T = resource.shape[0]
-    R = res_cap.shape[0]
-    succ_ptr, succ_idx = successors_csr(dep_ptr, dep_idx)
-    indeg = np.empty(T, np.int64)
+    tt = np.zeros((T + 1, width), wtype.dtype)
+    for k in range(dep_idx.shape[0]):
+        tt[dep_idx[k] + 1, 3] += 1
     for t in range(T):
-        indeg[t] = dep_ptr[t + 1] - dep_ptr[t]
-    # per-resource FIFO queues as linked lists
-    q_next = np.full(T, -1, np.int64)
-    q_head = np.full(R, -1, np.int64)
-    q_tail = np.full(R, -1, np.int64)
-    running = np.zeros(R, np.int64)
+        tt[t + 1, 3] += tt[t, 3]
+        tt[t, 0] = dep_ptr[t + 1] - dep_ptr[t]
+        tt[t, 1] = resource[t]
+        tt[t, 2] = -1 if is_dram[t] != 0 else eff_dur[t]
+        if width > 4:
+            tt[t, 4] = priority[t]
+            tt[t, 5] = op_index[t]
+    fill = np.empty(T, np.int64)
+    for t in range(T):
+        fill[t] = tt[t, 3]
+    succ = np.empty(dep_idx.shape[0], np.int32)
+    for t in range(T):
+        for k in range(dep_ptr[t], dep_ptr[t + 1]):
+            p = dep_idx[k]
+            succ[fill[p]] = t
+            fill[p] += 1
+    return tt, succ
+
+
+@njit(cache=True)
+def _kernel(tt, succ, res_cap, res_inst, n_ops, mem_addr, burst_n, is_write, insts,
+            pe_fs, pd_fs, record):
+    """Event loop over the task table (semantics in the module docstring)."""
+    T = tt.shape[0] - 1
+    wide = tt.shape[1] > 4  # priority and op columns exist
+    R = res_cap.shape[0]
+    # per-resource FIFO queues: each task enters its resource's queue at most once, so
+    # resource r owns a segment of count(r) entries of one array (no wrap-around)
+    qh = np.zeros(R, np.int64)
+    for t in range(T):
+        r = tt[t, 1]
+        if r >= 0:
+            qh[r] += 1
+    acc = 0
+    for r in range(R):
+        n = qh[r]
+        qh[r] = acc
+        acc += n
+    qt = qh.copy()
+    qbuf = np.empty(max(acc, 1), tt.dtype)
+    free = res_cap.astype(np.int64).copy()
     busy = np.zeros(R, np.int64)
     start = np.zeros(T if record else 1, np.int64)
     end = np.zeros(T if record else 1, np.int64)
     op_start = np.full(n_ops, -1, np.int64)
     op_end = np.full(n_ops, -1, np.int64)
-    tstart = np.zeros(T, np.int64)
     # DRAM streams (indexed by task id) and wake-ups (kept outside the heap)
     ni = len(insts)
     ns = T if ni > 0 else 1
@@ -155,130 +203,165 @@ def _kernel(resource, eff_dur, is_dram, priority, op_index, mem_addr, burst_n, i
     s_out = np.zeros(ns, np.int64)
     s_write = np.zeros(ns, np.int64)
     s_end = np.zeros(ns, np.int64)
+    s_start = np.zeros(ns, np.int64)
     done_buf = np.zeros(ns, np.int64)
     wake_t = np.full(max(ni, 1), INF_T, np.int64)
     pending_wake = np.zeros(max(ni, 1), np.int64)
-    # event heap: at most one finish event per task
+    any_wake = False
+    # event heap (time, key = priority << 32 | sequence, task, start): at most one
+    # finish event per task
     ht = np.empty(T + 1, np.int64)
     hk = np.empty(T + 1, np.int64)
     hp = np.empty(T + 1, np.int64)
+    hs = np.empty(T + 1, np.int64)
     hn = 0
+    # zero-duration finishes when every priority is equal: they finish at `now`, after
+    # the heap events of `now` (pushed earlier: smaller sequence) and in FIFO order, so a
+    # FIFO replaces two heap operations (joins are common in lowered graphs)
+    zq = np.empty(T + 1 if not wide else 1, np.int64)
+    zh = 0
+    zt = 0
     seq = 0
-    # tasks to make ready at the current cycle; -1 - r = "start the queue head of r"
-    ready = np.empty(T + R + 1, np.int64)
-    nready = 0
-    for t in range(T):
-        if indeg[t] == 0:
-            ready[nready] = t
-            nready += 1
     finished = 0
     events = 0
     now = 0
     makespan = 0
+    # ready work of the current event: the resource whose queue head starts (or -1),
+    # then successors in ascending id; t0 scans the initial roots in id order
+    t0 = 0
+    head_r = -1
+    k_lo = 0
+    k_hi = 0
     while True:
-        # ---- make the collected tasks ready at `now` (FIFO per resource)
-        for idx in range(nready):
-            task = ready[idx]
-            if task < 0:
-                r = -1 - task
-                task = q_head[r]
-                q_head[r] = q_next[task]
-                if q_head[r] < 0:
-                    q_tail[r] = -1
-            else:
-                r = resource[task]
-                if r >= 0 and (running[r] >= res_cap[r] or q_head[r] >= 0):
-                    if q_tail[r] < 0:
-                        q_head[r] = task
-                    else:
-                        q_next[q_tail[r]] = task
-                    q_tail[r] = task
+        # ---- make this event's ready tasks ready at `now` (FIFO per resource)
+        while True:
+            if head_r >= 0:
+                # a finish freed a slot of r (already reserved): its queue head starts
+                task = qbuf[qh[head_r]]
+                qh[head_r] += 1
+                head_r = -1
+                r = -1  # no capacity check below
+            elif k_lo < k_hi:
+                task = succ[k_lo]
+                k_lo += 1
+                tt[task, 0] -= 1
+                if tt[task, 0] != 0:
                     continue
-            tstart[task] = now
-            if r >= 0:
-                running[r] += 1
-            if r >= 0 and is_dram[task] != 0 and burst_n[task] > 0:
-                i = res_inst[r]
-                s_addr[task] = mem_addr[task]
-                s_left[task] = burst_n[task]
-                s_write[task] = is_write[task]
-                a = _ceil_scale(now, pe_fs[i], pd_fs[i])
-                s_end[task] = a
-                K.activate(insts[i], task, s_addr, s_left, s_out, s_write, a)
-                pending_wake[i] = 1
+                r = tt[task, 1]
+            elif t0 < T:
+                task = t0
+                t0 += 1
+                if tt[task, 0] != 0:
+                    continue
+                r = tt[task, 1]
             else:
-                hn = _push(ht, hk, hp, hn, now + eff_dur[task],
-                           ((priority[task] + _PRIO_BIAS) << _SEQ_BITS) | seq, task)
+                break
+            if r >= 0:
+                if free[r] <= 0 or qh[r] < qt[r]:
+                    qbuf[qt[r]] = task
+                    qt[r] += 1
+                    continue
+                free[r] -= 1
+            d = tt[task, 2]
+            if d < 0:  # DRAM stream: its bursts go to the command-level model
+                i = res_inst[tt[task, 1]]
+                if burst_n[task] > 0:
+                    s_addr[task] = mem_addr[task]
+                    s_left[task] = burst_n[task]
+                    s_write[task] = is_write[task]
+                    a = _ceil_scale(now, pe_fs[i], pd_fs[i])
+                    s_end[task] = a
+                    s_start[task] = now
+                    K.activate(insts[i], task, s_addr, s_left, s_out, s_write, a)
+                    pending_wake[i] = 1
+                    any_wake = True
+                    continue
+                d = 0
+            if d == 0 and not wide:
+                zq[zt] = task
+                zt += 1
                 seq += 1
-        nready = 0
+                continue
+            hn = _push(ht, hk, hp, hs, hn, now + d,
+                       ((np.int64(tt[task, 4] if wide else 0) + _PRIO_BIAS) << _SEQ_BITS)
+                       | seq, task, now)
+            seq += 1
         # ---- DRAM wake-ups touched since the last event
-        for i in range(ni):
-            if pending_wake[i] != 0:
-                pending_wake[i] = 0
-                nt = K.next_time_inst(insts[i])
-                et = INF_T
-                if nt < K.INF:
-                    et = (nt * pd_fs[i]) // pe_fs[i]
-                    if et < now:
-                        et = now
-                wake_t[i] = et
+        if any_wake:
+            any_wake = False
+            for i in range(ni):
+                if pending_wake[i] != 0:
+                    pending_wake[i] = 0
+                    nt = K.next_time_inst(insts[i])
+                    et = INF_T
+                    if nt < K.INF:
+                        et = (nt * pd_fs[i]) // pe_fs[i]
+                        if et < now:
+                            et = now
+                    wake_t[i] = et
         if finished == T:
             break
-        # ---- next event: the earliest wake-up strictly before the heap top, else the top
-        wi = -1
-        wt = ht[0] if hn > 0 else INF_T
-        for i in range(ni):
-            if wake_t[i] < wt or (hn == 0 and wake_t[i] < INF_T and wi < 0):
-                wt = wake_t[i]
-                wi = i
-        if wi < 0 and hn == 0:
-            break
-        events += 1
-        if wi >= 0:
-            # DRAM wake-up: issue every command of engine cycle `now`
-            now = wt
-            i = wi
-            until = _ceil_scale(now + 1, pe_fs[i], pd_fs[i])
-            nd = K.advance(insts[i], until, s_addr, s_left, s_out, s_write, s_end, done_buf)
-            for j in range(nd):
-                task = done_buf[j]
-                et = _ceil_scale(s_end[task], pd_fs[i], pe_fs[i])
-                if et < now:
-                    et = now
-                hn = _push(ht, hk, hp, hn, et,
-                           ((priority[task] + _PRIO_BIAS) << _SEQ_BITS) | seq, task)
-                seq += 1
-            pending_wake[i] = 1
-            continue
-        now = ht[0]
-        task = hp[0]
-        hn = _pop(ht, hk, hp, hn)
+        # ---- next event: heap events of `now`, then zero-duration finishes, then the
+        # earliest wake-up strictly before the heap top, else the heap top
+        if zh < zt and (hn == 0 or ht[0] > now):
+            task = zq[zh]
+            zh += 1
+            st_ = now
+        else:
+            wi = -1
+            wt = ht[0] if hn > 0 else INF_T
+            for i in range(ni):
+                if wake_t[i] < wt or (hn == 0 and wake_t[i] < INF_T and wi < 0):
+                    wt = wake_t[i]
+                    wi = i
+            if wi < 0 and hn == 0:
+                break
+            if wi >= 0:
+                # DRAM wake-up: issue every command of engine cycle `now`
+                events += 1
+                now = wt
+                i = wi
+                until = _ceil_scale(now + 1, pe_fs[i], pd_fs[i])
+                nd = K.advance(insts[i], until, s_addr, s_left, s_out, s_write, s_end,
+                               done_buf)
+                for j in range(nd):
+                    task = done_buf[j]
+                    et = _ceil_scale(s_end[task], pd_fs[i], pe_fs[i])
+                    if et < now:
+                        et = now
+                    hn = _push(ht, hk, hp, hs, hn, et,
+                               ((np.int64(tt[task, 4] if wide else 0) + _PRIO_BIAS)
+                                << _SEQ_BITS) | seq, task, s_start[task])
+                    seq += 1
+                pending_wake[i] = 1
+                any_wake = True
+                continue
+            now = ht[0]
+            task = hp[0]
+            st_ = hs[0]
+            hn = _pop(ht, hk, hp, hs, hn)
         # ---- task finish
+        events += 1
         finished += 1
         if now > makespan:
             makespan = now
-        st = tstart[task]
         if record:
-            start[task] = st
+            start[task] = st_
             end[task] = now
-        op = op_index[task]
-        if op_start[op] < 0 or st < op_start[op]:
-            op_start[op] = st
+        op = tt[task, 5] if wide else 0
+        if op_start[op] < 0 or st_ < op_start[op]:
+            op_start[op] = st_
         if now > op_end[op]:
             op_end[op] = now
-        r = resource[task]
+        r = tt[task, 1]
         if r >= 0:
-            busy[r] += now - st
-            running[r] -= 1
-            if q_head[r] >= 0:
-                ready[nready] = -1 - r
-                nready += 1
-        for k in range(succ_ptr[task], succ_ptr[task + 1]):
-            s = succ_idx[k]
-            indeg[s] -= 1
-            if indeg[s] == 0:
-                ready[nready] = s
-                nready += 1
+            busy[r] += now - st_
+            free[r] += 1
+            if qh[r] < qt[r]:
+                free[r] -= 1
+                head_r = r
+        k_lo = tt[task, 3]
+        k_hi = tt[task + 1, 3]
     return makespan, finished, events, busy, start, end, op_start, op_end
 
 
@@ -318,18 +401,26 @@ def run(tg: TaskGraph, dram_configs: Sequence[DramSpec] = (), *,
     """
     T, R = tg.num_tasks, tg.num_resources
     model = tg.resource_model
-    res = tg.resource.astype(np.int64)
-    rmodel = np.where(res >= 0, model[np.maximum(res, 0)] if R else -1, -1)
+    res = np.ascontiguousarray(tg.resource)
     mem = tg.kind > 0
-    eff = tg.duration.astype(np.int64).copy()
-    bw = mem & (rmodel == MODEL_BANDWIDTH)
-    if np.any(bw):
-        rate = (tg.bytes_per_cycle * tg.efficiency)[res[bw]]
-        eff[bw] = np.ceil(tg.mem_bytes[bw] / rate - 1e-9).astype(np.int64)
-    is_dram = mem & (rmodel == MODEL_DRAM)
     res_inst = np.full(R, -1, np.int64)
     insts, pe_fs, pd_fs = [], [], []
-    burst_n = np.zeros(T, np.int64)
+    eff = np.ascontiguousarray(tg.duration)
+    is_dram = np.zeros(T, np.bool_)
+    burst_n = addr = is_write = np.zeros(1, np.int64)
+    if mem.any():
+        # memory tasks: bandwidth durations and DRAM streams (bursts, aligned address)
+        rmodel = np.where(res >= 0, model[np.maximum(res, 0)] if R else -1, -1)
+        eff = eff.astype(np.int64)  # copy
+        bw = mem & (rmodel == MODEL_BANDWIDTH)
+        if np.any(bw):
+            rate = (tg.bytes_per_cycle * tg.efficiency)[res[bw]]
+            eff[bw] = np.ceil(tg.mem_bytes[bw] / rate - 1e-9).astype(np.int64)
+        is_dram = mem & (rmodel == MODEL_DRAM)
+        if is_dram.any():
+            burst_n = np.zeros(T, np.int64)
+            addr = tg.mem_addr.astype(np.int64)
+            is_write = (tg.kind == 2).astype(np.int64)
     for r in np.flatnonzero(model == MODEL_DRAM):
         ci = int(tg.dram_index[r])
         if ci >= len(dram_configs):
@@ -342,24 +433,28 @@ def run(tg: TaskGraph, dram_configs: Sequence[DramSpec] = (), *,
         pe_fs.append(max(1, round(1e15 / tg.clock_hz)))
         pd_fs.append(max(1, round(spec.tck_ps * 1000)))
         sel = is_dram & (res == r)
+        if not sel.any():
+            continue
         bb = spec.burst_bytes
         first = tg.mem_addr[sel] // bb
         last = (tg.mem_addr[sel] + tg.mem_bytes[sel] - 1) // bb
         burst_n[sel] = np.where(tg.mem_bytes[sel] > 0, last - first + 1, 0)
         eff[sel] = 0
-    addr = tg.mem_addr.astype(np.int64)
-    if insts:
-        # align stream start to its first burst
-        for r in np.flatnonzero(model == MODEL_DRAM):
-            bb = dram_configs[int(tg.dram_index[r])].burst_bytes
-            sel = is_dram & (res == r)
-            addr[sel] = (addr[sel] // bb) * bb
+        addr[sel] = first * bb  # align the stream start to its first burst
+    # table type: int32 unless an id, an edge count or a duration needs int64
+    big = (tg.dep_idx.size >= 2**31 - 1 or T >= 2**31 - 1
+           or (T > 0 and int(eff.max()) >= 2**31 - 1))
+    wtype = np.zeros((), np.int64 if big else np.int32)
+    # priority and op columns only when used (fewer bytes per task, see _pack)
+    wide = len(tg.op_names) > 1 or bool(np.any(tg.priority != 0))
+    tt, succ = _pack(res, eff, is_dram, np.ascontiguousarray(tg.priority),
+                     np.ascontiguousarray(tg.op_index), tg.dep_ptr,
+                     np.ascontiguousarray(tg.dep_idx), wtype, 6 if wide else 4)
     makespan, finished, events, busy, start, end, op_s, op_e = _kernel(
-        res, eff, is_dram.astype(np.int64), tg.priority.astype(np.int64),
-        tg.op_index.astype(np.int64), addr, burst_n, (tg.kind == 2).astype(np.int64),
-        tg.dep_ptr, tg.dep_idx, tg.resource_capacity.astype(np.int64), res_inst,
-        len(tg.op_names), _inst_list(insts), np.asarray(pe_fs + [1], np.int64),
-        np.asarray(pd_fs + [1], np.int64), record_task_times)
+        tt, succ, np.ascontiguousarray(tg.resource_capacity), res_inst,
+        len(tg.op_names), addr, burst_n, is_write, _inst_list(insts),
+        np.asarray(pe_fs + [1], np.int64), np.asarray(pd_fs + [1], np.int64),
+        record_task_times)
     if finished != T:
         raise SimInputError(f"only {finished} of {T} tasks finished (dependency cycle?)")
     # action totals do not depend on timing: one vectorised pass

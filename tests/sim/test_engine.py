@@ -107,7 +107,8 @@ def critical_path(tg: TaskGraph, dur: np.ndarray) -> int:
 
 # ------------------------------------------------------------------ random graphs
 @st.composite
-def random_graphs(draw: st.DrawFn, max_tasks: int = 40) -> TaskGraph:
+def random_graphs(draw: st.DrawFn, max_tasks: int = 40, joins: bool = False) -> TaskGraph:
+    """Random DAGs; ``joins``: one op, priority 0, mostly zero-duration tasks."""
     n_res = draw(st.integers(1, 3))
     T = draw(st.integers(1, max_tasks))
     b = TaskGraphBuilder()
@@ -115,7 +116,7 @@ def random_graphs(draw: st.DrawFn, max_tasks: int = 40) -> TaskGraph:
     mem = b.add_bandwidth_memory("mem", draw(st.sampled_from([1.0, 4.0, 16.0, 3.5])),
                                  draw(st.sampled_from([1.0, 0.5, 0.8])),
                                  draw(st.integers(1, 2)))
-    n_ops = draw(st.integers(1, 3))
+    n_ops = 1 if joins else draw(st.integers(1, 3))
     for i in range(n_ops):
         b.add_op(f"op{i}")
     perm = draw(st.permutations(range(T)))  # ids not in topological order
@@ -129,13 +130,14 @@ def random_graphs(draw: st.DrawFn, max_tasks: int = 40) -> TaskGraph:
         k = inv[tid]
         choice, deps = spec[k]
         dep_ids = [perm[d] for d in deps]
-        prio = draw(st.integers(0, 2))
+        prio = 0 if joins else draw(st.integers(0, 2))
         op = draw(st.integers(0, n_ops - 1))
         if choice == n_res:
             b.add_read(mem, draw(st.integers(0, 64)), deps=dep_ids, priority=prio, op=op)
         else:
             r = -1 if choice < 0 else res[choice]
-            b.add_task(r, draw(st.integers(0, 20)), deps=dep_ids, priority=prio, op=op)
+            dur = draw(st.sampled_from([0, 0, 0, 1, 3]) if joins else st.integers(0, 20))
+            b.add_task(r, dur, deps=dep_ids, priority=prio, op=op)
     return b.build()
 
 
@@ -156,6 +158,20 @@ def test_engine_matches_reference(tg: TaskGraph) -> None:
     assert stats.makespan_cycles == makespan
     np.testing.assert_array_equal(stats.task_start, start)
     np.testing.assert_array_equal(stats.task_end, end)
+
+
+@pytest.mark.nojit
+@settings(max_examples=60, deadline=None)
+@given(random_graphs(joins=True))
+def test_zero_duration_fast_path_matches_reference(tg: TaskGraph) -> None:
+    # uniform priority: zero-duration finishes bypass the heap (FIFO after the heap
+    # events of the same cycle); the order must equal the reference heap's
+    stats = run(tg)
+    makespan, start, end = reference_run(tg)
+    assert stats.makespan_cycles == makespan
+    np.testing.assert_array_equal(stats.task_start, start)
+    np.testing.assert_array_equal(stats.task_end, end)
+    assert stats.events == tg.num_tasks
 
 
 @settings(max_examples=60, deadline=None)
