@@ -24,6 +24,10 @@ stationary tile (double-buffered GLB; no overlap for the first tile).
 
 Energy actions (per op): MACs; PE register reads (2 operands + 1 partial sum per MAC) and
 writes (1 per MAC); GLB reads/writes from the fold structure; DRAM bytes; vector ops.
+
+Cycle fidelity: ``lower`` (``arch.spatial_lower``) expresses the same folds, tiling rule
+and double buffering as a ``sim.TaskGraph``; the simulation is the reference this estimate
+is checked against (``tests/cycle``, ``docs/simulator.md``).
 """
 
 from __future__ import annotations
@@ -333,6 +337,16 @@ class SpatialArray(Unit):
                         actions=MappingProxyType(actions),
                         utilization=(ops / (cycles * self.lanes)) if cycles else 0.0,
                         bound="compute" if compute >= mem else "memory", mapping=df)
+
+    # ---- cycle fidelity ----------------------------------------------------------------
+    def lower(self, op: Op, mapping: Any = None) -> Any:
+        """Fold-level lowering to ``sim.TaskGraph`` (``arch.spatial_lower``): per fold group
+        a stationary-tile load, chunked stream loads / array compute / write-backs with
+        double buffering; vector ops as pipelined read -> vector -> write pieces. The graph's
+        clock is the array clock x ``spatial_lower.RESOLUTION``."""
+        from arch.spatial_lower import lower_op
+
+        return lower_op(self, op, mapping)
 
     # ---- energy / area -----------------------------------------------------------------
     def components(self) -> list[Any]:

@@ -108,6 +108,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("results", help="export or filter a sweep's result store; see "
                    "'archsim results --help'", add_help=False)
 
+    sub.add_parser("trace", help="simulate a model at cycle fidelity and write a Chrome/Perfetto "
+                   "timeline; see 'archsim trace --help'", add_help=False)
     sub.add_parser("cosearch", help="co-search networks and (heterogeneous) hardware under "
                    "design specs; see 'archsim cosearch --help'", add_help=False)
     sub.add_parser("plot", help="plots: pareto | heatmap | breakdown | roofline; see "
@@ -121,16 +123,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 _EXPLORE = {"sweep": "sweep_main", "results": "results_main", "cosearch": "cosearch_main",
-            "plot": "plot_main", "report": "report_main"}
+            "plot": "plot_main", "report": "report_main", "trace": "trace_main"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] in _EXPLORE:   # sweeps and result stores have their own parsers
-        import archsim.explore as explore
+    if argv and argv[0] in _EXPLORE:   # these subcommands have their own parsers
+        if argv[0] == "trace":
+            from archsim.trace_cmd import main as entry_fn
+        else:
+            import archsim.explore as explore
 
+            entry_fn = getattr(explore, _EXPLORE[argv[0]])
         try:
-            return int(getattr(explore, _EXPLORE[argv[0]])(argv[1:]))
+            return int(entry_fn(argv[1:]))
         except ArchsimError as exc:
             print(exc.render(), file=sys.stderr)
             return 2

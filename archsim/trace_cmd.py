@@ -1,0 +1,150 @@
+"""``archsim trace``: simulate a model at cycle fidelity and write a Chrome Trace Event file.
+
+    archsim trace CONFIG --model NAME [--phase P --batch B --seq S --context C
+                  --a-format F --w-format F --set KEY=VALUE ...] [--op SUBSTRING]
+                  --out trace.json
+
+Every op (or those whose name contains ``--op``) is lowered by its unit
+(``Unit.lower``), simulated by ``sim.run`` with task times recorded and exported with
+``sim.trace.write_chrome_trace``; the per-op traces are merged into one file with ops laid
+out back to back in schedule order (as ``evaluate`` sums them) and one track per
+``<unit>.<resource>``. Open it in https://ui.perfetto.dev (or chrome://tracing).
+User mistakes raise ``ArchsimError`` subclasses; the CLI prints them and exits 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from typing import Any
+
+from workloads.errors import ArchsimError, ConfigError, Problem, WorkloadError
+
+__all__ = ["main", "build_parser", "trace"]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]  # one line, exit 2
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {v}")
+    return v
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="archsim trace", description="Simulate a model at cycle fidelity and "
+                "write a Chrome Trace Event JSON (one track per resource; open in Perfetto).")
+    p.add_argument("config", help="config YAML or reference-design name")
+    p.add_argument("--model", required=True, help="zoo model name or a HF config.json")
+    p.add_argument("--phase", choices=("prefill", "decode", "train", "inference"))
+    p.add_argument("--batch", type=_positive_int, default=1)
+    p.add_argument("--seq", type=_positive_int)
+    p.add_argument("--context", type=_positive_int)
+    p.add_argument("--a-format", help="activation number format (e.g. fp16, int8)")
+    p.add_argument("--w-format", help="weight number format (e.g. int4)")
+    p.add_argument("--set", dest="overrides", action="append", default=[],
+                   metavar="KEY=VALUE", help="override a config value (repeatable)")
+    p.add_argument("--op", help="only ops whose name contains this substring")
+    p.add_argument("--out", required=True, help="output .json file")
+    p.add_argument("--max-events", type=_positive_int, default=2_000_000,
+                   help="keep at most this many task events in total (earliest first)")
+    return p
+
+
+def trace(config: str, model: str, out: str, *, phase: str | None = None, batch: int = 1,
+          seq: int | None = None, context: int | None = None, a_format: str | None = None,
+          w_format: str | None = None, overrides: list[str] | None = None,
+          op_filter: str | None = None, max_events: int = 2_000_000) -> dict[str, Any]:
+    """Write the trace; returns a summary (ops, events, total simulated seconds)."""
+    import archsim
+    import sim
+    from mapper import map_workload
+
+    acc = archsim.load(config, overrides or [])
+    wl = archsim.workload(model, phase=phase, batch=batch, seq=seq, context=context,
+                          a_format=a_format, w_format=w_format)
+    sched = map_workload(acc, wl)
+    chosen = [a for a in sched.assignments if not op_filter or op_filter in a.op.name]
+    if not chosen:
+        raise WorkloadError(Problem(f"no op of {wl.name} has {op_filter!r} in its name",
+                                    "--op"))
+    events: list[dict[str, Any]] = [{"ph": "M", "pid": 0, "name": "process_name",
+                                     "args": {"name": f"archsim {acc.name} / {wl.name}"}}]
+    tracks: dict[str, int] = {}
+    t0_us = 0.0
+    n_events = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp_json = os.path.join(tmp, "op.json")
+        for a in chosen:
+            try:
+                tg = a.unit.lower(a.op, a.mapping)
+            except NotImplementedError as exc:
+                raise ConfigError(Problem(f"{exc}; 'archsim trace' needs cycle fidelity",
+                                          f"units.{a.unit.name}")) from None
+            stats = sim.run(tg, **(getattr(tg, "run_kwargs", None) or {}),
+                            record_task_times=True)
+            left = max_events - n_events
+            if left <= 0:
+                break
+            sim.write_chrome_trace(tg, stats, tmp_json, max_events=left)
+            with open(tmp_json, encoding="utf-8") as f:
+                part = json.load(f)["traceEvents"]
+            local = {e["tid"]: e["args"]["name"] for e in part
+                     if e.get("ph") == "M" and e.get("name") == "thread_name"}
+            for e in part:
+                if e.get("ph") != "X":
+                    continue
+                if e["tid"] not in local or (local[e["tid"]] == "(no resource)"
+                                             and e["dur"] == 0):
+                    continue            # zero-time joins carry no information
+                track = f"{a.unit.name}.{local[e['tid']]}"
+                if track not in tracks:
+                    tracks[track] = len(tracks)
+                e["tid"] = tracks[track]
+                e["ts"] += t0_us
+                e["args"]["op"] = a.op.name
+                events.append(e)
+                n_events += 1
+            t0_us += stats.makespan_s * 1e6
+    for name, tid in tracks.items():
+        events.append({"ph": "M", "pid": 0, "tid": tid, "name": "thread_name",
+                       "args": {"name": name}})
+    try:
+        with open(out, "w", encoding="utf-8") as f:
+            json.dump({"traceEvents": events, "displayTimeUnit": "ns"}, f)
+    except OSError as exc:
+        raise ConfigError(Problem(f"cannot write {out}: {exc.strerror}", "--out")) from None
+    return {"ops": len(chosen), "events": n_events, "latency_s": t0_us * 1e-6, "out": out}
+
+
+def main(argv: list[str]) -> int:
+    """``archsim trace`` entry point; returns the exit code (ArchsimError propagates)."""
+    args = build_parser().parse_args(argv)
+    d = os.path.dirname(os.path.abspath(args.out))
+    if not os.path.isdir(d):
+        raise ConfigError(Problem(f"cannot write {args.out}: no directory {d}", "--out"))
+    s = trace(args.config, args.model, args.out, phase=args.phase, batch=args.batch,
+              seq=args.seq, context=args.context, a_format=args.a_format,
+              w_format=args.w_format, overrides=args.overrides, op_filter=args.op,
+              max_events=args.max_events)
+    print(f"wrote {s['events']} task events of {s['ops']} ops "
+          f"({s['latency_s'] * 1e3:.3f} ms simulated) to {s['out']}")
+    return 0
+
+
+if __name__ == "__main__":   # python -m archsim.trace_cmd ...
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except ArchsimError as exc:
+        print(exc.render(), file=sys.stderr)
+        sys.exit(2)
