@@ -287,7 +287,7 @@ class LutTensorCoreGpu(TensorCoreGpu):
                           pre_s=self.precompute_s(op, est.dataflow[4:]))
 
     def _estimate_lut(self, op: Gemm, w: int, pre: str) -> Estimate:
-        s, lut = self.spec, self.spec.lut
+        lut = self.spec.lut
         plan, r = self._lut_kernel(op, w)
         t_bytes = self.table_bytes(op)
         t_pre = self.precompute_s(op, pre)

@@ -4,8 +4,23 @@ See :mod:`dataflow.mapping` for the model.
 """
 
 from dataflow.mapping import (
-    ACTIONS, DATAFLOW_CONSTRAINTS, DIMS, LEVELS, TENSORS, AccessCounts, ArchParams, Cost,
-    Mapping, Shape, analyse, cost, feasible, iterate, make, refetch, tile_shape,
+    ACTIONS,
+    DATAFLOW_CONSTRAINTS,
+    DIMS,
+    LEVELS,
+    TENSORS,
+    AccessCounts,
+    ArchParams,
+    Cost,
+    Mapping,
+    Shape,
+    analyse,
+    cost,
+    feasible,
+    iterate,
+    make,
+    refetch,
+    tile_shape,
 )
 
 __all__ = ["ACTIONS", "DATAFLOW_CONSTRAINTS", "DIMS", "LEVELS", "TENSORS", "AccessCounts",

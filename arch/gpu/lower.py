@@ -177,7 +177,6 @@ def lower_stream(spec: GpuSpec, name: str, read_b: float, write_b: float, ops: f
     beside the memory traffic.
     """
     from sim import TaskGraphBuilder
-    from sim.taskgraph import KIND_READ, KIND_WRITE
 
     q = RESOLUTION
     f = spec.clock_hz * q
@@ -192,7 +191,7 @@ def lower_stream(spec: GpuSpec, name: str, read_b: float, write_b: float, ops: f
     lat = _cyc(spec.dram_latency_ns * 1e-9 * f) if read_b else 0
     ends = []
     prev_c = None
-    for i in range(p):
+    for _ in range(p):
         d = b.add_task(-1, lat, deps=[t_launch])
         rd = b.add_read(hbm, _cyc(read_b / p), deps=[d]) if read_b else d
         deps = [rd] + ([prev_c] if prev_c is not None else [])
