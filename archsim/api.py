@@ -118,7 +118,7 @@ class _EnergyCache:
 
 def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
              objective: str = "latency", mapping: str = "default",
-             constraints: Any = None) -> Result:
+             constraints: Any = None, refine: int = 0) -> Result:
     """Evaluate ``wl`` on ``acc``: latency, energy and area with breakdowns.
 
     Latency is the makespan of the schedule (``mapper.map_workload``): ops on one unit run
@@ -136,6 +136,8 @@ def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
         objective: what the op -> unit assignment (and the mapping search) minimises.
         mapping: ``default`` (each unit's configured dataflow and tiling rule) or
             ``search`` (the mapper's loop-nest search for matrix ops on spatial arrays).
+        refine: with ``mapping="search"``, re-rank each matrix op's ``refine`` best
+            loop-nest mappings with the cycle simulator (top-k refinement); 0 = off.
         constraints: mapping constraints (a ``mapper.constraints.Constraints`` or the path
             of a constraints YAML file), or None.
 
@@ -157,7 +159,7 @@ def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
 
         constraints = load_constraints(constraints)
     sched = map_workload(acc, wl, objective, op_energy, search=(mapping == "search"),
-                         constraints=constraints)
+                         constraints=constraints, refine=refine)
     rows: list[OpResult] = []
     total_actions: dict[tuple[str, str], float] = {}
     ideal_s: dict[str, float] = {}
@@ -205,7 +207,7 @@ def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
     # utilisation: ideal compute time over the makespan, averaged over the units used
     # (= effective MACs / (latency x peak MAC rate) with one unit).
     util = sum(ideal_s.values()) / (latency * max(1, len(ideal_s))) if latency > 0 else 0.0
-    tag = f"{objective}/{mapping}"
+    tag = f"{objective}/{mapping}" + (f"/refine{refine}" if refine else "")
     if constraints is not None:
         content = [(r.ops, r.kinds, r.units, r.dataflows, r.factors, r.order_glb, r.order_dram)
                    for r in constraints.rules]       # what the rules say, not where they are

@@ -55,6 +55,9 @@ def _common(p: argparse.ArgumentParser) -> None:
                    "loop-nest search for matrix ops (spatial arrays)")
     p.add_argument("--a-format", help="activation number format (e.g. fp16, int8)")
     p.add_argument("--w-format", help="weight number format (e.g. int4, ternary)")
+    p.add_argument("--refine", type=int, default=0, metavar="K",
+                   help="with mapping search: re-rank each op's K best mappings with the "
+                   "cycle simulator (default 0 = off)")
     p.add_argument("--constraints", metavar="YAML",
                    help="mapping constraints: fix/restrict unit, dataflow, factors, loop order "
                    "per op kind or layer glob (docs/mapper.md)")
@@ -186,7 +189,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         wl = wl.with_sparsity(*args.sparsity)
     mode = "search" if args.cmd == "map" else args.mapping
     res = archsim.evaluate(acc, wl, fidelity=args.fidelity, objective=args.objective,
-                           mapping=mode, constraints=args.constraints)
+                           mapping=mode, constraints=args.constraints, refine=args.refine)
     if args.json:
         print(res.to_json())
     elif args.cmd == "map":

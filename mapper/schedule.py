@@ -104,7 +104,7 @@ def _dram_j_per_byte(acc: Accelerator) -> list[tuple[float, float]]:
 
 
 def _candidates(op: Op, unit: Unit, objective: str, search: bool, oc: Any,
-                op_energy: Callable[[Unit, Estimate], float] | None,
+                op_energy: Callable[[Unit, Estimate], float] | None, refine: int = 0,
                 ) -> tuple[Assignment | None, str]:
     """The best (unit, mapping) candidate of ``op`` on ``unit`` under constraints ``oc``,
     or (None, reason)."""
@@ -131,6 +131,12 @@ def _candidates(op: Op, unit: Unit, objective: str, search: bool, oc: Any,
         if r is None and oc is not None and (oc.needs_search or dfs is not None):
             return None, f"no loop-nest mapping satisfies the constraints ({oc.where()})"
         mappings = [r.mapping if r is not None else None]
+        if refine > 0 and r is not None:
+            from mapper.search import refine_with_simulation
+
+            rr, _ = refine_with_simulation(unit, op, objective, refine, dataflows=dfs, **kw)
+            if rr is not None:
+                mappings = [rr.mapping]
     elif oc is not None and oc.needs_search:
         return None, f"factor / loop-order constraints need a loop-nest unit ({oc.where()})"
     elif dfs is not None and nest:
@@ -158,7 +164,7 @@ def _candidates(op: Op, unit: Unit, objective: str, search: bool, oc: Any,
 def map_workload(acc: Accelerator, workload: Workload, objective: str = "latency",
                  op_energy: Callable[[Unit, Estimate], float] | None = None,
                  search: bool = False, constraints: Any = None,
-                 link: Link | None = None) -> Schedule:
+                 link: Link | None = None, refine: int = 0) -> Schedule:
     """Assign each op to a unit and schedule the workload's DAG.
 
     With ``search=False`` every unit uses its default mapping (its configured dataflow);
@@ -174,6 +180,8 @@ def map_workload(acc: Accelerator, workload: Workload, objective: str = "latency
             order per op.
         link: how tensors move between units (default: the design's interconnect, else
             shared memory).
+        refine: with ``search``, re-rank each op's ``refine`` best loop-nest mappings by
+            the cycle simulator (``mapper.search.refine_with_simulation``); 0 = off.
 
     Raises:
         MappingError: an op no unit supports (the message lists each unit's reason), or
@@ -193,7 +201,7 @@ def map_workload(acc: Accelerator, workload: Workload, objective: str = "latency
         got: list[Assignment] = []
         reasons = []
         for unit in acc.units:
-            a, why = _candidates(op, unit, objective, search, oc, op_energy)
+            a, why = _candidates(op, unit, objective, search, oc, op_energy, refine)
             if a is None:
                 reasons.append(f"{unit.name}: {why}")
             else:

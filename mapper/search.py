@@ -41,7 +41,8 @@ from dataflow.mapping import (
 )
 
 __all__ = ["PERMS", "SearchResult", "arch_params", "best_mapping", "evaluate_batch",
-           "search", "dim_options", "clear_cache", "to_arrays", "from_arrays"]
+           "search", "dim_options", "clear_cache", "to_arrays", "from_arrays",
+           "top_mappings", "refine_with_simulation"]
 
 PERMS = np.array(list(itertools.permutations(range(3))), dtype=np.int64)   # (6, 3)
 _PERM_INDEX = {tuple(int(x) for x in p): i for i, p in enumerate(PERMS)}
@@ -424,3 +425,59 @@ def best_mapping(unit: Any, op: Any, objective: Any = "latency",
     dfs = tuple(dataflows) if dataflows else tuple(
         d for d in unit.dataflows() if d in DATAFLOW_CONSTRAINTS) or ("free",)
     return search(shape, p, objective, dfs, **kw)
+
+
+def top_mappings(unit: Any, op: Any, objective: Any = "latency", k: int = 4,
+                 dataflows: tuple[str, ...] | None = None, **kw: Any) -> list[SearchResult]:
+    """Up to ``k`` distinct good mappings, best first by the analytical ``objective``.
+
+    Candidates: the best mapping of every allowed dataflow under each of the objectives
+    latency, energy and EDP (diverse, each locally optimal), ranked by ``objective``.
+    """
+    if not getattr(op, "is_matrix", False) or not hasattr(unit, "arch_params"):
+        return []
+    dfs = tuple(dataflows) if dataflows else tuple(
+        d for d in unit.dataflows() if d in DATAFLOW_CONSTRAINTS) or ("free",)
+    seen: dict[Any, SearchResult] = {}
+    for df in dfs:
+        for obj in dict.fromkeys((objective, "latency", "energy", "edp")):
+            r = best_mapping(unit, op, obj, dataflows=(df,), **kw)
+            if r is not None and r.mapping not in seen:
+                seen[r.mapping] = r
+    if not seen:
+        return []
+    from mapper.schedule import objective_value
+
+    def analytical(r: SearchResult) -> float:
+        est = unit.estimate(op, r.mapping)
+        return objective_value(objective if objective in ("latency", "energy", "edp")
+                               else "latency", est.latency_s, r.cost.energy_pj * 1e-12)
+
+    return sorted(seen.values(), key=analytical)[:max(1, k)]
+
+
+def refine_with_simulation(unit: Any, op: Any, objective: Any = "latency", k: int = 4,
+                           **kw: Any) -> tuple[SearchResult | None, list[tuple[Any, int, int]]]:
+    """Re-rank the ``top_mappings`` by the cycle simulator (``unit.simulate``).
+
+    The objective's latency term is the simulated one (energy stays the analytical access
+    count model's). Returns the winner and ``(mapping, estimated cycles, simulated cycles)``
+    for every candidate, so callers can report how often the simulator changes the choice.
+    """
+    from mapper.schedule import objective_value
+
+    cands = top_mappings(unit, op, objective, k, **kw)
+    rows: list[tuple[Any, int, int]] = []
+    best: tuple[float, SearchResult] | None = None
+    obj = objective if objective in ("latency", "energy", "edp") else "latency"
+    for r in cands:
+        est = unit.estimate(op, r.mapping)
+        try:
+            cyc = unit.simulate(op, r.mapping)
+        except NotImplementedError:
+            cyc = est.cycles
+        rows.append((r.mapping, est.cycles, cyc))
+        v = objective_value(obj, cyc / est.clock_hz, r.cost.energy_pj * 1e-12)
+        if best is None or v < best[0]:
+            best = (v, r)
+    return (best[1] if best else None), rows
