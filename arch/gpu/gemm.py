@@ -8,7 +8,8 @@ does not depend on the shape, so the minimum over it stays monotone in M, N, K):
       t_mma  = bm*bn*bk*passes / (rate_per_sm * mma_efficiency * sparse_speedup)
       t_smem = (smem operand reads by the MMA groups + stage fill) / smem_bytes_per_clock
       t_cvt  = (A, B elements converted / dequantised) / int32_lanes_per_sm
-      t_load = (A + B stage bytes) / load_bytes_per_clock           (L2 -> SM path)
+      t_load = (A + B stage bytes moved) / load_bytes_per_clock     (L2 -> SM path; rows
+               and columns of a tile beyond M, N are predicated off and move no bytes)
       t_lat  = dram_latency / ((stages - 1) * co_resident_ctas)     (Little's law)
       t_k    = max(t_mma, t_smem, t_cvt, t_load, t_lat)
 
@@ -104,7 +105,7 @@ class GemmResult:
     # ---- per-CTA kernel structure, for the cycle-level lowering (arch.gpu.lower) ----
     f_hz: float = 0.0            # clock of the cycle counts below (tensor clock)
     t_core: float = 0.0          # cycles per k-step on the SM datapath: max(MMA, smem, convert)
-    stage_bytes: float = 0.0     # A + B bytes of one k-step stage (L2 -> shared memory)
+    stage_bytes: float = 0.0     # A + B bytes moved per k-step stage (L2 -> shared memory)
     ksteps: int = 0              # k-steps per CTA (stream-k: per persistent CTA)
     n_cta: int = 0               # CTAs in the grid (stream-k: one per SM)
     epi_bytes: float = 0.0       # C tile bytes stored by one CTA's epilogue
@@ -184,8 +185,12 @@ def gemm_time(spec: GpuSpec, g: GemmShape, plan: MmaPlan, *,
         t_smem = smem_k / spec.sm.smem_bytes_per_clock
         conv = bm * bk * plan.a_convert_ops + bk * bn * plan.b_convert_ops * ceil_div(bm, wm)
         t_cvt = conv / int_lanes
-        t_load = stage / spec.sm.load_bytes_per_clock
-        t_epi = bm * bn * g.c_bpe / spec.sm.load_bytes_per_clock
+        # rows / columns beyond M / N are predicated off: they occupy shared memory and
+        # MMA slots but move no bytes from L2 (nor to it in the epilogue)
+        em, en = min(bm, g.m), min(bn, g.n)
+        moved = em * bk * g.a_bpe + bk * en * g.b_bpe
+        t_load = moved / spec.sm.load_bytes_per_clock
+        t_epi = em * en * g.c_bpe / spec.sm.load_bytes_per_clock
         tiles_mn = g.batch * ceil_div(g.m, bm) * ceil_div(g.n, bn)
         ksteps_full = ceil_div(g.k, bk)
         forced = splits != SPLITS   # a mapping asked for these splits: no heuristic filter
@@ -221,7 +226,7 @@ def gemm_time(spec: GpuSpec, g: GemmShape, plan: MmaPlan, *,
                 part = g.batch * g.m * g.n * _ACC_BYTES * s if s > 1 else 0.0
             sm_s = sm_cyc / f_hz
             # traffic
-            l2_bytes = n_work * (bm * bk * g.a_bpe + bk * bn * g.b_bpe / mc)
+            l2_bytes = n_work * (em * bk * g.a_bpe + bk * en * g.b_bpe / mc)
             l2_bytes += 2 * part + g.c_hbm_bytes
             reads = _hbm_reads(spec, g, bm, bn, min(n_cta, sms * co))
             writes = g.c_hbm_bytes
@@ -242,10 +247,10 @@ def gemm_time(spec: GpuSpec, g: GemmShape, plan: MmaPlan, *,
                     float(n_work) * bm * bn * bk * plan.passes,
                     float(n_work) * conv, bm, bn, bk, s, stages, co,
                     ceil_div(n_cta, sms * co), bound, streamk,
-                    f_hz=f_hz, t_core=max(t_mma, t_smem, t_cvt), stage_bytes=stage,
+                    f_hz=f_hz, t_core=max(t_mma, t_smem, t_cvt), stage_bytes=moved,
                     ksteps=(ceil_div(tiles_mn * ksteps_full, sms) if streamk else ksteps),
                     n_cta=(min(tiles_mn, sms) if streamk else n_cta),
-                    epi_bytes=bm * bn * g.c_bpe,
+                    epi_bytes=em * en * g.c_bpe,
                     split_bytes=(2 * bm * bn * _ACC_BYTES * 2 if streamk else
                                  (bm * bn * _ACC_BYTES * 2 if s > 1 else 0.0)),
                     lat_cyc=lat_cyc, launch_s=launch_s)
