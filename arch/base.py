@@ -164,6 +164,15 @@ class Unit(ABC):
         """Family-specific, JSON-able objects added to ``Result.extra`` (default none)."""
         return {}
 
+    def memory_capacity_bytes(self) -> float:
+        """Capacity of the unit's off-chip memory in bytes (0 = not modelled / unchecked).
+
+        Default: ``spec.memory.capacity_gb`` when the spec has a ``MemorySpec``; families
+        whose memory is described otherwise (DRAM PIM) override it.
+        """
+        mem = getattr(self.spec, "memory", None)
+        return float(getattr(mem, "capacity_gb", 0.0) or 0.0) * 1e9
+
     @abstractmethod
     def components(self) -> list[Any]:
         """Energy/area components (``energy.Component``), names prefixed by the unit name."""

@@ -26,7 +26,7 @@ from workloads.graph import Workload
 from workloads.ops import Gemm, Op
 
 __all__ = ["load", "workload", "gemm_workload", "evaluate", "find_config", "config_dir",
-           "list_configs", "VERSION", "FIDELITIES"]
+           "list_configs", "memory_check", "VERSION", "FIDELITIES"]
 
 VERSION = "0.1.0"
 FIDELITIES = ("analytical", "cycle")
@@ -202,6 +202,9 @@ def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
         extra.update(u.report())
     if len(acc.units) > 1:
         extra["schedule"] = _schedule_summary(sched, durations, latency, transfers, moved)
+    mem = memory_check(acc, wl)
+    if mem is not None:
+        extra["memory"] = mem
     rate = (wl.tokens / latency if wl.is_llm else None) if latency > 0 else None
     srate = (wl.batch / latency if not wl.is_llm else None) if latency > 0 else None
     # utilisation: ideal compute time over the makespan, averaged over the units used
@@ -221,6 +224,24 @@ def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
         tokens_per_s=rate, samples_per_s=srate, ops=tuple(rows), macs=macs, flops=flops,
         dram_bytes=dram, archsim_version=VERSION,
         input_hash=input_hash(acc, wl, fidelity, tag), extra=extra)
+
+
+def memory_check(acc: Accelerator, wl: Workload) -> dict[str, Any] | None:
+    """Does ``wl``'s resident data (``Workload.resident_bytes``) fit the design's off-chip
+    memory? None when no unit declares a capacity. Units that share one memory (the
+    default interconnect) share its capacity; units with their own memories (an
+    interconnect that copies) add theirs. A design that does not fit is still evaluated
+    (weights could stream from a host): the result says so and the CLI warns.
+    """
+    from mapper.schedule import link_of
+
+    caps = [u.memory_capacity_bytes() for u in acc.units]
+    if not any(c > 0 for c in caps):
+        return None
+    capacity = sum(caps) if link_of(acc).copies else max(caps)
+    resident = wl.resident_bytes()
+    return {"resident_bytes": resident, "capacity_bytes": capacity,
+            "fits": resident <= capacity}
 
 
 def _makespan(acc: Accelerator, sched: Any, durations: list[float],

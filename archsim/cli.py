@@ -190,6 +190,12 @@ def _dispatch(args: argparse.Namespace) -> int:
     mode = "search" if args.cmd == "map" else args.mapping
     res = archsim.evaluate(acc, wl, fidelity=args.fidelity, objective=args.objective,
                            mapping=mode, constraints=args.constraints, refine=args.refine)
+    mem = res.extra.get("memory")
+    if mem and not mem["fits"]:
+        print(f"warning: {wl.name} ({wl.phase}) needs {mem['resident_bytes'] / 1e9:.4g} GB "
+              f"resident (weights, KV cache, training state) but {acc.name} has "
+              f"{mem['capacity_bytes'] / 1e9:.4g} GB of off-chip memory; the result assumes "
+              f"it fits", file=sys.stderr)
     if args.json:
         print(res.to_json())
     elif args.cmd == "map":

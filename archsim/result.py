@@ -107,6 +107,11 @@ class Result:
             lines.append(f"rate     {self.tokens_per_s:,.1f} tokens/s")
         elif self.samples_per_s is not None:
             lines.append(f"rate     {self.samples_per_s:,.2f} samples/s")
+        mem = self.extra.get("memory")
+        if mem:
+            verdict = "fits" if mem["fits"] else "DOES NOT FIT"
+            lines.append(f"memory   {mem['resident_bytes'] / 1e9:.4g} GB resident of "
+                         f"{mem['capacity_bytes'] / 1e9:.4g} GB ({verdict})")
         lines.append("")
         ops = list(self.ops)
         shown = ops

@@ -35,6 +35,8 @@ class Workload:
         parameters: the model's parameter count (for identity checks and reports).
         family: ``transformer`` (rates in tokens/s), ``cnn`` (samples/s) or ``op``.
         graph: the op graph.
+        tied: names of ops that reuse another op's weights (a tied LM head); their weights
+            are stored once, on the owner.
     """
 
     name: str
@@ -46,6 +48,7 @@ class Workload:
     family: str = "op"
     graph: nx.DiGraph = field(default_factory=nx.DiGraph)
     _order: list[str] = field(default_factory=list, repr=False)
+    tied: frozenset[str] = frozenset()
 
     def add(self, op: Op, after: Iterable[Op | str] = ()) -> Op:
         """Add ``op`` with edges from each op (or op name) in ``after``; returns ``op``."""
@@ -102,7 +105,7 @@ class Workload:
                      w_format: NumberFormat | None = None) -> Workload:
         """A copy whose matrix ops use other activation / weight formats."""
         out = Workload(self.name, self.phase, self.batch, self.seq, self.context, self.parameters,
-                       self.family)
+                       self.family, tied=self.tied)
         for op in self.ops():
             out.add(op.with_formats(a_format, w_format if op.is_matrix or op.kind == "embedding"
                                     else None),
@@ -123,7 +126,7 @@ class Workload:
 
         sp = Sparsity() if n == m else Sparsity(n, m)
         out = Workload(self.name, self.phase, self.batch, self.seq, self.context, self.parameters,
-                       self.family)
+                       self.family, tied=self.tied)
         for op in self.ops():
             new = op
             if op.pass_ in ("fwd", "bwd_data"):
@@ -134,6 +137,38 @@ class Workload:
                     new = replace(op, w_sparsity=sp)
             out.add(new, self.graph.predecessors(op.name))
         return out
+
+    def resident_bytes(self) -> float:
+        """Bytes that must sit in off-chip memory at once (a lower bound), for the memory
+        capacity check of ``archsim.evaluate``:
+
+        * weights: every forward op's weights once (embedding tables whole, ``vocab x dim``;
+          tied weights on their owner only);
+        * decode: the KV cache (operand B of the attention QK and AV GEMMs of every layer);
+        * train: what the optimiser ``update`` ops read (fp32 parameters, gradients and
+          optimiser states) plus the forward activations kept for the backward pass (every
+          forward op's output);
+        * the largest single op's activations (inputs and outputs).
+        """
+        from workloads.ops import Embedding, Gemm
+
+        total = peak = 0.0
+        for op in self.ops():
+            act = op.input_bytes() + op.output_bytes()
+            if op.pass_ == "fwd" and op.name not in self.tied:
+                if isinstance(op, Embedding):
+                    total += op.vocab * op.dim * op.w_format.bytes_per_element
+                else:
+                    total += op.weight_bytes()
+                if isinstance(op, Gemm) and not op.b_is_weight and self.phase == "decode":
+                    total += op.b_bytes()             # K (QK) and V (AV) caches
+                    act -= op.b_bytes()               # ... counted once, above
+                if self.phase == "train":
+                    total += op.output_bytes()        # stashed for the backward pass
+            elif op.pass_ == "update":
+                total += op.input_bytes()
+            peak = max(peak, act)
+        return total + peak
 
     @classmethod
     def single(cls, op: Op) -> Workload:

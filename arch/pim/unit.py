@@ -458,6 +458,10 @@ class DramPim(Unit):
                 "width_bits": s.asic.sram_width_bits}),
         ]
 
+    def memory_capacity_bytes(self) -> float:
+        """Bytes of the PIM channels (the preset's organisation x ``channels``)."""
+        return float(self.dram.capacity_bytes())
+
     def report(self) -> dict[str, Any]:
         return {"pim": {"peak_tflops": self.peak_flops() / 1e12,
                         "mac_interval_tck": self.latency("MACAB", "MACAB"),

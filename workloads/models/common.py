@@ -89,6 +89,7 @@ class GraphBuilder:
         n = (0 if tied_to else op_parameters(op)) + bias + extra
         if tied_to:
             self.tied[op.name] = tied_to
+            self.workload.tied = self.workload.tied | {op.name}
         if n:
             self.params[op.name] = n
             self.workload.parameters += n
@@ -144,7 +145,7 @@ def to_training(fwd: Workload, params: dict[str, int], tied: dict[str, str],
         A new workload with phase ``train``; see the module docstring for the rules.
     """
     out = Workload(fwd.name, "train", fwd.batch, fwd.seq, fwd.context, fwd.parameters,
-                   fwd.family)
+                   fwd.family, tied=fwd.tied | frozenset(tied))
     order = fwd.ops()
     for op in order:
         out.add(op, fwd.predecessors(op.name))
