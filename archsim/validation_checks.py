@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import archsim.validation_energy  # noqa: F401  (registers "energy")
 import archsim.validation_fpga  # noqa: F401  (registers "fpga")
 import archsim.validation_mapper  # noqa: F401  (registers "mapper")
 import archsim.validation_pim  # noqa: F401  (registers "pim")
-from archsim.validation import Comparison, Gap, checks
+from archsim.validation import Comparison, Gap, checks, load_reference
 
 
 @checks("workloads")
@@ -25,7 +26,60 @@ def _workloads() -> tuple[list[Comparison], list[Gap]]:
                 "workloads", "MACs per sample", info.published_macs_source, "A",
                 info.published_macs, _macs(name), "MAC", 0.02,
                 "identity: counted from op shapes", design=name))
-    return comps, []
+    shape_comps, gaps = _zoo_shapes()
+    return comps + shape_comps, gaps
+
+
+#: models.yaml entry -> zoo names, keyed by size where the entry has sizes
+_MODELS_YAML = {"gpt2": "gpt2-{}", "gpt3": "gpt3-{}", "llama2": "llama2-{}",
+                "llama3_8b": "llama3-8b", "opt_175b": "opt-175b", "bloom_176b": "bloom-176b",
+                "bitnet_b158_3b": "bitnet-b1.58-3b", "vit_b16": "vit-b16", "bert_base": "bert-base"}
+
+
+#: documented deviations of the zoo from models.yaml (workloads/zoo.py)
+_SHAPE_DEVIATIONS = {"gpt3-xl": "Brown et al. 2020 (Table 2.1) list 24 heads of d_head 128, which "
+                                "does not divide d_model 2048; 2048 = 16 x 128 and the published "
+                                "1.3B parameter count both need 16 heads"}
+
+
+def _zoo_shapes() -> tuple[list[Comparison], list[Gap]]:
+    """The zoo's transformer shapes against models.yaml: per model, the number of its
+    hyper-parameters (L, d, h, kv, ffn, vocab, as far as the file gives them) that match."""
+    from workloads.zoo import model_info
+
+    ref = load_reference("models.yaml")
+    comps: list[Comparison] = []
+    gaps: list[Gap] = []
+    for key, pattern in _MODELS_YAML.items():
+        entry = ref.get(key)
+        if not isinstance(entry, dict):
+            continue
+        shared = {k: v for k, v in entry.items() if not isinstance(v, dict)}
+        sized = {k: v for k, v in entry.items() if isinstance(v, dict)}
+        for size, fields in (sized.items() if sized else [("", {})]):
+            want = {**shared, **fields}
+            name = pattern.format(size)
+            info = model_info(name)
+            ffn = want.get("ffn")
+            if isinstance(ffn, str) and ffn.endswith("d"):
+                ffn = int(ffn[:-1]) * int(want["d"])
+            expect = {"L": want.get("L"), "d": want.get("d"), "h": want.get("h"),
+                      "kv": want.get("kv", want.get("h")), "ffn": ffn, "vocab": want.get("vocab")}
+            ours = {"L": info.layers, "d": info.d_model, "h": info.heads, "kv": info.kv_heads,
+                    "ffn": info.ffn, "vocab": info.vocab}
+            given = [k for k, v in expect.items() if isinstance(v, int)]
+            wrong = [f"{k} {ours[k]} (file {expect[k]})" for k in given if ours[k] != expect[k]]
+            c = Comparison("workloads", "shape fields matching models.yaml", f"models.yaml {key}"
+                           + (f".{size}" if size else ""), "C", len(given),
+                           len(given) - len(wrong), "fields", 0.0,
+                           "identity: the zoo is built from these shapes", design=name)
+            if c.ok:
+                comps.append(c)
+            else:
+                gaps.append(Gap("workloads", f"{name} shape in models.yaml",
+                                f"ours differs in {', '.join(wrong)}: "
+                                f"{_SHAPE_DEVIATIONS.get(name, 'see workloads/zoo.py')}"))
+    return comps, gaps
 
 
 def _macs(name: str) -> float:
@@ -129,6 +183,14 @@ def _gpu() -> tuple[list[Comparison], list[Gap]]:
     return comps, gaps
 
 
+#: KV-cache length of the LUT paper's decode rows (Table 1, batch 1024), which the paper does
+#: not state. At batch 1024 every cached token costs 0.33 MB per sequence (26 layers x K, V x
+#: 3200 x fp16), so a context of c tokens reads 0.34 c GB per step: 128 tokens alone would
+#: take ~24 ms on an A100, three times the paper's whole LUT-8X step (7.47 ms). The rows
+#: therefore carry (almost) no KV traffic; we evaluate the first generated token.
+LUT_DECODE_CONTEXT = 1
+
+
 @checks("lut")
 def _lut() -> tuple[list[Comparison], list[Gap]]:
     """LUT tensor cores against lut_tensor_core.yaml (Table 1 A100 rows, Table 2)."""
@@ -161,22 +223,58 @@ def _lut() -> tuple[list[Comparison], list[Gap]]:
                             0.312, L.mac_dp_area_per_sm_mm2(a100.units[0].spec, "int8", 16),
                             "mm2", 0.15, "issue bound", design="A100 INT8 TC"))
 
-    def prefill_ms(acc, a=None, w=None) -> float:
-        wl = workload("bitnet-b1.58-3b", phase="prefill", batch=1, seq=2048, a_format=a,
-                      w_format=w)
+    def ms(acc, phase: str, a=None, w=None) -> float:
+        if phase == "prefill":
+            wl = workload("bitnet-b1.58-3b", phase="prefill", batch=1, seq=2048, a_format=a,
+                          w_format=w)
+        else:
+            wl = workload("bitnet-b1.58-3b", phase="decode", batch=1024,
+                          context=LUT_DECODE_CONTEXT, a_format=a, w_format=w)
         return evaluate(acc, wl).latency_s * 1e3
 
-    fp16 = prefill_ms(a100, "fp16", "fp16")
-    int8 = prefill_ms(a100)
-    l4, l8 = prefill_ms(load(cfg / "lut" / "a100_lut4x.yaml")), prefill_ms(load(cfg / "lut" / "a100_lut8x.yaml"))
-    comps += [
-        Comparison("lut", "BitNet 3B prefill fp16/int8 latency ratio", src, "B", 106.71 / 67.06,
-                   fp16 / int8, "x", 0.15, "issue bound", design="A100"),
-        Comparison("lut", "BitNet 3B prefill (bs1, seq 2048)", src, "B", 42.49, l4, "ms", 0.25,
-                   "issue bound (absolute)", design="A100-LUT-4X"),
-        Comparison("lut", "BitNet 3B prefill (bs1, seq 2048)", src, "B", 38.02, l8, "ms", 0.25,
-                   "issue bound (absolute)", design="A100-LUT-8X"),
-    ]
+    lut4, lut8 = load(cfg / "lut" / "a100_lut4x.yaml"), load(cfg / "lut" / "a100_lut8x.yaml")
+    # Table 1 rows: (label, design, formats, paper prefill ms, paper decode ms)
+    rows = (("A100 FP16 TC", a100, ("fp16", "fp16"), 106.71, 41.15),
+            ("A100 INT8 TC", a100, (None, None), 67.06, 21.70),
+            ("A100-LUT-4X", lut4, (None, None), 42.49, 11.41),
+            ("A100-LUT-8X", lut8, (None, None), 38.02, 7.47))
+    ours = {(lab, ph): ms(acc, ph, *fm) for lab, acc, fm, _, _ in rows
+            for ph in ("prefill", "decode")}
+    paper = {(lab, "prefill"): pp for lab, _, _, pp, _ in rows}
+    paper.update({(lab, "decode"): pd for lab, _, _, _, pd in rows})
+    what = {"prefill": "BitNet 3B prefill (bs 1, seq 2048)",
+            "decode": f"BitNet 3B decode (bs 1024, context {LUT_DECODE_CONTEXT})"}
+    why = {"prefill": "our A100 model is checked against measured silicon (a100_gemm_measured: "
+                      "median 2.9%); the paper's rows come from Accel-Sim, whose A100 prefill "
+                      "GEMMs run at ~45% of peak (fp16: 106.7 ms) where silicon reaches ~70%, "
+                      "which also inflates the fp16 / LUT ratios",
+           "decode": "the paper's decode rows imply GEMMs at ~50% of peak and no KV-cache "
+                     "traffic; ours are faster on the MAC tensor cores (validated A100) and "
+                     "LUT-8X is bound by the 5 TB/s L2 (tag C): int8 tables (2 B per "
+                     "activation) are re-read by every N tile, so it barely beats LUT-4X"}
+    comps_t1: list[Comparison] = []
+    gaps_t1: list[Gap] = []
+    for (lab, ph), v in ours.items():
+        c = Comparison("lut", what[ph], src, "B", paper[(lab, ph)], v, "ms", 0.25,
+                       "issue bound (absolute)", design=lab)
+        if c.ok:
+            comps_t1.append(c)
+        else:
+            gaps_t1.append(Gap("lut", f"{what[ph]} on {lab}: {paper[(lab, ph)]} ms",
+                               f"ours {v:.2f} ms ({c.error:+.0%}): {why[ph]}"))
+    base = "A100 FP16 TC"
+    for lab, _, _, _, _ in rows[1:]:
+        for ph in ("prefill", "decode"):
+            ref = paper[(base, ph)] / paper[(lab, ph)]
+            v = ours[(base, ph)] / ours[(lab, ph)]
+            fig = f"{what[ph]}: fp16 / {lab} latency ratio"
+            c = Comparison("lut", fig, src, "B", ref, v, "x", 0.15, "issue bound", design=lab)
+            if c.ok:
+                comps_t1.append(c)
+            else:
+                gaps_t1.append(Gap("lut", f"{fig}: {ref:.2f}x",
+                                   f"ours {v:.2f}x ({c.error:+.0%}): {why[ph]}"))
+    comps += comps_t1
     sweep = L.weight_bit_sweep(units["lut4x"], a100.units[0])
     ahead = max(int(r["w_bits"]) for r in sweep if r["lut_density"] > r["mac_int8_density"])
     comps.append(Comparison(
@@ -191,16 +289,8 @@ def _lut() -> tuple[list[Comparison], list[Gap]]:
         Gap("lut", "DP4 density 61.55 vs 3.39 TFLOPS/mm2 (Fig. 12)",
             "not reached (ours ~10.1 vs 1.81, 5.6x instead of 18x): the paper's whole LUT DP4 "
             "unit (~130 um2) is smaller than one fp16 adder of our area table"),
-        Gap("lut", "BitNet 3B prefill fp16/LUT ratios 2.51x / 2.81x",
-            f"ours {fp16 / l4:.2f}x / {fp16 / l8:.2f}x: our A100 fp16 prefill ({fp16:.1f} ms) "
-            "is faster than the paper's 106.7 ms, and the A100's 64 B/clock L2->SM path limits "
-            "LUT-8X so it barely beats LUT-4X"),
-        Gap("lut", "BitNet 3B decode (bs 1024) latencies and ratios",
-            "not reached: with a 1024-token KV cache, fp16 attention takes ~190 ms on all four "
-            "designs; the paper's figures evidently exclude it. Weight GEMMs alone give ratios "
-            "vs fp16 of 2.03 / 3.10 / 3.16 (paper 1.90 / 3.61 / 5.51)"),
     ]
-    return comps, gaps
+    return comps, gaps + gaps_t1
 
 
 @checks("explore")
