@@ -22,6 +22,7 @@ from mapper.search import (  # noqa: E402
     clear_cache,
     dim_options,
     evaluate_batch,
+    search,
 )
 from workloads import zoo  # noqa: E402
 
@@ -86,10 +87,41 @@ def hetero_schedule(cfg: str, model: str, mapping: str = "search") -> tuple[floa
     return total, (time.perf_counter() - t) / reps, len(sched.assignments)
 
 
+#: Small layers (M x N x K of the GEMM view) whose whole mapping space can be enumerated
+#: on eyeriss_like: late ResNet/MobileNet-like shapes scaled down, a tiny FC and a GEMV.
+QUALITY_SHAPES = ((49, 32, 64), (16, 64, 72), (64, 16, 27), (7, 48, 96), (1, 128, 64),
+                  (36, 24, 40))
+
+
+def search_quality(unit) -> None:
+    """Sampled search (the default for large spaces) vs exhaustive enumeration, per objective.
+
+    Prints the worst ratio (sampled best / exhaustive best; 1.00 = optimum found) over
+    ``QUALITY_SHAPES`` for latency, energy and EDP.
+    """
+    from workloads.formats import FORMATS
+    from workloads.ops import Gemm
+
+    for objective in ("latency", "energy", "edp"):
+        worst, n_cand, n_sampled = 1.0, 0, 0
+        for m, n, k in QUALITY_SHAPES:
+            op = Gemm(name="q", m=m, n=n, k=k, a_format=FORMATS["int8"], w_format=FORMATS["int8"])
+            shape, p = Shape.of(op), arch_params(unit, op)
+            ex = search(shape, p, objective, use_cache=False, exhaustive_limit=10**9)
+            rs = search(shape, p, objective, use_cache=False, exhaustive_limit=0)
+            worst = max(worst, rs.value / ex.value)
+            n_cand += ex.evaluated
+            n_sampled += rs.evaluated
+        print(f"search quality ({objective}): sampled within {100 * (worst - 1):.2f}% of the "
+              f"exhaustive optimum on {len(QUALITY_SHAPES)} small layers "
+              f"({n_sampled:,} sampled vs {n_cand:,} enumerated mappings)")
+
+
 def main() -> None:
     eyeriss = load("configs/spatial/eyeriss_like.yaml").units[0]
     op = next(o for o in zoo.build("resnet50").ops() if o.is_matrix)
     print(f"mapping evaluations/s (one core, batch 65536): {evals_per_second(eyeriss, op):,.0f}")
+    search_quality(eyeriss)
     for cfg in ("configs/spatial/eyeriss_like.yaml", "configs/spatial/tpu_like.yaml"):
         if not os.path.exists(cfg):
             continue
