@@ -211,6 +211,7 @@ def load_data(data: Any, file: str = "<config>", overrides: Iterable[str] = (),
     name = data.get("name")
     if not isinstance(name, str) or not name:
         b.problem("missing or empty required key (string: the design's name)", "name", data, "name")
+        name = ""  # reported: load_data raises ConfigError before building the Accelerator
     description = data.get("description", "")
     if not isinstance(description, str):
         b.problem("expected string", "description", data, "description")

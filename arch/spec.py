@@ -108,7 +108,7 @@ class SpecBuilder:
         for f, tp in fields:
             fpath = _join(path, f.name)
             if f.name not in data:
-                if f.default is MISSING and f.default_factory is MISSING:  # type: ignore[misc]
+                if f.default is MISSING and f.default_factory is MISSING:
                     self.problem(f"missing required key ({describe_type(tp)}: "
                                  f"{f.metadata.get('doc', '')})", fpath, data, None)
                 continue
@@ -164,7 +164,7 @@ class SpecBuilder:
             except WorkloadError as exc:
                 self.problem(exc.problems[0].message, path, container, key)
                 return _BAD
-        if dataclasses.is_dataclass(tp):
+        if isinstance(tp, type) and dataclasses.is_dataclass(tp):
             out = self.build(tp, v, path, container, key)
             return _BAD if out is None else out
         if origin is tuple:

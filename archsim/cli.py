@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from workloads.errors import ArchsimError
 
@@ -17,7 +18,7 @@ DEFAULT_MODEL = "gpt2-small"
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2
+    def error(self, message: str) -> NoReturn:  # one line, exit 2
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 

@@ -29,7 +29,7 @@ def _default(f: dataclasses.Field) -> str:
     if f.default is not dataclasses.MISSING:
         v = f.default
         return f"`{getattr(v, 'name', v)!s}`" if v != "" else '`""`'
-    if f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
+    if f.default_factory is not dataclasses.MISSING:
         return "(see nested table)"
     return "**required**"
 
@@ -57,7 +57,7 @@ def _table(cls: type, prefix: str, out: list[str], seen: set[type]) -> None:
         for a in args:
             if dataclasses.is_dataclass(a):
                 inner = a
-        if dataclasses.is_dataclass(inner) and inner not in seen:
+        if isinstance(inner, type) and dataclasses.is_dataclass(inner) and inner not in seen:
             nested.append((inner, f"{prefix}.{f.name}"))
     for inner, p in nested:
         seen.add(inner)

@@ -19,7 +19,7 @@ import json
 import os
 import sys
 import tempfile
-from typing import Any
+from typing import Any, NoReturn
 
 from workloads.errors import ArchsimError, ConfigError, Problem, WorkloadError
 
@@ -27,7 +27,7 @@ __all__ = ["main", "build_parser", "trace"]
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]  # one line, exit 2
+    def error(self, message: str) -> NoReturn:  # one line, exit 2
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 

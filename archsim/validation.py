@@ -12,11 +12,18 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 
 import yaml
 
+if TYPE_CHECKING:
+    from arch.accelerator import Accelerator
+    from arch.base import Unit
+
 __all__ = ["Comparison", "Gap", "checks", "run", "render_markdown", "plot", "reference_dir",
-           "load_reference", "FAMILIES"]
+           "load_reference", "FAMILIES", "first_unit"]
+
+_U = TypeVar("_U", bound="Unit")
 
 
 @dataclass(frozen=True)
@@ -102,6 +109,15 @@ def reference_dir() -> Path:
 def load_reference(name: str) -> dict:
     """A YAML file of ``shared/reference``."""
     return yaml.safe_load((reference_dir() / name).read_text())
+
+
+def first_unit(acc: Accelerator, cls: type[_U]) -> _U:
+    """``acc.units[0]``, checked to be a ``cls`` (a check calls that family's own methods)."""
+    unit = acc.units[0]
+    if not isinstance(unit, cls):
+        raise TypeError(f"{acc.name}: units[0] is a {type(unit).__name__}, "
+                        f"expected a {cls.__name__}")
+    return unit
 
 
 def _register_all() -> None:

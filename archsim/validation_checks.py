@@ -6,7 +6,7 @@ import archsim.validation_energy  # noqa: F401  (registers "energy")
 import archsim.validation_fpga  # noqa: F401  (registers "fpga")
 import archsim.validation_mapper  # noqa: F401  (registers "mapper")
 import archsim.validation_pim  # noqa: F401  (registers "pim")
-from archsim.validation import Comparison, Gap, checks, load_reference
+from archsim.validation import Comparison, Gap, checks, first_unit, load_reference
 
 
 @checks("workloads")
@@ -195,11 +195,12 @@ LUT_DECODE_CONTEXT = 1
 def _lut() -> tuple[list[Comparison], list[Gap]]:
     """LUT tensor cores against lut_tensor_core.yaml (Table 1 A100 rows, Table 2)."""
     import arch.lut as L
+    from arch.gpu.unit import TensorCoreGpu
     from archsim.api import config_dir, evaluate, load, workload
 
     cfg = config_dir()
-    units = {"lut4x": load(cfg / "lut" / "a100_lut4x.yaml").units[0],
-             "lut8x": load(cfg / "lut" / "a100_lut8x.yaml").units[0]}
+    units = {"lut4x": first_unit(load(cfg / "lut" / "a100_lut4x.yaml"), L.LutTensorCoreGpu),
+             "lut8x": first_unit(load(cfg / "lut" / "a100_lut8x.yaml"), L.LutTensorCoreGpu)}
     a100 = load(cfg / "gpu" / "a100.yaml")
     src = "lut_tensor_core.yaml results.table1_a100_rows"
     comps: list[Comparison] = []
@@ -232,12 +233,12 @@ def _lut() -> tuple[list[Comparison], list[Gap]]:
                           context=LUT_DECODE_CONTEXT, a_format=a, w_format=w)
         return evaluate(acc, wl).latency_s * 1e3
 
-    lut4, lut8 = load(cfg / "lut" / "a100_lut4x.yaml"), load(cfg / "lut" / "a100_lut8x.yaml")
+    acc4, acc8 = load(cfg / "lut" / "a100_lut4x.yaml"), load(cfg / "lut" / "a100_lut8x.yaml")
     # Table 1 rows: (label, design, formats, paper prefill ms, paper decode ms)
     rows = (("A100 FP16 TC", a100, ("fp16", "fp16"), 106.71, 41.15),
             ("A100 INT8 TC", a100, (None, None), 67.06, 21.70),
-            ("A100-LUT-4X", lut4, (None, None), 42.49, 11.41),
-            ("A100-LUT-8X", lut8, (None, None), 38.02, 7.47))
+            ("A100-LUT-4X", acc4, (None, None), 42.49, 11.41),
+            ("A100-LUT-8X", acc8, (None, None), 38.02, 7.47))
     ours = {(lab, ph): ms(acc, ph, *fm) for lab, acc, fm, _, _ in rows
             for ph in ("prefill", "decode")}
     paper = {(lab, "prefill"): pp for lab, _, _, pp, _ in rows}
@@ -275,7 +276,7 @@ def _lut() -> tuple[list[Comparison], list[Gap]]:
                 gaps_t1.append(Gap("lut", f"{fig}: {ref:.2f}x",
                                    f"ours {v:.2f}x ({c.error:+.0%}): {why[ph]}"))
     comps += comps_t1
-    sweep = L.weight_bit_sweep(units["lut4x"], a100.units[0])
+    sweep = L.weight_bit_sweep(units["lut4x"], first_unit(a100, TensorCoreGpu))
     ahead = max(int(r["w_bits"]) for r in sweep if r["lut_density"] > r["mac_int8_density"])
     comps.append(Comparison(
         "lut", "widest weight where LUT density beats INT8 MAC", "lut_tensor_core paper text "

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from archsim.validation import Comparison, Gap, checks, load_reference
+from archsim.validation import Comparison, Gap, checks, first_unit, load_reference
 
 __all__ = ["FRAMEWORK_S_PER_KERNEL", "PIM_GPT_MODELS", "gpu_token", "pim_vs_gpu"]
 
@@ -56,15 +56,16 @@ def pim_vs_gpu(model: str, context: int = 128, n_tokens: int = 1,
 def _pim() -> tuple[list[Comparison], list[Gap]]:
     """PIM device peaks (pim.yaml) and PIM-GPT ranges (tag A) on pim_gpt vs the T4 model."""
     import archsim
+    from arch.pim.unit import DramPim
 
     ref = load_reference("pim.yaml")
     comps: list[Comparison] = []
     gaps: list[Gap] = []
-    aim = archsim.load("aim_like").units[0]
+    aim = first_unit(archsim.load("aim_like"), DramPim)
     comps.append(Comparison("pim", "AiM peak (2 channels)", "pim.yaml gddr6_aim.check", "D",
                             1.02, aim.peak_flops() / 1e12, "TFLOP/s", 0.02,
                             "arithmetic check; rounding of 1.024", design="aim_like"))
-    hbm = archsim.load("hbm_pim_like").units[0]
+    hbm = first_unit(archsim.load("hbm_pim_like"), DramPim)
     comps.append(Comparison("pim", "HBM-PIM peak per stack", "pim.yaml hbm2_pim.check", "D",
                             1.23, hbm.peak_flops() / 1e12, "TFLOP/s", 0.02,
                             "arithmetic check; 833 ps tCK rounding", design="hbm_pim_like"))

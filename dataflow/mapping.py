@@ -45,6 +45,7 @@ import itertools
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 __all__ = [
     "DIMS", "TENSORS", "LEVELS", "SLOTS", "SROW", "SCOL", "RF", "GLB", "DRAM",
@@ -99,7 +100,8 @@ class Shape:
     @classmethod
     def of(cls, op: object) -> Shape:
         """Shape of a ``Gemm`` or ``Conv2d`` (via ``as_gemm``)."""
-        g = op.as_gemm() if hasattr(op, "as_gemm") else op
+        # duck-typed (dataflow/ does not import workloads/): anything with m, n, k
+        g: Any = op.as_gemm() if hasattr(op, "as_gemm") else op
         return cls(int(g.m), int(g.n), int(g.k), int(getattr(g, "batch", 1)))
 
 
@@ -231,7 +233,8 @@ def refetch(m: Mapping, tensor: int, level: int) -> int:
 def tile_shape(m: Mapping, level: str) -> tuple[int, int, int]:
     """(M, N, K) extent of the tile held at ``level``: RF (per PE), GLB, DRAM (whole op)."""
     below = {"RF": (RF,), "GLB": (RF, SROW, SCOL, GLB), "DRAM": (RF, SROW, SCOL, GLB, DRAM)}
-    return tuple(math.prod(m.factors[s][d] for s in below[level]) for d in range(3))  # type: ignore
+    m_, n_, k_ = (math.prod(m.factors[s][d] for s in below[level]) for d in range(3))
+    return m_, n_, k_
 
 
 def _tensor_tile(tile: tuple[int, int, int], t: int) -> int:
@@ -372,7 +375,7 @@ def iterate(m: Mapping) -> Iterator[tuple[int, int, int]]:
                             idx = idx * f[SROW][d] + sr[d]
                             idx = idx * f[RF][d] + ri[d]
                             pt.append(idx)
-                        yield tuple(pt)  # type: ignore[misc]
+                        yield pt[0], pt[1], pt[2]
 
 
 def make(shape: Shape | Sequence[int], *, srow: Sequence[int] = (1, 1, 1),
@@ -388,5 +391,11 @@ def make(shape: Shape | Sequence[int], *, srow: Sequence[int] = (1, 1, 1),
         if dims[d] % inner:
             raise ValueError(f"{DIMS[d]}: {inner} does not divide {dims[d]}")
         dram.append(dims[d] // inner)
-    return Mapping((tuple(srow), tuple(scol), tuple(rf), tuple(glb), tuple(dram)),
-                   (tuple(order_glb), tuple(order_dram)), frozenset(bypass), dataflow)
+    return Mapping((_triple(srow), _triple(scol), _triple(rf), _triple(glb), _triple(dram)),
+                   (_triple(order_glb), _triple(order_dram)), frozenset(bypass), dataflow)
+
+
+def _triple(values: Sequence[int]) -> tuple[int, int, int]:
+    """``tuple(values)``, one entry per dim; a wrong length is kept for :func:`feasible` to
+    report ("factors must be 5 slots x 3 dims", "not a permutation"), not raised here."""
+    return cast("tuple[int, int, int]", tuple(values))

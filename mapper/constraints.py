@@ -186,7 +186,8 @@ def parse_constraints(text: str, filename: str = "<constraints>") -> Constraints
 def _perm(text: Any) -> tuple[int, int, int] | None:
     if not isinstance(text, str) or sorted(text.upper()) != sorted("MNK") or len(text) != 3:
         return None
-    return tuple(DIMS.index(c) for c in text.upper())  # type: ignore[return-value]
+    a, b, c = (DIMS.index(ch) for ch in text.upper())
+    return a, b, c
 
 
 def _names(v: Any) -> tuple[str, ...] | None:

@@ -72,10 +72,14 @@ def to_arrays(mappings: list[Mapping]) -> tuple[np.ndarray, np.ndarray, np.ndarr
     return F, pg, pd
 
 
+def _int_triple(row: np.ndarray) -> tuple[int, int, int]:
+    return int(row[0]), int(row[1]), int(row[2])
+
+
 def from_arrays(F: np.ndarray, pg: int, pd: int, dataflow: str) -> Mapping:
-    f = tuple(tuple(int(x) for x in row) for row in F)
-    return Mapping(f, (tuple(int(x) for x in PERMS[pg]), tuple(int(x) for x in PERMS[pd])),
-                   frozenset(), dataflow)
+    """The Mapping of one (5, 3) factor array and its loop-order permutation indices."""
+    return Mapping(tuple(_int_triple(row) for row in F),
+                   (_int_triple(PERMS[pg]), _int_triple(PERMS[pd])), frozenset(), dataflow)
 
 
 def _refetch(dims: np.ndarray, facs: np.ndarray, t: int) -> np.ndarray:
@@ -339,8 +343,7 @@ def _search_one(shape: Shape, p: ArchParams, objective: Any, df: str, limit: int
         ev = evaluate_batch(F, pg, pd, shape, p)
         evaluated += samples
         s = _score(ev, objective)
-        seeds = np.argsort(s, kind="stable")[:top_k]
-        seeds = [j for j in seeds if np.isfinite(s[j])]
+        seeds = [j for j in np.argsort(s, kind="stable")[:top_k] if np.isfinite(s[j])]
         for j in seeds:
             _refine(opts, n, idx[j].copy(), int(pg[j]), int(pd[j]), consider, lambda: best_i,
                     pairs=pairs)

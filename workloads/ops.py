@@ -167,12 +167,10 @@ class Op:
     def with_formats(self, a_format: NumberFormat | None = None,
                      w_format: NumberFormat | None = None) -> Op:
         """A copy with other activation and/or weight formats."""
-        kw: dict[str, NumberFormat] = {}
-        if a_format is not None:
-            kw["a_format"] = a_format
-        if w_format is not None:
-            kw["w_format"] = w_format
-        return replace(self, **kw) if kw else self
+        if a_format is None and w_format is None:
+            return self
+        return replace(self, a_format=self.a_format if a_format is None else a_format,
+                       w_format=self.w_format if w_format is None else w_format)
 
     def describe(self) -> str:
         """Short shape string for tables."""

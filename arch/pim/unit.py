@@ -172,10 +172,11 @@ class DramPim(Unit):
         if op.is_matrix:
             hw = self.spec.mac_format
             g = op.as_gemm() if isinstance(op, Conv2d) else op
+            assert isinstance(g, Gemm)  # only Gemm and Conv2d (via its GEMM) do MACs
             for role, f in (("activation", g.a_format), ("weight", g.b_format)):
                 if f.bits > hw.bits or (f.is_float and not hw.is_float):
                     return f"{role} format {f.name} is wider than the bank units' {hw.name}"
-            if isinstance(g, Gemm) and g.b_is_weight and g.w_sparsity.fraction < 1.0:
+            if g.b_is_weight and g.w_sparsity.fraction < 1.0:
                 return "bank MAC units read dense weights (no sparse format)"
         return None
 

@@ -158,7 +158,11 @@ class CosearchResult:
 def _lim(c: ConstraintSpec) -> str:
     if c.min is not None and c.max is not None:
         return f"in [{_fmt(c.min)}, {_fmt(c.max)}]"
-    return f"<= {_fmt(c.max)}" if c.max is not None else f">= {_fmt(c.min)}"
+    if c.max is not None:
+        return f"<= {_fmt(c.max)}"
+    if c.min is not None:
+        return f">= {_fmt(c.min)}"
+    raise ValueError("a constraint needs min or max")  # ConstraintSpec.check rejects this
 
 
 def _fmt(x: float) -> str:
@@ -203,8 +207,10 @@ def analyse(spec: CosearchSpec, rows: Sequence[dict[str, Any]], max_solutions: i
     by_key: dict[tuple[str, str], dict[str, Any]] = {(r["design_id"], r["workload"]): r
                                                     for r in rows}
     hw_points: dict[str, Point] = {}
-    for p in spec.hardware.points():  # type: ignore[union-attr]
-        hw_points.setdefault(p.design_id, p)
+    if spec.hardware is None:  # load_cosearch always sets it; a hand-built spec may not
+        raise ValueError("the co-search spec has no hardware section")
+    for point in spec.hardware.points():
+        hw_points.setdefault(point.design_id, point)
     labels = [[f"{t.name}:{network_label(n)}" for n in t.networks] for t in tasks]
     sizes = [len(t.networks) for t in tasks]
     n_combo = math.prod(sizes)
@@ -215,7 +221,8 @@ def analyse(spec: CosearchSpec, rows: Sequence[dict[str, Any]], max_solutions: i
     grids = np.meshgrid(*[np.arange(s) for s in sizes], indexing="ij")
     idx = [g.ravel() for g in grids]       # per task: the network index of each combination
     wsum = sum(t.weight for t in tasks)
-    acc_c = sum(t.weight * np.asarray(t.accuracies)[i] for t, i in zip(tasks, idx)) / wsum
+    zero = np.zeros(n_combo)                # sum start: the combination axis, exact 0.0
+    acc_c = sum((t.weight * np.asarray(t.accuracies)[i] for t, i in zip(tasks, idx)), zero) / wsum
     res = CosearchResult(spec, hardware_points=len(hw_points))
     cols: dict[str, list[np.ndarray]] = {m: [] for m in spec.metric_names()}
     hw_of: list[np.ndarray] = []
@@ -237,8 +244,8 @@ def analyse(spec: CosearchSpec, rows: Sequence[dict[str, Any]], max_solutions: i
             per.append((lat, en, area))
         if any(np.isnan(a) for _, _, a in per):
             continue
-        lat_c = sum(p[0][i] for p, i in zip(per, idx))
-        en_c = sum(p[1][i] for p, i in zip(per, idx))
+        lat_c = sum((p[0][i] for p, i in zip(per, idx)), zero)
+        en_c = sum((p[1][i] for p, i in zip(per, idx)), zero)
         keep = np.isfinite(lat_c) & np.isfinite(en_c)
         if not keep.any():
             continue
@@ -276,7 +283,7 @@ def analyse(spec: CosearchSpec, rows: Sequence[dict[str, Any]], max_solutions: i
     obj = np.stack([-m[o] if o == "accuracy" else m[o] for o in spec.objectives], axis=1)
     uniq, inv = np.unique(obj, axis=0, return_inverse=True)
     on = pareto_mask(uniq)[inv.ravel()]
-    res.pareto = sorted((solution(i) for i in np.flatnonzero(on)),
+    res.pareto = sorted((solution(int(i)) for i in np.flatnonzero(on)),
                         key=lambda s: tuple(-s[o] if o == "accuracy" else s[o]
                                             for o in spec.objectives))
     res.solutions = [] if len(hw_idx) > 20000 else [solution(i) for i in range(len(hw_idx))]

@@ -203,7 +203,8 @@ def _build_cosearch(data: Any, file: str, base_dir: Path, problems: list[Problem
             b.problem(f"unknown key {k!r}; allowed keys: axes, base, fidelity, objective, "
                       "search", f"hardware.{k}", hw_raw, k)
         hd = LocDict({k: v for k, v in hw_raw.items() if k not in bad})
-        hd.key_lines, hd.line = dict(hw_raw.key_lines), hw_raw.line  # type: ignore[attr-defined]
+        if isinstance(hw_raw, LocDict):
+            hd.key_lines, hd.line = dict(hw_raw.key_lines), hw_raw.line
         hd["workloads"] = LocList([{"gemm": [1, 1, 1]}])
         try:
             hw = _build(hd, file, base_dir, [])

@@ -94,8 +94,8 @@ def designs(rows: Iterable[Mapping[str, Any]],
         d: dict[str, Any] = {"design_id": did, "point": rs[0]["point"], "workloads": len(rs),
                              "feasible": ok and all(feasible(r, constraints) for r in rs)}
         for m in METRICS:
-            vals = [r.get(m) for r in rs]
-            if not ok or any(v is None for v in vals):
+            vals = [v for v in (r.get(m) for r in rs) if v is not None]
+            if not ok or len(vals) < len(rs):
                 d[m] = None
             elif m in _SUM:
                 d[m] = float(sum(vals))

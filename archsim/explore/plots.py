@@ -14,7 +14,7 @@ minima and the roofline's closed form.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -193,7 +193,9 @@ def heatmap_table(rows: Sequence[Mapping[str, Any]], x: str, y: str, metric: str
         cells.setdefault((p[x], p[y]), []).append(d[metric])
     xs = sorted({k[0] for k in cells}, key=_sortkey)
     ys = sorted({k[1] for k in cells}, key=_sortkey)
-    fn = {"min": min, "max": max, "mean": lambda v: sum(v) / len(v)}[reduce]
+    reducers: dict[str, Callable[[list[float]], float]] = {
+        "min": min, "max": max, "mean": lambda v: sum(v) / len(v)}
+    fn = reducers[reduce]
     table = [[fn(cells[(a, b)]) if (a, b) in cells else math.nan for a in xs] for b in ys]
     return xs, ys, table
 

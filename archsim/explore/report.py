@@ -14,7 +14,7 @@ import argparse
 import html
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -86,7 +86,7 @@ def write_report(db: str | Path, out: str | Path, objectives: Sequence[str] | No
         cand = [d for d in feas if d[m] is not None]
         if cand:
             sign = -1 if m in MAXIMISED else 1
-            d = min(cand, key=lambda d, m=m, s=sign: s * d[m])
+            d = min(cand, key=_signed(m, sign))
             best.append({**d, "best for": m})
     parts.append("<h2>Best feasible design per metric</h2>" + _table(best, axes, shown,
                                                                      first="best for"))
@@ -104,6 +104,11 @@ def _lim(c: ConstraintSpec) -> str:
     if c.max is not None:
         s.append(f"<= {c.max:g}")
     return " and ".join(s)
+
+
+def _signed(metric: str, sign: int) -> Callable[[Mapping[str, Any]], float]:
+    """Sort key: ``sign * d[metric]`` (sign -1 ranks a maximised metric first)."""
+    return lambda d: sign * d[metric]
 
 
 def _table(ds: Sequence[Mapping[str, Any]], axes: list[str], metrics: list[str],

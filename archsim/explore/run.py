@@ -298,7 +298,7 @@ def run_sweep(spec: SweepSpec, db: str | Path, *, backend: str = "local",
                                              for k, c in spec.constraints.items()},
                              "axes": [a.key for a in spec.axes]})
     if spec.search.method != "nsga2":
-        return run_tasks(spec.tasks(), db, **kw)  # type: ignore[arg-type]
+        return run_tasks(spec.tasks(), db, **kw)
     from archsim.explore.pareto import nsga2
 
     return nsga2(spec, db, **kw)

@@ -344,8 +344,8 @@ def axis_values(a: AxisSpec) -> tuple[Any, ...]:
             return tuple(int(round(v)) for v in vals)
         return tuple(round(v, 12) for v in vals)
     assert a.log_range is not None
-    lo, hi, n = a.log_range
-    n = int(n)
+    lo, hi, count = a.log_range
+    n = int(count)
     if n == 1:
         vals = [lo]
     else:

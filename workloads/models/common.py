@@ -98,7 +98,6 @@ class GraphBuilder:
 
 def _bwd_vector(op: Op, name: str) -> Elementwise:
     """The backward of a vector op: an Elementwise of the same size (see module doc)."""
-    rows, cols = op.rows, op.cols  # type: ignore[attr-defined]
     if isinstance(op, (Softmax, Norm)):
         fn, inputs = "mul", 2
     elif isinstance(op, Elementwise):
@@ -106,9 +105,9 @@ def _bwd_vector(op: Op, name: str) -> Elementwise:
             fn, inputs = "copy", 1
         else:
             fn, inputs = op.fn, op.inputs + 1
-    else:  # pragma: no cover - every vector op is handled above
+    else:  # pragma: no cover - every vector op is handled above; others have no rule
         raise TypeError(f"no backward rule for {type(op).__name__}")
-    return Elementwise(name=name, rows=rows, cols=cols, fn=fn, inputs=inputs,
+    return Elementwise(name=name, rows=op.rows, cols=op.cols, fn=fn, inputs=inputs,
                        a_format=op.a_format, acc_format=op.acc_format, pass_="bwd_data",
                        layer=op.layer)
 
