@@ -66,16 +66,21 @@ def load(config: str | Path | Accelerator, overrides: Iterable[str] = ()) -> Acc
 
 def workload(model: str, phase: str | None = None, batch: int = 1, seq: int | None = None,
              context: int | None = None, a_format: str | NumberFormat | None = None,
-             w_format: str | NumberFormat | None = None) -> Workload:
-    """Build a zoo model (or a Hugging Face ``config.json`` path) for one phase."""
+             w_format: str | NumberFormat | None = None, tp: int = 1) -> Workload:
+    """Build a zoo model (or a Hugging Face ``config.json`` path) for one phase.
+
+    ``tp`` > 1: Megatron-style tensor parallelism over ``tp`` devices of the design; the
+    workload is one device's shard with its all-reduces, and ``evaluate`` reports the step
+    latency with the energy and area of all ``tp`` devices.
+    """
     if model.endswith(".json"):
         from workloads.hf import from_hf_config
 
-        w = from_hf_config(model, phase=phase, batch=batch, seq=seq, context=context)
+        w = from_hf_config(model, phase=phase, batch=batch, seq=seq, context=context, tp=tp)
     else:
         from workloads.zoo import build
 
-        w = build(model, phase=phase, batch=batch, seq=seq, context=context)
+        w = build(model, phase=phase, batch=batch, seq=seq, context=context, tp=tp)
     if a_format is not None or w_format is not None:
         w = w.with_formats(get_format(a_format, "--a-format") if a_format else None,
                            get_format(w_format, "--w-format") if w_format else None)
@@ -196,12 +201,18 @@ def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
     # Leakage runs for the whole latency on every unit (idle units leak too).
     erep = energy.evaluate(all_comps, total_actions, latency, tech)
     arep = energy.area(all_comps, tech)
+    n_dev = wl.devices           # tensor parallelism: every device runs one shard
+    e_total, e_break = erep.total_j * n_dev, {k: v * n_dev for k, v in erep.breakdown_j.items()}
+    a_total, a_break = arep.total_mm2 * n_dev, {k: v * n_dev for k, v in
+                                                 arep.breakdown_mm2.items()}
     clock = acc.units[0].clock_hz
     extra: dict[str, Any] = {}
     for u in acc.units:
         extra.update(u.report())
     if len(acc.units) > 1:
         extra["schedule"] = _schedule_summary(sched, durations, latency, transfers, moved)
+    if n_dev > 1:
+        extra["devices"] = n_dev
     mem = memory_check(acc, wl)
     if mem is not None:
         extra["memory"] = mem
@@ -218,8 +229,8 @@ def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
     return Result(
         design=acc.name, workload=wl.name, phase=wl.phase, fidelity=fidelity,
         latency_s=latency, cycles=int(round(latency * clock)), clock_hz=clock,
-        energy_j=erep.total_j, energy_breakdown_j=dict(erep.breakdown_j),
-        area_mm2=arep.total_mm2, area_breakdown_mm2=dict(arep.breakdown_mm2),
+        energy_j=e_total, energy_breakdown_j=e_break,
+        area_mm2=a_total, area_breakdown_mm2=a_break,
         utilization=util,
         tokens_per_s=rate, samples_per_s=srate, ops=tuple(rows), macs=macs, flops=flops,
         dram_bytes=dram, archsim_version=VERSION,

@@ -84,6 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--batch", type=_positive_int, default=1)
     r.add_argument("--seq", type=_positive_int, help="tokens per sequence (prefill/train)")
     r.add_argument("--context", type=_positive_int, help="KV-cache length (decode)")
+    r.add_argument("--tp", type=_positive_int, default=1,
+                   help="tensor-parallel devices (transformers, Megatron-style sharding with "
+                        "all-reduces over the design's GPU link; default 1)")
     r.add_argument("--max-ops", type=_positive_int, default=40, help="op rows in the text table")
     _common(r)
     for a in r._actions[1:]:   # 'map' takes exactly the arguments of 'run'
@@ -184,7 +187,7 @@ def _dispatch(args: argparse.Namespace) -> int:
                                    a_format=args.a_format or "fp16", w_format=args.w_format)
     else:
         wl = archsim.workload(args.model, phase=args.phase, batch=args.batch, seq=args.seq,
-                              context=args.context, a_format=args.a_format,
+                              context=args.context, tp=args.tp, a_format=args.a_format,
                               w_format=args.w_format)
     if args.sparsity:
         wl = wl.with_sparsity(*args.sparsity)

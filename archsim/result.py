@@ -107,6 +107,9 @@ class Result:
             lines.append(f"rate     {self.tokens_per_s:,.1f} tokens/s")
         elif self.samples_per_s is not None:
             lines.append(f"rate     {self.samples_per_s:,.2f} samples/s")
+        if self.extra.get("devices"):
+            lines.append(f"devices  {self.extra['devices']} (tensor parallel: energy and area of "
+                         f"all devices; the op table is one device's shard)")
         mem = self.extra.get("memory")
         if mem:
             verdict = "fits" if mem["fits"] else "DOES NOT FIT"

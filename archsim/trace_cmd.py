@@ -50,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch", type=_positive_int, default=1)
     p.add_argument("--seq", type=_positive_int)
     p.add_argument("--context", type=_positive_int)
+    p.add_argument("--tp", type=_positive_int, default=1, help="tensor-parallel devices")
     p.add_argument("--a-format", help="activation number format (e.g. fp16, int8)")
     p.add_argument("--w-format", help="weight number format (e.g. int4)")
     p.add_argument("--set", dest="overrides", action="append", default=[],
@@ -134,7 +135,7 @@ def main(argv: list[str]) -> int:
     if not os.path.isdir(d):
         raise ConfigError(Problem(f"cannot write {args.out}: no directory {d}", "--out"))
     s = trace(args.config, args.model, args.out, phase=args.phase, batch=args.batch,
-              seq=args.seq, context=args.context, a_format=args.a_format,
+              seq=args.seq, context=args.context, tp=args.tp, a_format=args.a_format,
               w_format=args.w_format, overrides=args.overrides, op_filter=args.op,
               max_events=args.max_events)
     print(f"wrote {s['events']} task events of {s['ops']} ops "

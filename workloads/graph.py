@@ -37,6 +37,8 @@ class Workload:
         graph: the op graph.
         tied: names of ops that reuse another op's weights (a tied LM head); their weights
             are stored once, on the owner.
+        devices: devices that each run this graph in parallel (tensor parallelism: the graph
+            is one device's shard, with its all-reduces); results scale energy and area by it.
     """
 
     name: str
@@ -49,6 +51,7 @@ class Workload:
     graph: nx.DiGraph = field(default_factory=nx.DiGraph)
     _order: list[str] = field(default_factory=list, repr=False)
     tied: frozenset[str] = frozenset()
+    devices: int = 1
 
     def add(self, op: Op, after: Iterable[Op | str] = ()) -> Op:
         """Add ``op`` with edges from each op (or op name) in ``after``; returns ``op``."""
@@ -105,7 +108,7 @@ class Workload:
                      w_format: NumberFormat | None = None) -> Workload:
         """A copy whose matrix ops use other activation / weight formats."""
         out = Workload(self.name, self.phase, self.batch, self.seq, self.context, self.parameters,
-                       self.family, tied=self.tied)
+                       self.family, tied=self.tied, devices=self.devices)
         for op in self.ops():
             out.add(op.with_formats(a_format, w_format if op.is_matrix or op.kind == "embedding"
                                     else None),
@@ -126,7 +129,7 @@ class Workload:
 
         sp = Sparsity() if n == m else Sparsity(n, m)
         out = Workload(self.name, self.phase, self.batch, self.seq, self.context, self.parameters,
-                       self.family, tied=self.tied)
+                       self.family, tied=self.tied, devices=self.devices)
         for op in self.ops():
             new = op
             if op.pass_ in ("fwd", "bwd_data"):

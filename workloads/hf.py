@@ -173,7 +173,8 @@ def shape_from_hf_config(path: str | Path) -> TransformerShape:
 
 
 def from_hf_config(path: str | Path, phase: str | None = None, batch: int = 1,
-                   seq: int | None = None, context: int | None = None) -> Workload:
+                   seq: int | None = None, context: int | None = None,
+                   tp: int = 1) -> Workload:
     """Build a decoder workload from a local Hugging Face ``config.json``.
 
     Args:
@@ -190,4 +191,4 @@ def from_hf_config(path: str | Path, phase: str | None = None, batch: int = 1,
         WorkloadError: a bad file or key (naming the file and the key), or a bad phase,
             batch, seq or context.
     """
-    return build_transformer(shape_from_hf_config(path), phase, batch, seq, context)
+    return build_transformer(shape_from_hf_config(path), phase, batch, seq, context, tp)

@@ -185,7 +185,7 @@ def transformer_shape(name: str) -> TransformerShape:
 
 
 def build(name: str, phase: str | None = None, batch: int = 1, seq: int | None = None,
-          context: int | None = None) -> Workload:
+          context: int | None = None, tp: int = 1) -> Workload:
     """Build a zoo model's op graph.
 
     Args:
@@ -194,6 +194,7 @@ def build(name: str, phase: str | None = None, batch: int = 1, seq: int | None =
         batch: sequences (images) per step.
         seq: tokens per sequence (prefill/train/inference); ignored for CNNs.
         context: KV-cache tokens for decode; ignored for CNNs.
+        tp: tensor-parallel degree (transformers only): one device's shard of the graph.
 
     Returns:
         The workload with ``parameters`` counted from its op shapes.
@@ -203,8 +204,11 @@ def build(name: str, phase: str | None = None, batch: int = 1, seq: int | None =
             batch/seq/context out of range; the message lists the valid values.
     """
     if name in _SHAPES:
-        return build_transformer(_SHAPES[name], phase, batch, seq, context)
+        return build_transformer(_SHAPES[name], phase, batch, seq, context, tp)
     if name in CNN_BUILDERS:
+        if tp != 1:
+            raise WorkloadError(Problem(f"tensor parallelism applies to transformers; {name} "
+                                        "is a CNN (use tp 1)", "tp"))
         return build_cnn(name, phase, batch)
     raise _unknown(name)
 

@@ -44,7 +44,7 @@ __all__ = ["TensorCoreGpu", "DATAFLOWS"]
 
 #: Named dataflows (kernels). ``gemm_tc`` = the default tile search.
 DATAFLOWS = ("gemm_tc", "gemm_splitk", "w_only", "digit", "bitserial", "simt", "attn_fused",
-             "attn_unfused", "vector", "gather", "ring_allreduce")
+             "attn_unfused", "vector", "gather", "allreduce")
 
 #: Special-function (exp / tanh) evaluations per element on the SFUs.
 _SFU_PER_ELEMENT = {"softmax": 1, "gelu": 1, "silu": 1, "swiglu": 1}
@@ -339,11 +339,19 @@ class TensorCoreGpu(Unit):
         n = op.devices
         payload = op.payload_bytes()
         if n == 1 or s.nvlink is None:
-            return self._estimate_stream(op, "ring_allreduce", payload, payload, 0)
+            return self._estimate_stream(op, "allreduce", payload, payload, 0)
         link = s.nvlink
-        steps = 2 * (n - 1)
-        sent = 2 * (n - 1) / n * payload
-        t_link = sent / (link.bandwidth_gbps * 1e9 * link.efficiency) + steps * link.latency_us * 1e-6
+        bw = link.bandwidth_gbps * 1e9 * link.efficiency
+        lat = link.latency_us * 1e-6
+        # NCCL's two algorithms, the faster taken (as its tuner does): a ring (reduce-scatter
+        # + all-gather: 2(n-1) steps, 2(n-1)/n x payload per GPU) and a (double binary) tree
+        # (reduce up, broadcast down: 2 ceil(log2 n) steps, ~2 x payload per GPU) that wins
+        # on small, latency-bound messages such as a decode step's activations.
+        ring = (2 * (n - 1) / n * payload, 2 * (n - 1))
+        tree = (2.0 * payload, 2 * math.ceil(math.log2(n)))
+        algo, (sent, steps) = min((("ring", ring), ("tree", tree)),
+                                  key=lambda a: a[1][0] / bw + a[1][1] * lat)
+        t_link = sent / bw + steps * lat
         # each step reads the outgoing chunk and writes (reduces into) the incoming one
         reads = payload + sent
         writes = payload + sent
@@ -352,11 +360,11 @@ class TensorCoreGpu(Unit):
         cycles = self._cycles(s.launch_overhead_us * 1e-6 + body)
         actions = {(self.cname("hbm"), "read"): reads, (self.cname("hbm"), "write"): writes,
                    (self.cname("cuda_core"), "op"): float(op.elements) * (n - 1) / n}
-        return Estimate(op.name, op.kind, self.name, "ring_allreduce", cycles, self.clock_hz,
+        return Estimate(op.name, op.kind, self.name, "allreduce", cycles, self.clock_hz,
                         dram_read_bytes=reads, dram_write_bytes=writes,
                         actions=MappingProxyType(actions),
                         bound="network" if t_link >= t_mem else "memory",
-                        mapping=f"ring over {n} GPUs",
+                        mapping=f"{algo} over {n} GPUs",
                         details=MappingProxyType({"link_s": t_link, "mem_s": t_mem,
                                                   "link_bytes": sent}))
 

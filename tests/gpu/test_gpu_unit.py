@@ -52,6 +52,16 @@ def test_ring_allreduce_closed_form() -> None:
     assert not gpu("t4").estimate(op).feasible  # no NVLink on T4
 
 
+def test_small_allreduce_takes_the_tree() -> None:
+    # 8 GPUs, 128 KiB fp16 (a decode step's activations): ring 14 x 2 us + 7/4 x 128 KiB /
+    # 360 GB/s = 28.6 us; tree 2 x log2(8) = 6 x 2 us + 2 x 128 KiB / 360 GB/s = 12.7 us
+    op = AllReduce(name="ar", elements=64 * 2**10, devices=8)
+    e = gpu("h100").estimate(op)
+    tree = 2 * 128 * 2**10 / (450e9 * 0.8) + 6 * 2e-6
+    assert e.mapping.startswith("tree")
+    assert e.latency_s == pytest.approx(tree + 4e-6, rel=1e-4)   # whole cycles
+
+
 def test_datapath_selection() -> None:
     u = gpu("a100")
     def path(a, w, mapping=None):

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 
 from workloads.formats import FORMATS, NumberFormat
 from workloads.graph import Workload
-from workloads.ops import Conv2d, Elementwise, Embedding, Gemm, Norm, Op, Softmax
+from workloads.ops import AllReduce, Conv2d, Elementwise, Embedding, Gemm, Norm, Op, Softmax
 
 __all__ = ["op_parameters", "GraphBuilder", "to_training", "FP16", "FP32"]
 
@@ -121,6 +121,10 @@ def _backward_ops(op: Op) -> tuple[list[Op], list[Op]]:
     if isinstance(op, Conv2d):
         return ([replace(op, name=f"{op.name}.bwd_data", pass_="bwd_data")],
                 [replace(op, name=f"{op.name}.bwd_weight", pass_="bwd_weight")])
+    if isinstance(op, AllReduce):
+        # tensor parallelism (Megatron): the conjugate of a forward all-reduce is an
+        # all-reduce of the same size in the backward pass
+        return [replace(op, name=f"{op.name}.bwd", pass_="bwd_data")], []
     if isinstance(op, Embedding):
         grad = Elementwise(name=f"{op.name}.bwd", rows=op.tokens, cols=op.dim, fn="add",
                            inputs=2, a_format=op.a_format, acc_format=op.acc_format,
@@ -144,7 +148,7 @@ def to_training(fwd: Workload, params: dict[str, int], tied: dict[str, str],
         A new workload with phase ``train``; see the module docstring for the rules.
     """
     out = Workload(fwd.name, "train", fwd.batch, fwd.seq, fwd.context, fwd.parameters,
-                   fwd.family, tied=fwd.tied | frozenset(tied))
+                   fwd.family, tied=fwd.tied | frozenset(tied), devices=fwd.devices)
     order = fwd.ops()
     for op in order:
         out.add(op, fwd.predecessors(op.name))

@@ -18,6 +18,14 @@ Counting rules (documented choices):
   (what serving engines compute; earlier logits are never used) and on every token in train;
 * RoPE is an ``Elementwise(mul)`` over the query and key columns; ALiBi an ``Elementwise(add)``
   over the attention scores;
+* tensor parallelism over ``tp`` devices (Megatron-LM, Shoeybi et al. 2019): the graph is
+  one device's shard. Heads are split (``h / tp`` query heads; ``kv / tp`` key/value heads,
+  or one replicated KV head when ``tp`` exceeds them), QKV and FFN up/gate are
+  column-parallel, the attention output projection and FFN down are row-parallel and each is
+  followed by an :class:`~workloads.ops.AllReduce` of the ``tokens x d`` activations; the
+  token embedding is vocabulary-parallel (plus one all-reduce) and so is the LM head (its
+  logits stay sharded: greedy sampling needs only a max over the shards, not counted).
+  Norms, residuals and position tables are replicated. ``parameters`` stays the model's;
 * attention GEMMs and vector ops stay in fp16 for every model; the shape's formats apply to
   the linear layers of the blocks (BitNet b1.58 keeps embedding and LM head in fp16: Ma et
   al. 2024, answer of the authors on the paper's Hugging Face page, "the lm_head is not
@@ -32,7 +40,7 @@ from workloads.errors import Problem, WorkloadError
 from workloads.formats import get_format
 from workloads.graph import Workload
 from workloads.models.common import FP16, FP32, GraphBuilder, to_training
-from workloads.ops import Conv2d, Elementwise, Embedding, Gemm, Norm, Op, Softmax
+from workloads.ops import AllReduce, Conv2d, Elementwise, Embedding, Gemm, Norm, Op, Softmax
 
 __all__ = ["TransformerShape", "build_transformer", "resolve_phase"]
 
@@ -169,7 +177,8 @@ def _tokens(s: TransformerShape, phase: str, seq: int | None, context: int | Non
 
 
 def build_transformer(s: TransformerShape, phase: str | None = None, batch: int = 1,
-                      seq: int | None = None, context: int | None = None) -> Workload:
+                      seq: int | None = None, context: int | None = None,
+                      tp: int = 1) -> Workload:
     """The op graph of transformer ``s`` for one phase.
 
     Args:
@@ -179,6 +188,7 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
         batch: sequences (images for ViT) per step.
         seq: tokens per sequence for prefill/train/inference (default ``s.default_seq``).
         context: KV-cache length for decode (default half the model context).
+        tp: tensor-parallel degree (devices); the graph is one device's shard (module doc).
 
     Returns:
         The workload, ``parameters`` counted from the op shapes.
@@ -189,12 +199,24 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
     ph = resolve_phase(s.name, phase, s.phases)
     _check_int(batch, "batch", 1)
     q, keys, ctx = _tokens(s, ph, seq, context)
-    w = Workload(name=s.name, phase=ph, batch=batch, seq=q, context=ctx, family="transformer")
+    hl, kvl = _tp_heads(s, tp)
+    w = Workload(name=s.name, phase=ph, batch=batch, seq=q, context=ctx, family="transformer",
+                 devices=tp)
     b = GraphBuilder(w)
     a_fmt, w_fmt, acc_fmt = (get_format(s.a_format), get_format(s.w_format),
                              get_format(s.acc_format))
     m = batch * q
-    d, hd, h, kv = s.d_model, s.hd, s.heads, s.kv
+    d, hd, h, kv = s.d_model, s.hd, hl, kvl          # heads and KV heads of one shard
+    ffn, vocab = -(-s.ffn // tp), -(-s.vocab // tp)    # column / vocabulary shards
+
+    # a row-parallel layer's bias is added once, after its all-reduce (not on the shard)
+    row_bias: bool | None = None if tp == 1 else False
+
+    def all_reduce(name: str, layer: str, after: Op) -> Op:
+        """Sum of the row-parallel partial outputs over the ``tp`` devices (tp > 1)."""
+        if tp == 1:
+            return after
+        return b.add(AllReduce(name=name, elements=m * d, devices=tp, layer=layer), [after])
 
     def lin(name: str, layer: str, rows: int, n: int, k: int, role: str,
             after: list[Op | str], bias: bool | None = None, quant: bool = True) -> Op:
@@ -219,9 +241,9 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
         # class token (d) and learned positions (tokens x d) added to the patch tokens
         x: Op = add("embed.positions", "embed", m, d, [conv], extra=d + s.vit_tokens * d)
     else:
-        tok = b.add(Embedding(name="embed.tokens", tokens=m, dim=s.emb, vocab=s.vocab,
+        tok = b.add(Embedding(name="embed.tokens", tokens=m, dim=s.emb, vocab=vocab,
                               layer="embed"))
-        x = tok
+        x = all_reduce("embed.allreduce", "embed", tok)
         if s.emb != d:
             x = lin("embed.project_in", "embed", m, d, s.emb, "proj", [x], bias=False,
                     quant=False)
@@ -256,20 +278,22 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
         ctx_op = b.add(Gemm(name=f"{L}.attn.av", m=q, n=hd, k=keys, batch=batch * h,
                             b_is_weight=False, b_shared=h // kv, role="av", layer=L),
                        [probs, qkv])
-        proj = lin(f"{L}.attn.proj", L, m, d, h * hd, "proj", [ctx_op])
+        proj = lin(f"{L}.attn.proj", L, m, d, h * hd, "proj", [ctx_op], bias=row_bias)
+        proj = all_reduce(f"{L}.attn.allreduce", L, proj)
         x = add(f"{L}.attn.residual", L, m, d, [proj, res])
         if not s.pre_norm:
             x = norm(f"{L}.ln1", L, x)
         res = x
         f_in = norm(f"{L}.ln2", L, x) if s.pre_norm else x
         if s.ffn_kind == "swiglu":
-            gate = lin(f"{L}.ffn.gate", L, m, s.ffn, d, "ffn_gate", [f_in])
-            up = lin(f"{L}.ffn.up", L, m, s.ffn, d, "ffn_up", [f_in])
-            act = add(f"{L}.ffn.act", L, m, s.ffn, [gate, up], fn="swiglu")
+            gate = lin(f"{L}.ffn.gate", L, m, ffn, d, "ffn_gate", [f_in])
+            up = lin(f"{L}.ffn.up", L, m, ffn, d, "ffn_up", [f_in])
+            act = add(f"{L}.ffn.act", L, m, ffn, [gate, up], fn="swiglu")
         else:
-            up = lin(f"{L}.ffn.up", L, m, s.ffn, d, "ffn_up", [f_in])
-            act = add(f"{L}.ffn.act", L, m, s.ffn, [up], fn=s.ffn_kind)
-        down = lin(f"{L}.ffn.down", L, m, d, s.ffn, "ffn_down", [act])
+            up = lin(f"{L}.ffn.up", L, m, ffn, d, "ffn_up", [f_in])
+            act = add(f"{L}.ffn.act", L, m, ffn, [up], fn=s.ffn_kind)
+        down = lin(f"{L}.ffn.down", L, m, d, ffn, "ffn_down", [act], bias=row_bias)
+        down = all_reduce(f"{L}.ffn.allreduce", L, down)
         x = add(f"{L}.ffn.residual", L, m, d, [down, res])
         if not s.pre_norm:
             x = norm(f"{L}.ln2", L, x)
@@ -282,7 +306,7 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
         if s.emb != d:
             x = lin("head.project_out", "head", rows, s.emb, d, "proj", [x], bias=False,
                     quant=False)
-        b.add(Gemm(name="lm_head", m=rows, n=s.vocab, k=s.emb, role="lm_head", layer="head"),
+        b.add(Gemm(name="lm_head", m=rows, n=vocab, k=s.emb, role="lm_head", layer="head"),
               [x], tied_to="embed.tokens" if s.tied_embeddings else None)
     elif s.kind == "vit":
         b.add(Gemm(name="head", m=batch, n=s.vocab, k=d, role="classifier", layer="head"),
@@ -290,6 +314,26 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
     elif s.pooler:
         b.add(Gemm(name="pooler", m=batch, n=d, k=d, role="pooler", layer="head"), [x], bias=d)
 
+    if tp > 1:       # the model's parameter count, not one shard's
+        w.parameters = build_transformer(s, phase, batch, seq, context).parameters
     if ph == "train":
         return to_training(w, b.params, b.tied, "adam")
     return w
+
+
+def _tp_heads(s: TransformerShape, tp: int) -> tuple[int, int]:
+    """(query heads, KV heads) of one tensor-parallel shard; KV heads are replicated when
+    ``tp`` exceeds them (one per device).
+
+    Raises:
+        WorkloadError: ``tp`` does not divide the heads (the message lists valid degrees).
+    """
+    _check_int(tp, "tp", 1)
+    ok = [t for t in range(1, s.heads + 1)
+          if s.heads % t == 0 and (s.kv % t == 0 or t % s.kv == 0)]
+    if tp not in ok:
+        raise WorkloadError(Problem(
+            f"tensor-parallel degree {tp} must divide {s.name}'s {s.heads} attention heads "
+            f"(and its {s.kv} KV heads, or be a multiple of them); valid: "
+            f"{', '.join(map(str, ok))}", "tp"))
+    return s.heads // tp, max(1, s.kv // tp)
