@@ -63,16 +63,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def trace(config: str, model: str, out: str, *, phase: str | None = None, batch: int = 1,
-          seq: int | None = None, context: int | None = None, a_format: str | None = None,
-          w_format: str | None = None, overrides: list[str] | None = None,
-          op_filter: str | None = None, max_events: int = 2_000_000) -> dict[str, Any]:
+          seq: int | None = None, context: int | None = None, tp: int = 1,
+          a_format: str | None = None, w_format: str | None = None,
+          overrides: list[str] | None = None, op_filter: str | None = None,
+          max_events: int = 2_000_000) -> dict[str, Any]:
     """Write the trace; returns a summary (ops, events, total simulated seconds)."""
     import archsim
     import sim
     from mapper import map_workload
 
     acc = archsim.load(config, overrides or [])
-    wl = archsim.workload(model, phase=phase, batch=batch, seq=seq, context=context,
+    wl = archsim.workload(model, phase=phase, batch=batch, seq=seq, context=context, tp=tp,
                           a_format=a_format, w_format=w_format)
     sched = map_workload(acc, wl)
     chosen = [a for a in sched.assignments if not op_filter or op_filter in a.op.name]
