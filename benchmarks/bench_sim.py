@@ -1,19 +1,21 @@
 """Benchmarks of the sim core: engine events/s and DRAM commands/s (one core).
 
-Run: ``python3 benchmarks/bench_sim.py [--tasks 1000000] [--requests 200000] [--repeat 3]``.
-Each figure is the best of ``--repeat`` runs (wall clock of the whole ``sim.run`` /
-``simulate_requests`` call, Python preparation included). Numbers are printed, never
-asserted (see STYLE.md).
+Run: ``taskset -c 0 python3 benchmarks/bench_sim.py [--tasks 1000000] [--requests 200000]
+[--repeat 3] [--shapes]``. Each figure is the best of ``--repeat`` runs (wall clock of the
+whole ``sim.run`` / ``simulate_requests`` call, Python preparation included). ``--shapes``
+adds engine figures for other graph shapes (10k / 100k random tasks, a 1M chain, 1M tasks
+in 1000 fan-in joins). Numbers are printed, never asserted (see STYLE.md).
 
 Targets (issue #3): engine >= 10 M events/s on the 1,000,000-task random graph below,
-DRAM >= 5 M commands/s. Measured on the shared 2-core dev VM (AMD EPYC, other jobs
-running, +-20 %; best of 3); history and analysis in ``sim/STATUS.md``:
+DRAM >= 5 M commands/s. Measured on the shared 2-core dev VM (AMD EPYC, other jobs on
+the host, +-20 %; best of 3 runs); history and analysis in ``sim/STATUS.md``:
 
-    figure                       before (f441d13)   now
-    engine, 1M tasks             2.8 M ev/s         4.4-4.9 M ev/s  (13 M at 10k-100k)
-    DRAM DDR4-2400 seq / random  0.23 / 0.36 M/s    6.6-8.0 / 4.0-4.4 M cmd/s
-    DRAM HBM2e     seq / random  0.27 / 0.45        4.0-4.6 / 3.5-3.6
-    DRAM GDDR6     seq / random  0.26 / 0.44        3.9-4.5 / 3.4-3.6
+    figure                       f441d13            4416798          now
+    engine, 1M tasks (rec off)   2.8 M ev/s         4.5 M ev/s       12.9 M ev/s
+    engine, 1M tasks (rec on)                       4.0              11.9
+    DRAM DDR4-2400 seq / random  0.23 / 0.36 M/s    6.2 / 3.7 M/s    6.6 / 6.7 M cmd/s
+    DRAM HBM2e     seq / random  0.27 / 0.45        4.0 / 3.3        5.6 / 5.8
+    DRAM GDDR6     seq / random  0.26 / 0.44        4.0 / 3.2        5.3 / 5.6
 """
 
 from __future__ import annotations
@@ -80,6 +82,38 @@ def bench_engine(n: int, repeat: int) -> None:
           f"(incl. validation)")
 
 
+def bench_engine_shapes(repeat: int) -> None:
+    """Other graph shapes: small random graphs, a chain, fan-in joins (record off)."""
+    def report(name: str, tg) -> None:
+        dt, stats = _best(lambda: run(tg, record_task_times=False), repeat)
+        print(f"engine: {name}: {dt:.3f} s, {stats.events / dt / 1e6:.1f} M events/s")
+
+    for n in (10_000, 100_000):
+        report(f"{n:,} random tasks", random_graph(n))
+    n = 1_000_000
+    b = TaskGraphBuilder()
+    s = b.add_server("s")
+    b.add_tasks(np.full(n, s), np.full(n, 2),
+                dep_ptr=np.concatenate([[0], np.arange(n)]).astype(np.int64),
+                dep_idx=np.arange(n - 1))
+    report("1,000,000-task chain", b.build())
+    rng = np.random.default_rng(0)
+    b = TaskGraphBuilder()
+    srv = np.asarray([b.add_server(f"s{i}", 2) for i in range(4)])
+    g = k = 1000  # 1000 groups: 999 tasks on 4 servers, then a zero-time join of them
+    res = srv[rng.integers(0, 4, g * k)]
+    res[k - 1::k] = -1
+    dur = rng.integers(1, 50, g * k)
+    dur[k - 1::k] = 0
+    ndep = np.zeros(g * k, np.int64)
+    ndep[k - 1::k] = k - 1
+    dep_ptr = np.zeros(g * k + 1, np.int64)
+    np.cumsum(ndep, out=dep_ptr[1:])
+    dep_idx = (np.arange(g)[:, None] * k + np.arange(k - 1)[None, :]).ravel()
+    b.add_tasks(res, dur, dep_ptr=dep_ptr, dep_idx=dep_idx)
+    report("1,000,000 tasks in 1000 fan-in joins", b.build())
+
+
 def bench_dram(n: int, repeat: int) -> None:
     for name in ("DDR4-2400", "HBM2e", "GDDR6"):
         spec = dram_preset(name)
@@ -104,8 +138,11 @@ def main() -> None:
     ap.add_argument("--tasks", type=int, default=1_000_000)
     ap.add_argument("--requests", type=int, default=200_000)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--shapes", action="store_true", help="also other engine graph shapes")
     a = ap.parse_args()
     bench_engine(a.tasks, a.repeat)
+    if a.shapes:
+        bench_engine_shapes(a.repeat)
     bench_dram(a.requests, a.repeat)
 
 

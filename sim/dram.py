@@ -335,19 +335,23 @@ def resolve(spec: DramSpec, ring_capacity: int = 64) -> K.DramInst:
     chs[:, K.H_CMD] = -1
     chs[:, K.H_SLOT] = -1
     chs[:, K.H_DIRTY] = 1
-    q = np.zeros((C, Q, K.N_QF), np.int64)
+    chs[:, K.H_NOINC] = 1
+    chs[:, K.H_WHEAD] = chs[:, K.H_WTAIL] = -1
+    q = _aligned_zeros((C, Q, K.N_QF))  # one cache line per queue slot
     q[:, :, K.Q_NEXT] = np.arange(1, Q + 1)  # free lists: every slot, in order
     q[:, -1, K.Q_NEXT] = -1
     bk = np.zeros((n_bank, K.N_BKF), np.int64)
-    bk[:, [K.BK_HEAD, K.BK_TAIL, K.BK_RDH, K.BK_WRH]] = -1
+    bk[:, [K.BK_HEAD, K.BK_TAIL, K.BK_RDH, K.BK_WRH, K.BK_C1, K.BK_C2]] = -1
     bk[:, K.BK_RK] = np.arange(n_bank) // (G * B)
     bk[:, K.BK_N1] = lvl_off[1] + np.arange(n_bank) // (G * B)  # nx rows of rank, group
     bk[:, K.BK_N2] = lvl_off[2] + np.arange(n_bank) // B
+    bk[:, K.BK_LG] = (np.arange(n_bank) // B) % (RK * G)
     ncap = max(ring_capacity, 1)
     ring = np.zeros((ncap, K.N_RF), np.int64)
     ring[:, K.R_NEXT] = np.arange(1, ncap + 1)  # free list: every slot, in order
     ring[-1, K.R_NEXT] = -1
     ring[:, K.R_WAIT] = -1
+    ring[:, K.R_WNEXT] = -1
     misc = np.zeros(K.N_MISC, np.int64)
     misc[K.M_RHEAD] = misc[K.M_RTAIL] = -1
     misc[K.M_RFREE] = 0
@@ -366,7 +370,18 @@ def resolve(spec: DramSpec, ring_capacity: int = 64) -> K.DramInst:
         ref_due=np.full(n_rank, int(spec.timing["nREFI"]), np.int64),
         q=q, chs=chs, ring=ring, misc=misc, stats=np.zeros(K.N_STATS, np.int64), bk=bk,
         chb=np.zeros((C, RK * G * B), np.int64), sched=sched,
+        cand=np.zeros((C, K.N_CAF, 2 * RK * G * B), np.int64),
+        dbl=np.zeros((C, RK * G * B), np.int64), gf=np.zeros(RK * G * 4, np.int64),
+        treet=np.full(2 * cp, K.INF, np.int64),
     )
+
+
+def _aligned_zeros(shape: tuple[int, ...]) -> np.ndarray:
+    """int64 zeros whose first element is 64-byte aligned (a view into a larger array)."""
+    n = int(np.prod(shape))
+    buf = np.zeros(n + 8, np.int64)
+    off = (-buf.ctypes.data // 8) % 8
+    return buf[off:off + n].reshape(shape)
 
 
 def _is_pow2(n: int) -> bool:

@@ -20,17 +20,25 @@ queued request hits it.
 Speed (``benchmarks/bench_sim.py``; history in ``sim/STATUS.md``): every queued request
 sits in its bank's list (oldest first), and each bank keeps its oldest read and oldest
 write hitting the open row, so a decision looks at the banks with queued requests (at
-most two candidates each) instead of every request; a tournament tree over the channels
-finds the next command in O(log C) and only changed channels are re-decided; the next
-burst of each active stream is decoded once (shifts and masks for power-of-two
-organisations); a freed queue slot wakes only the first stream (in activation order)
-waiting for that channel - the only stream that can move, since after every feed each
-waiting stream waits for a full channel. ``tests/sim/test_dram_equivalence.py`` checks
-that these choices equal those of the plain rescanning controller
-(``tests/sim/sim_legacy_dram.py``) on random traces.
+most two candidates each) instead of every request. The candidates are cached per
+channel in a compact array (``cand``) with the bank-level part of their earliest time;
+a bank's entries are recomputed only when its own state or bank row changes (``dbl``),
+and a decision builds the shared part (now, channel, rank and bank-group rows) once per
+(bank group, command) in ``gf``, then scans the candidates with two loads each. A new
+request that changes no candidate changes nothing; one that does only competes with the
+channel's cached decision (unless that decision is on its bank or involved a refresh).
+A tournament tree over the channels finds the next command in O(log C) and only changed
+channels are re-decided; the next burst of each active stream is decoded once (shifts
+and masks for power-of-two organisations); a freed queue slot wakes only the first
+stream (in activation order) waiting for that channel - the only stream that can move,
+since after every feed each waiting stream waits for a full channel - taken from a
+per-channel waiting list. ``tests/sim/test_dram_equivalence.py`` checks that these
+choices equal those of the plain rescanning controller (``tests/sim/sim_legacy_dram.py``)
+on random traces.
 
-The module is over 600 lines on purpose: the controller's hot path is one function
-(``_core``), because in Numba a call that passes several arrays costs more than the work.
+The module is over 700 lines on purpose: the controller's hot path is one function
+(``_core``), because in Numba a call that passes several arrays costs more than the work,
+and its state layout (the field indices below) is documented next to it.
 
 :func:`issue` / :func:`issue_inst` update timing and open rows only, not the controller's
 queues: use one :class:`DramInst` either for direct command issue (``DramState``, PIM
@@ -63,28 +71,53 @@ K_LEVEL, K_NEXT, K_LAT, K_WIN, K_WSLOT = range(5)
 # bst rows (per bank): open row (-1: precharged), queued requests hitting the open row
 B_OPEN, B_HITS = 0, 1
 # q[channel, slot, field]: request queue slots; a queued request is in its bank's list
-# (Q_NEXT/Q_PREV, oldest first), a free slot in the channel's free list (Q_NEXT)
-Q_BANK, Q_RK, Q_GN, Q_RA, Q_BG, Q_BA, Q_ROW, Q_WRITE, Q_AGE, Q_SRC, Q_FLAGS = range(11)
-Q_NEXT, Q_PREV = 11, 12
-N_QF = 13
+# (Q_NEXT/Q_PREV, oldest first), a free slot in the channel's free list (Q_NEXT).
+# Q_LOC = rank << 40 | bankgroup << 20 | bank (within the channel). One 64-byte row per
+# slot (the base is 64-byte aligned by sim.dram.resolve): a list walk touches one line
+Q_NEXT, Q_PREV, Q_ROW, Q_WRITE, Q_AGE, Q_SRC, Q_FLAGS, Q_LOC = range(8)
+N_QF = 8
+LOC_MASK = (1 << 20) - 1
 # chs[channel, field]: cached decision, queue size, streams waiting for a slot, free
 # slot list head, number of banks with queued requests (listed in chb[channel, :])
 H_T, H_CMD, H_SLOT, H_RA, H_BG, H_BA, H_DIRTY, H_COUNT, H_NWAIT, H_FREE, H_NBANK = range(11)
-N_HF = 11
+H_NDB = 11  # banks whose candidates must be recomputed (listed in dbl[channel, :])
+# the decided command's key and age; 1 when the decision involved a refresh (then a new
+# request makes the channel re-decide; otherwise it only competes with the decision)
+H_KEY, H_AGE, H_NOINC = 12, 13, 14
+# streams waiting for a slot of the channel: a list in activation order (ring R_WNEXT)
+H_WHEAD, H_WTAIL = 15, 16
+H_NCAND = 17  # candidates in cand[channel]
+N_HF = 18
 # bk[bank, field]: request list head/tail, oldest queued read / write hitting the open
-# row (-1: none), position in chb, flat rank and bank-group ids (static)
-BK_HEAD, BK_TAIL, BK_RDH, BK_WRH, BK_POS, BK_RK, BK_N1, BK_N2 = range(8)
-N_BKF = 8
-# sched: channels to re-decide (sched[0:misc[M_NDIRTY]]), then a tournament tree over the
-# channels' decided times (node i at sched[SCHED_TREE + i], leaves at + CP + channel),
-# so the next command is found in O(log C) instead of a pass over every channel
+# row (-1: none), position in chb, flat rank id and nx rows of its rank and bank group
+# (static), bank group within its channel (static), 1 while listed in dbl
+BK_HEAD, BK_TAIL, BK_RDH, BK_WRH, BK_POS, BK_RK, BK_N1, BK_N2, BK_LG, BK_DB = range(10)
+BK_C1, BK_C2 = 10, 11  # positions of the bank's two candidates in cand (-1: none)
+N_BKF = 12
+# cand[channel, field, j], j < chs[channel, H_NCAND]: the FR-FCFS candidates of the
+# channel's active banks, up to two per bank (its oldest read hit, or its oldest
+# request's PRE/ACT; its oldest write hit), in no particular order (ages are unique).
+# CA_G = 4 * (bank group within the channel) + command (the entry of the per-decision
+# table gf), CA_B = 4 * the bank row's earliest time for that command + class (ACT/PRE 2,
+# RD/WR 1), CA_AGE request age, CA_SLOT queue slot, CA_OWN = 2 * bank + which (the
+# bank's BK_C1/BK_C2 points back). key = max(gf[CA_G], CA_B) = 4 * time + class.
+CA_G, CA_B, CA_AGE, CA_SLOT, CA_OWN = range(5)
+N_CAF = 5
+BIG = 2**60  # gf entries of a rank waiting for its refresh: BIG * 4 + 3 > INF, never chosen
+# sched: channels to re-decide (sched[0:misc[M_NDIRTY]]; chs H_DIRTY 1: decide, 2: the
+# decision was updated in place, only the tree), then a tournament tree over the
+# channels' decided times (node i's channel at sched[C + i] and time at treet[i], leaves
+# at CP + channel), so the next command is found in O(log C) instead of a pass over
+# every channel
 # ring[slot, field]: active streams as a linked list in activation order; R_CH..R_ROW
 # hold the decoded next burst, R_WAIT the channel it waits for (-1: not waiting)
 R_SID, R_NEXT, R_PREV, R_WAIT, R_CH, R_RA, R_BG, R_BA, R_ROW = range(9)
-N_RF = 9
+R_SEQ, R_WNEXT = 9, 10  # activation number; next stream waiting for the same channel
+N_RF = 11
 # misc
 M_NOW, M_AGE, M_RHEAD, M_RING_N, M_RTAIL, M_RFREE, M_NDIRTY, M_CP = range(8)
-N_MISC = 8
+M_ASEQ = 8  # activations so far
+N_MISC = 9
 # stats (after the N_CMD command counters)
 S_HIT, S_MISS, S_CONFLICT, S_RBYTES, S_WBYTES = range(N_CMD, N_CMD + 5)
 N_STATS = N_CMD + 5
@@ -92,8 +125,16 @@ N_STATS = N_CMD + 5
 DramInst = namedtuple(
     "DramInst",
     ["p", "tab", "con_ptr", "con", "nx", "hist", "hist_n", "bst", "ref_due", "q", "chs",
-     "ring", "misc", "stats", "bk", "chb", "sched"],
+     "ring", "misc", "stats", "bk", "chb", "sched", "cand", "dbl", "gf", "treet"],
 )
+
+
+@njit(cache=True, inline="always")
+def imax(a, b):
+    """max of two ints. The builtin ``max`` compiles to an out-of-line call in Numba
+    (``ol_max`` is not inlined in a function this large: ~50 calls in the controller,
+    measured with perf); this one is inlined at the Numba IR level."""
+    return a if a >= b else b
 
 
 @njit(cache=True, inline="always")
@@ -145,24 +186,24 @@ def earliest(p, tab, nx, cmd, ch, ra, bg, ba):
     """Earliest cycle at which ``cmd`` may issue to the addressed node (timing only)."""
     rk = ch * p[P_RK] + ra
     gn = rk * p[P_BG] + bg
-    t = max(nx[ch, cmd], nx[tab[T_LVL, 1] + rk, cmd])
-    t = max(t, nx[tab[T_LVL, 2] + gn, cmd])
+    t = imax(nx[ch, cmd], nx[tab[T_LVL, 1] + rk, cmd])
+    t = imax(t, nx[tab[T_LVL, 2] + gn, cmd])
     scope = tab[T_SCOPE, cmd]
     if scope == 3:
-        return max(t, nx[tab[T_LVL, 3] + gn * p[P_BA] + ba, cmd])
+        return imax(t, nx[tab[T_LVL, 3] + gn * p[P_BA] + ba, cmd])
     # wide command: every node of the finer levels under the addressed node counts
     t = nx[ch, cmd]
     sidx = _scope_index(p, scope, ch, ra, bg, ba)
     for lv in range(1, 4):
         if lv <= scope:
-            t = max(t, nx[tab[T_LVL, lv] + _scope_index(p, lv, ch, ra, bg, ba), cmd])
+            t = imax(t, nx[tab[T_LVL, lv] + _scope_index(p, lv, ch, ra, bg, ba), cmd])
         else:
             n = 1
             for l2 in range(scope, lv):
                 n *= tab[T_FAN, l2]
             lo = tab[T_LVL, lv] + sidx * n
             for k in range(lo, lo + n):
-                t = max(t, nx[k, cmd])
+                t = imax(t, nx[k, cmd])
     return t
 
 
@@ -250,11 +291,11 @@ def _refresh_pick(p, tab, nx, bst, ch, r, now):
         for b in range(B):
             if bst[B_OPEN, (rk * G + g) * B + b] >= 0:
                 any_open = True
-                e = max(earliest(p, tab, nx, C_PRE, ch, r, g, b), now)
+                e = imax(earliest(p, tab, nx, C_PRE, ch, r, g, b), now)
                 if e < bt:
                     bt, bcmd, bg_, ba_ = e, C_PRE, g, b
     if not any_open:
-        bt, bcmd, bg_, ba_ = max(earliest(p, tab, nx, C_REF, ch, r, 0, 0), now), C_REF, 0, 0
+        bt, bcmd, bg_, ba_ = imax(earliest(p, tab, nx, C_REF, ch, r, 0, 0), now), C_REF, 0, 0
     return bt, bcmd, bg_, ba_
 
 
@@ -269,7 +310,7 @@ def _closed_pick(p, tab, nx, bst, ch, now):
             for b in range(B):
                 bank = ((ch * RK + r) * G + g) * B + b
                 if bst[B_OPEN, bank] >= 0 and bst[B_HITS, bank] == 0:
-                    e = max(earliest(p, tab, nx, C_PRE, ch, r, g, b), now)
+                    e = imax(earliest(p, tab, nx, C_PRE, ch, r, g, b), now)
                     if e < bt:
                         bt, br, bg_, ba_ = e, r, g, b
     return bt, br, bg_, ba_
@@ -277,8 +318,8 @@ def _closed_pick(p, tab, nx, bst, ch, now):
 
 @njit(cache=True)
 def _core(p, tab, con_ptr, con, nx, hist, hist_n, bst, ref_due, q, chs, ring, misc, stats,
-          bk, chb, sched, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_end,
-          done_buf, arrival):
+          bk, chb, sched, cand, dbl, gf, treet, mode, until, sid_in, now_in, s_addr, s_left, s_out,
+          s_write, s_end, done_buf, arrival):
     """The controller. ``mode``:
 
     * MODE_NEXT: return the earliest pending command time (deciding dirty channels);
@@ -329,6 +370,8 @@ def _core(p, tab, con_ptr, con, nx, hist, hist_n, bst, ref_due, q, chs, ring, mi
             misc[M_RFREE] = ring[slot, R_NEXT]
             tail = misc[M_RTAIL]
             ring[slot, R_SID] = sid_new
+            ring[slot, R_SEQ] = misc[M_ASEQ]
+            misc[M_ASEQ] += 1
             ring[slot, R_NEXT] = -1
             ring[slot, R_PREV] = tail
             ring[slot, R_WAIT] = -1
@@ -365,6 +408,21 @@ def _core(p, tab, con_ptr, con, nx, hist, hist_n, bst, ref_due, q, chs, ring, mi
                 if chs[ch, H_COUNT] >= Q:
                     ring[slot, R_WAIT] = ch
                     chs[ch, H_NWAIT] += 1
+                    # into ch's waiting list by activation number (a new stream is the
+                    # youngest: the tail; a woken one that blocks again may be older)
+                    seq = ring[slot, R_SEQ]
+                    prv, nxt = -1, chs[ch, H_WHEAD]
+                    if nxt >= 0 and ring[chs[ch, H_WTAIL], R_SEQ] < seq:
+                        prv, nxt = chs[ch, H_WTAIL], -1
+                    while nxt >= 0 and ring[nxt, R_SEQ] < seq:
+                        prv, nxt = nxt, ring[nxt, R_WNEXT]
+                    ring[slot, R_WNEXT] = nxt
+                    if prv >= 0:
+                        ring[prv, R_WNEXT] = slot
+                    else:
+                        chs[ch, H_WHEAD] = slot
+                    if nxt < 0:
+                        chs[ch, H_WTAIL] = slot
                     waiting = True
                     break
                 ra, bg, ba = ring[slot, R_RA], ring[slot, R_BG], ring[slot, R_BA]
@@ -374,12 +432,7 @@ def _core(p, tab, con_ptr, con, nx, hist, hist_n, bst, ref_due, q, chs, ring, mi
                 bank = gn * B + ba
                 s = chs[ch, H_FREE]
                 chs[ch, H_FREE] = q[ch, s, Q_NEXT]
-                q[ch, s, Q_BANK] = bank
-                q[ch, s, Q_RK] = rk
-                q[ch, s, Q_GN] = gn
-                q[ch, s, Q_RA] = ra
-                q[ch, s, Q_BG] = bg
-                q[ch, s, Q_BA] = ba
+                q[ch, s, Q_LOC] = (ra << 40) | (bg << 20) | ba
                 q[ch, s, Q_ROW] = row
                 q[ch, s, Q_WRITE] = s_write[sid]
                 q[ch, s, Q_AGE] = misc[M_AGE]
@@ -387,10 +440,6 @@ def _core(p, tab, con_ptr, con, nx, hist, hist_n, bst, ref_due, q, chs, ring, mi
                 q[ch, s, Q_FLAGS] = 0
                 misc[M_AGE] += 1
                 chs[ch, H_COUNT] += 1
-                if chs[ch, H_DIRTY] == 0:
-                    chs[ch, H_DIRTY] = 1
-                    sched[misc[M_NDIRTY]] = ch
-                    misc[M_NDIRTY] += 1
                 # append to the bank's list (ages increase: the list stays oldest first)
                 tail = bk[bank, BK_TAIL]
                 q[ch, s, Q_NEXT] = -1
@@ -404,13 +453,64 @@ def _core(p, tab, con_ptr, con, nx, hist, hist_n, bst, ref_due, q, chs, ring, mi
                     bk[bank, BK_POS] = nb
                     chs[ch, H_NBANK] = nb + 1
                 bk[bank, BK_TAIL] = s
+                # the bank's candidates change only if it had no request or this is its
+                # first hit of its direction; else nothing (also no decision) changes
+                changed = tail < 0
                 if bst[B_OPEN, bank] == row:
                     bst[B_HITS, bank] += 1
                     if s_write[sid] != 0:
                         if bk[bank, BK_WRH] < 0:
                             bk[bank, BK_WRH] = s
+                            changed = True
                     elif bk[bank, BK_RDH] < 0:
                         bk[bank, BK_RDH] = s
+                        changed = True
+                if changed and bk[bank, BK_DB] == 0:
+                    bk[bank, BK_DB] = 1
+                    dbl[ch, chs[ch, H_NDB]] = bank
+                    chs[ch, H_NDB] += 1
+                # the channel's decision: a new request only adds candidates of its bank
+                # (time only grows the keys of the others), so unless the decided command
+                # is on this bank or came from a refresh pass, the new decision is the
+                # better of the old one and this bank's candidates (same result as a
+                # full re-decision, one bank instead of all)
+                dirty = chs[ch, H_DIRTY]
+                if changed and dirty != 1:
+                    if chs[ch, H_NOINC] != 0 or (chs[ch, H_BA] == ba and chs[ch, H_BG] == bg
+                                                 and chs[ch, H_RA] == ra):
+                        chs[ch, H_DIRTY] = 1
+                    else:
+                        now_f = misc[M_NOW]
+                        hit = bst[B_HITS, bank] > 0
+                        n1, n2, n3 = l1 + rk, l2 + gn, l3 + bank
+                        sc = bk[bank, BK_RDH] if hit else bk[bank, BK_HEAD]
+                        cc = C_RD if hit else (C_PRE if bst[B_OPEN, bank] >= 0 else C_ACT)
+                        for two in range(2):
+                            if two == 1:
+                                if not hit:
+                                    break
+                                sc = bk[bank, BK_WRH]
+                                cc = C_WR
+                            if sc < 0:
+                                continue
+                            e = imax(imax(imax(nx[ch, cc], nx[n1, cc]), imax(nx[n2, cc], nx[n3, cc])),
+                                    now_f)
+                            key = e * 4 + (1 if hit else 2)
+                            age = q[ch, sc, Q_AGE]
+                            if key < chs[ch, H_KEY] or (key == chs[ch, H_KEY]
+                                                        and age < chs[ch, H_AGE]):
+                                chs[ch, H_KEY] = key
+                                chs[ch, H_AGE] = age
+                                chs[ch, H_T] = e
+                                chs[ch, H_CMD] = cc
+                                chs[ch, H_SLOT] = sc
+                                chs[ch, H_RA] = ra
+                                chs[ch, H_BG] = bg
+                                chs[ch, H_BA] = ba
+                                chs[ch, H_DIRTY] = 2  # only the tournament tree
+                    if dirty == 0 and chs[ch, H_DIRTY] != 0:
+                        sched[misc[M_NDIRTY]] = ch
+                        misc[M_NDIRTY] += 1
                 s_left[sid] -= 1
                 s_addr[sid] += BB
                 s_out[sid] += 1
@@ -438,8 +538,9 @@ def _core(p, tab, con_ptr, con, nx, hist, hist_n, bst, ref_due, q, chs, ring, mi
         CP = misc[M_CP]
         for kd in range(misc[M_NDIRTY]):
             ch = sched[kd]
-            now = now0
-            while True:
+            now = now0  # (H_DIRTY 2: decision already updated, only the tree below)
+            noinc = False
+            while chs[ch, H_DIRTY] == 1:
                 # candidates compare by key = time * 4 + class, then age (oldest first);
                 # written with selects rather than branches (the data are random)
                 bkey, bage = INF, INF
@@ -449,43 +550,82 @@ def _core(p, tab, con_ptr, con, nx, hist, hist_n, bst, ref_due, q, chs, ring, mi
                     for r in range(RK):
                         if ref_due[ch * RK + r] <= now:
                             rdue = True
+                            noinc = True
                             e, cmd, g, b = _refresh_pick(p, tab, nx, bst, ch, r, now)
                             if e * 4 < bkey:
                                 bkey, bage, bcmd, bra, bbg, bba = e * 4, -1, cmd, r, g, b
-                # per bank with queued requests: its oldest read hit and oldest write hit
-                # (row open), else its oldest request (PRE or ACT) - the minimum of
-                # (time, class, age) over every queued request, as FR-FCFS asks
-                for i in range(chs[ch, H_NBANK]):
-                    bank = chb[ch, i]
-                    if rdue and ref_due[bk[bank, BK_RK]] <= now:
-                        continue
-                    n1, n2, n3 = bk[bank, BK_N1], bk[bank, BK_N2], l3 + bank
+                # FR-FCFS over the queued requests: per active bank its oldest read hit
+                # and oldest write hit (row open), else its oldest request's PRE or ACT -
+                # the minimum of (time, class, age) over every queued request. A
+                # candidate's time is max(gf[its group, command], its bank's own time):
+                # gf holds now and the channel, rank and bank-group rows (shared by the
+                # group's banks, built here), the candidates cache the bank rows (they
+                # change only with the bank's own commands or a REF, see dbl)
+                for kdb in range(chs[ch, H_NDB]):
+                    bank = dbl[ch, kdb]
+                    bk[bank, BK_DB] = 0
                     hit = bst[B_HITS, bank] > 0
-                    s1 = bk[bank, BK_RDH] if hit else bk[bank, BK_HEAD]
-                    c1 = C_RD if hit else (C_PRE if bst[B_OPEN, bank] >= 0 else C_ACT)
-                    s2 = bk[bank, BK_WRH] if hit else -1
-                    e = max(max(nx[ch, c1], nx[n1, c1]), max(nx[n2, c1], nx[n3, c1]))
-                    key = max(e, now) * 4 + (1 if hit else 2)
-                    age = q[ch, s1, Q_AGE]
-                    key = INF if s1 < 0 else key
-                    age = INF if s1 < 0 else age
+                    n3 = l3 + bank
+                    lg4 = 4 * bk[bank, BK_LG]
+                    for w in range(2):  # its two candidates (none once it has no request)
+                        if w == 0:
+                            sc = bk[bank, BK_RDH] if hit else bk[bank, BK_HEAD]
+                            cc = C_RD if hit else (C_PRE if bst[B_OPEN, bank] >= 0 else C_ACT)
+                        else:
+                            sc = bk[bank, BK_WRH] if hit else -1
+                            cc = C_WR
+                        pos = bk[bank, BK_C1 + w]
+                        nc = chs[ch, H_NCAND]
+                        if sc >= 0:
+                            if pos < 0:  # append
+                                pos = nc
+                                chs[ch, H_NCAND] = nc + 1
+                                bk[bank, BK_C1 + w] = pos
+                                cand[ch, CA_OWN, pos] = 2 * bank + w
+                            cand[ch, CA_G, pos] = lg4 + cc
+                            cand[ch, CA_B, pos] = nx[n3, cc] * 4 + (1 if hit else 2)
+                            cand[ch, CA_AGE, pos] = q[ch, sc, Q_AGE]
+                            cand[ch, CA_SLOT, pos] = sc
+                        elif pos >= 0:  # remove: the last entry moves into its place
+                            last = nc - 1
+                            for f in range(N_CAF):
+                                cand[ch, f, pos] = cand[ch, f, last]
+                            own = cand[ch, CA_OWN, pos]
+                            bk[own >> 1, BK_C1 + (own & 1)] = pos
+                            bk[bank, BK_C1 + w] = -1
+                            chs[ch, H_NCAND] = last
+                chs[ch, H_NDB] = 0
+                for r in range(RK):
+                    rk = ch * RK + r
+                    n1 = l1 + rk
+                    # key = time * 4 + class (ACT, PRE: 2; RD, WR: 1)
+                    f0 = imax(imax(nx[ch, 0], nx[n1, 0]), now) * 4 + 2
+                    f1 = imax(imax(nx[ch, 1], nx[n1, 1]), now) * 4 + 2
+                    f2 = imax(imax(nx[ch, 2], nx[n1, 2]), now) * 4 + 1
+                    f3 = imax(imax(nx[ch, 3], nx[n1, 3]), now) * 4 + 1
+                    if rdue and ref_due[rk] <= now:  # its banks wait for the refresh
+                        f0 = f1 = f2 = f3 = BIG * 4 + 3  # > INF: never chosen
+                    for g in range(G):
+                        n2 = l2 + rk * G + g
+                        o = (r * G + g) * 4
+                        gf[o] = imax(f0, nx[n2, 0] * 4 + 2)
+                        gf[o + 1] = imax(f1, nx[n2, 1] * 4 + 2)
+                        gf[o + 2] = imax(f2, nx[n2, 2] * 4 + 1)
+                        gf[o + 3] = imax(f3, nx[n2, 3] * 4 + 1)
+                bj = -1
+                for j in range(chs[ch, H_NCAND]):
+                    key = imax(gf[cand[ch, CA_G, j]], cand[ch, CA_B, j])
+                    age = cand[ch, CA_AGE, j]
                     better = (key < bkey) | ((key == bkey) & (age < bage))
                     bkey = key if better else bkey
                     bage = age if better else bage
-                    bcmd = c1 if better else bcmd
-                    bslot = s1 if better else bslot
-                    e = max(max(nx[ch, C_WR], nx[n1, C_WR]), max(nx[n2, C_WR], nx[n3, C_WR]))
-                    key = max(e, now) * 4 + 1
-                    age = q[ch, s2, Q_AGE]
-                    key = INF if s2 < 0 else key
-                    age = INF if s2 < 0 else age
-                    better = (key < bkey) | ((key == bkey) & (age < bage))
-                    bkey = key if better else bkey
-                    bage = age if better else bage
-                    bcmd = C_WR if better else bcmd
-                    bslot = s2 if better else bslot
+                    bj = j if better else bj
+                if bj >= 0:
+                    bcmd = cand[ch, CA_G, bj] & 3
+                    bslot = cand[ch, CA_SLOT, bj]
                 if bslot >= 0:
-                    bra, bbg, bba = q[ch, bslot, Q_RA], q[ch, bslot, Q_BG], q[ch, bslot, Q_BA]
+                    loc = q[ch, bslot, Q_LOC]
+                    bra, bbg, bba = loc >> 40, (loc >> 20) & LOC_MASK, loc & LOC_MASK
                 if closed:
                     e, r, g, b = _closed_pick(p, tab, nx, bst, ch, now)
                     if e < INF and e * 4 + 3 < bkey:
@@ -500,34 +640,43 @@ def _core(p, tab, con_ptr, con, nx, hist, hist_n, bst, ref_due, q, chs, ring, mi
                             due = d
                 if due < INF and due <= bt:
                     now = due
+                    noinc = True
                     continue
+                chs[ch, H_T] = bt
+                chs[ch, H_CMD] = bcmd
+                chs[ch, H_SLOT] = bslot
+                chs[ch, H_RA] = bra
+                chs[ch, H_BG] = bbg
+                chs[ch, H_BA] = bba
+                chs[ch, H_KEY] = bkey
+                chs[ch, H_AGE] = bage
+                chs[ch, H_NOINC] = 1 if noinc else 0
                 break
-            chs[ch, H_T] = bt
-            chs[ch, H_CMD] = bcmd
-            chs[ch, H_SLOT] = bslot
-            chs[ch, H_RA] = bra
-            chs[ch, H_BG] = bbg
-            chs[ch, H_BA] = bba
             chs[ch, H_DIRTY] = 0
-            # update the tournament tree from the leaf of ch (ties: lower channel)
-            i = (CP + ch) >> 1
+            # update the tournament tree from the leaf of ch (ties: lower channel, i.e.
+            # the left child); stop where a node's winner and time stay the same
+            i = CP + ch
+            treet[i] = chs[ch, H_T]
+            i >>= 1
             while i >= 1:
-                a = sched[tree + 2 * i]
-                b = sched[tree + 2 * i + 1]
-                if b >= 0 and (a < 0 or chs[b, H_T] < chs[a, H_T]):
-                    a = b
+                ta, tb = treet[2 * i], treet[2 * i + 1]
+                a = sched[tree + 2 * i + 1] if tb < ta else sched[tree + 2 * i]
+                ta = tb if tb < ta else ta
+                if a == sched[tree + i] and ta == treet[i]:
+                    break
                 sched[tree + i] = a
+                treet[i] = ta
                 i >>= 1
         misc[M_NDIRTY] = 0
         c = sched[tree + 1]
-        t = chs[c, H_T]
+        t = treet[1]
         if mode == MODE_NEXT:
             return t
         if not in_batch:  # trace mode between engine cycles
             if ndone >= n_tr:
                 return ndone
             if ptr < n_tr and arrival[ptr] <= t and misc[M_RING_N] < cap:
-                act_now = max(arrival[ptr], misc[M_NOW])
+                act_now = imax(arrival[ptr], misc[M_NOW])
                 misc[M_NOW] = act_now
                 act_batch = True
                 continue
@@ -554,7 +703,17 @@ def _core(p, tab, con_ptr, con, nx, hist, hist_n, bst, ref_due, q, chs, ring, mi
             issue(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cmd, c, ra, bg, ba,
                   row, t)
             ref_due[rk] += p[P_REFI]
+            for i in range(chs[c, H_NBANK]):  # REF moved the rank's bank rows
+                b = chb[c, i]
+                if bk[b, BK_RK] == rk and bk[b, BK_DB] == 0:
+                    bk[b, BK_DB] = 1
+                    dbl[c, chs[c, H_NDB]] = b
+                    chs[c, H_NDB] += 1
             continue
+        if bk[bank, BK_DB] == 0:  # its bank row and candidates change
+            bk[bank, BK_DB] = 1
+            dbl[c, chs[c, H_NDB]] = bank
+            chs[c, H_NDB] += 1
         # bank-scope command: the rows of the timing table, one node per level
         for k in range(con_ptr[cmd], con_ptr[cmd + 1]):
             lv = con[K_LEVEL, k]
@@ -569,11 +728,9 @@ def _core(p, tab, con_ptr, con, nx, hist, hist_n, bst, ref_due, q, chs, ring, mi
                 hist[node, ws, n % w] = t
                 hist_n[node, ws] = n + 1
                 v = hist[node, ws, (n + 1) % w] + con[K_LAT, k] if n + 1 >= w else -1
-            if v > nx[node, nxt]:
-                nx[node, nxt] = v
+            nx[node, nxt] = imax(v, nx[node, nxt])  # (branch-free: v is data)
         for k in range(N_CMD):  # one command per cycle on the channel's command bus
-            if nx[c, k] <= t:
-                nx[c, k] = t + 1
+            nx[c, k] = imax(nx[c, k], t + 1)
         stats[cmd] += 1
         if cmd == C_PRE:
             bst[B_OPEN, bank] = -1
@@ -649,9 +806,8 @@ def _core(p, tab, con_ptr, con, nx, hist, hist_n, bst, ref_due, q, chs, ring, mi
                 ndone += 1
             # the freed slot: the first stream (activation order) waiting for c proceeds
             if chs[c, H_NWAIT] > 0:
-                slot = misc[M_RHEAD]
-                while ring[slot, R_WAIT] != c:
-                    slot = ring[slot, R_NEXT]
+                slot = chs[c, H_WHEAD]
+                chs[c, H_WHEAD] = ring[slot, R_WNEXT]
                 chs[c, H_NWAIT] -= 1
                 ring[slot, R_WAIT] = -1
                 run_slot = slot
@@ -676,8 +832,8 @@ def _core_inst(inst, mode, until, sid, now, s_addr, s_left, s_out, s_write, s_en
                arrival):
     return _core(inst.p, inst.tab, inst.con_ptr, inst.con, inst.nx, inst.hist, inst.hist_n,
                  inst.bst, inst.ref_due, inst.q, inst.chs, inst.ring, inst.misc, inst.stats,
-                 inst.bk, inst.chb, inst.sched, mode, until, sid, now, s_addr, s_left, s_out,
-                 s_write, s_end, done_buf, arrival)
+                 inst.bk, inst.chb, inst.sched, inst.cand, inst.dbl, inst.gf, inst.treet, mode, until, sid,
+                 now, s_addr, s_left, s_out, s_write, s_end, done_buf, arrival)
 
 
 @njit(cache=True)

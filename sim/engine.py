@@ -13,6 +13,10 @@ Semantics (the pure-Python reference in ``tests/sim`` implements the same rules)
    leave in priority order, then FIFO. A finish frees the slot (the queue head starts),
    then successors whose last predecessor this was become ready (ascending task id).
 
+Two event loops give the same results: :func:`_kernel` (binary heap, every graph) and
+:func:`sim.engine_bucket.kernel_bucket` (calendar queue; graphs without DRAM whose tasks
+share one priority and whose durations are below ``MAX_BUCKETS``), chosen by :func:`run`.
+
 DRAM time: the DRAM runs in its own tCK; an engine cycle ``t`` maps to DRAM cycle
 ``ceil(t * Pe / Pd)`` for arrivals and a completion at DRAM cycle ``c`` to engine cycle
 ``ceil(c * Pd / Pe)`` (Pe, Pd the clock periods, rounded to femtoseconds so the
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numba
 import numpy as np
@@ -31,6 +36,7 @@ from numba import njit, typed
 
 from sim import dram_kernel as K
 from sim.dram import DramSpec, resolve
+from sim.engine_bucket import MAX_BUCKETS, bucket_count, kernel_bucket
 from sim.errors import SimInputError
 from sim.taskgraph import MODEL_BANDWIDTH, MODEL_DRAM, TaskGraph
 
@@ -137,35 +143,52 @@ def _ceil_scale(x, num, den):
 # succ_hi = tt[t + 1, 3]; duration -1 marks a DRAM stream task. The heap carries each
 # running task's start cycle, so there is no per-task start array unless ``record``.
 # Measured on benchmarks/bench_sim.py (1M tasks): separate int64 arrays 350 ns/task,
-# one 64-byte row 190, this 16-byte row ~140-190 (noisy shared machine).
+# one 64-byte row 190, this 16-byte row ~140-190 (noisy shared machine). Graphs without
+# DRAM and with one priority run in the calendar-queue loop of sim/engine_bucket.py
+# (~75 ns/task on the same graph), which reads the same table.
 @njit(cache=True)
-def _pack(resource, eff_dur, is_dram, priority, op_index, dep_ptr, dep_idx, wtype, width):
-    """Build (tt, succ): the task table above and successors (ascending) in CSR order.
+def _pack(resource, eff_dur, is_dram, priority, op_index, dep_ptr, dep_idx, wtype, width,
+          n_res):
+    """Build (tt, succ, rcount): the task table above, successors (ascending) in CSR
+    order, and the number of tasks per resource.
 
-    ``wtype`` is a 0-d array of the table dtype; ``width`` 4 or 6 columns.
+    ``wtype`` is a 0-d array of the table dtype; ``width`` 4 or 6 columns. Three
+    branch-free passes (edges, tasks, edges): the owner task of edge k is the number of
+    tasks whose edge range ends at or before k, a running sum of ``ends`` (3x faster on
+    1M tasks than a loop over each task's edges, whose trip count mispredicts).
     """
     T = resource.shape[0]
-    tt = np.zeros((T + 1, width), wtype.dtype)
-    for k in range(dep_idx.shape[0]):
-        tt[dep_idx[k] + 1, 3] += 1
+    E = dep_idx.shape[0]
+    tt = np.empty((T + 1, width), wtype.dtype)
+    tt[T, :] = 0
+    fill = np.zeros(T + 1, np.int64)  # successors per task, then the next free slot
+    for k in range(E):
+        fill[dep_idx[k]] += 1
+    ends = np.zeros(E + 1, np.int64)  # ends[e]: tasks whose edge range ends at e
+    rcount = np.zeros(n_res + 1, np.int64)  # tasks per resource + 1 (0: no resource)
+    acc = 0
     for t in range(T):
-        tt[t + 1, 3] += tt[t, 3]
         tt[t, 0] = dep_ptr[t + 1] - dep_ptr[t]
         tt[t, 1] = resource[t]
         tt[t, 2] = -1 if is_dram[t] != 0 else eff_dur[t]
+        tt[t, 3] = acc
         if width > 4:
             tt[t, 4] = priority[t]
             tt[t, 5] = op_index[t]
-    fill = np.empty(T, np.int64)
-    for t in range(T):
-        fill[t] = tt[t, 3]
-    succ = np.empty(dep_idx.shape[0], np.int32)
-    for t in range(T):
-        for k in range(dep_ptr[t], dep_ptr[t + 1]):
-            p = dep_idx[k]
-            succ[fill[p]] = t
-            fill[p] += 1
-    return tt, succ
+        n = fill[t]
+        fill[t] = acc
+        acc += n
+        ends[dep_ptr[t + 1]] += 1
+        rcount[resource[t] + 1] += 1
+    tt[T, 3] = acc
+    succ = np.zeros(E + 2, np.int32)  # 2 padding entries (see engine_bucket)
+    owner = 0
+    for k in range(E):
+        owner += ends[k]
+        p = dep_idx[k]
+        succ[fill[p]] = owner
+        fill[p] += 1
+    return tt, succ, rcount[1:]
 
 
 @njit(cache=True)
@@ -404,7 +427,9 @@ def run(tg: TaskGraph, dram_configs: Sequence[DramSpec] = (), *,
     res = np.ascontiguousarray(tg.resource)
     mem = tg.kind > 0
     res_inst = np.full(R, -1, np.int64)
-    insts, pe_fs, pd_fs = [], [], []
+    insts: list[Any] = []
+    pe_fs: list[int] = []
+    pd_fs: list[int] = []
     eff = np.ascontiguousarray(tg.duration)
     is_dram = np.zeros(T, np.bool_)
     burst_n = addr = is_write = np.zeros(1, np.int64)
@@ -442,19 +467,25 @@ def run(tg: TaskGraph, dram_configs: Sequence[DramSpec] = (), *,
         eff[sel] = 0
         addr[sel] = first * bb  # align the stream start to its first burst
     # table type: int32 unless an id, an edge count or a duration needs int64
-    big = (tg.dep_idx.size >= 2**31 - 1 or T >= 2**31 - 1
-           or (T > 0 and int(eff.max()) >= 2**31 - 1))
+    max_dur = int(eff.max()) if T else 0
+    big = tg.dep_idx.size >= 2**31 - 1 or T >= 2**31 - 1 or max_dur >= 2**31 - 1
     wtype = np.zeros((), np.int64 if big else np.int32)
     # priority and op columns only when used (fewer bytes per task, see _pack)
     wide = len(tg.op_names) > 1 or bool(np.any(tg.priority != 0))
-    tt, succ = _pack(res, eff, is_dram, np.ascontiguousarray(tg.priority),
-                     np.ascontiguousarray(tg.op_index), tg.dep_ptr,
-                     np.ascontiguousarray(tg.dep_idx), wtype, 6 if wide else 4)
-    makespan, finished, events, busy, start, end, op_s, op_e = _kernel(
-        tt, succ, np.ascontiguousarray(tg.resource_capacity), res_inst,
-        len(tg.op_names), addr, burst_n, is_write, _inst_list(insts),
-        np.asarray(pe_fs + [1], np.int64), np.asarray(pd_fs + [1], np.int64),
-        record_task_times)
+    tt, succ, rcount = _pack(res, eff, is_dram, np.ascontiguousarray(tg.priority),
+                             np.ascontiguousarray(tg.op_index), tg.dep_ptr,
+                             np.ascontiguousarray(tg.dep_idx), wtype, 6 if wide else 4, R)
+    cap = np.ascontiguousarray(tg.resource_capacity)
+    if (not is_dram.any() and max_dur < MAX_BUCKETS
+            and (T == 0 or int(tg.priority.min()) == int(tg.priority.max()))):
+        # the common case: calendar queue (sim/engine_bucket.py), same results
+        makespan, finished, events, busy, start, end, op_s, op_e = kernel_bucket(
+            tt, succ, rcount, cap, len(tg.op_names), bucket_count(max_dur), record_task_times)
+    else:
+        makespan, finished, events, busy, start, end, op_s, op_e = _kernel(
+            tt, succ, cap, res_inst, len(tg.op_names), addr, burst_n, is_write,
+            _inst_list(insts), np.asarray(pe_fs + [1], np.int64),
+            np.asarray(pd_fs + [1], np.int64), record_task_times)
     if finished != T:
         raise SimInputError(f"only {finished} of {T} tasks finished (dependency cycle?)")
     # action totals do not depend on timing: one vectorised pass

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numba import njit
@@ -339,23 +340,23 @@ class TaskGraphBuilder:
         return self._n_chunked + len(self._r) - 1
 
     def add_compute(self, resource: int, duration: int, deps: Iterable[int] = (),
-                    **kw: int) -> int:
+                    **kw: Any) -> int:
         """Shorthand for a compute task."""
         return self.add_task(resource, duration, deps=deps, **kw)
 
     def add_read(self, resource: int, nbytes: int, addr: int = 0,
-                 deps: Iterable[int] = (), **kw: int) -> int:
+                 deps: Iterable[int] = (), **kw: Any) -> int:
         """Shorthand for a memory read of ``nbytes`` at ``addr``."""
         return self.add_task(resource, 0, kind=KIND_READ, mem_bytes=nbytes, mem_addr=addr,
                              deps=deps, **kw)
 
     def add_write(self, resource: int, nbytes: int, addr: int = 0,
-                  deps: Iterable[int] = (), **kw: int) -> int:
+                  deps: Iterable[int] = (), **kw: Any) -> int:
         """Shorthand for a memory write of ``nbytes`` at ``addr``."""
         return self.add_task(resource, 0, kind=KIND_WRITE, mem_bytes=nbytes, mem_addr=addr,
                              deps=deps, **kw)
 
-    def add_join(self, deps: Iterable[int], **kw: int) -> int:
+    def add_join(self, deps: Iterable[int], **kw: Any) -> int:
         """A zero-time task finishing when all ``deps`` have finished."""
         return self.add_task(-1, 0, deps=deps, **kw)
 
@@ -391,7 +392,7 @@ class TaskGraphBuilder:
         n = r.size
 
         def col(v: np.ndarray | int, dt: type) -> np.ndarray:
-            a = np.asarray(v, dt)
+            a: np.ndarray = np.asarray(v, dt)
             return np.broadcast_to(a, (n,)).copy() if a.ndim == 0 else a.ravel().copy()
 
         if dep_ptr is None:
