@@ -58,6 +58,11 @@ def test_same_input_same_hash_and_numbers(capsys):
     (("run", "tpu_like", "--model", "gpt5"), "unknown model 'gpt5'"),
     (("run", "tpu_like", "--phase", "sideways"), "--phase"),
     (("run", "tpu_like", "--batch", "-3"), "--batch"),
+    (("run", "tpu_like", "--tp", "0"), "--tp"),
+    (("run", "gpu/h100", "--model", "llama2-7b", "--tp", "3"),
+     "tp: tensor-parallel degree 3 must divide llama2-7b's 32 attention heads"),
+    (("run", "gpu/h100", "--model", "resnet50", "--tp", "2"), "tensor parallelism applies to "
+     "transformers"),
 ])
 def test_bad_input_exits_2_with_one_message(args, needle):
     p = subprocess.run([sys.executable, "-m", "archsim", *args], capture_output=True, text=True,
