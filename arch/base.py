@@ -10,13 +10,70 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from types import MappingProxyType
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
+from workloads.errors import MappingError, Problem
 from workloads.ops import Op
 
-__all__ = ["Estimate", "Unit", "register", "UNIT_KINDS", "infeasible"]
+__all__ = ["Estimate", "Unit", "register", "UNIT_KINDS", "infeasible", "UnitMapping",
+           "DataflowMapping", "MappingConstraints", "SimInput"]
+
+
+@dataclass(frozen=True)
+class UnitMapping:
+    """Base of every family's mapping: frozen, hashable, with a named dataflow / kernel.
+
+    ``dataflow == ""`` means "the unit's default" (its configured dataflow, or the best
+    kernel its own heuristics pick). Families subclass this with their own fields (tile
+    sizes, split-K, a loop nest); :meth:`Unit.parse_mapping` builds one from user input.
+    """
+
+    dataflow: str = ""
+
+    def describe(self) -> str:
+        """A short human-readable form (``default`` when nothing is fixed)."""
+        parts = [f"{f.name}={getattr(self, f.name)}" for f in fields(self)
+                 if f.name != "dataflow" and getattr(self, f.name) is not None]
+        return " ".join([self.dataflow or "default", *parts])
+
+
+@dataclass(frozen=True)
+class DataflowMapping(UnitMapping):
+    """A mapping that only names a dataflow (families without tunable tilings)."""
+
+
+class MappingConstraints(Protocol):
+    """What :meth:`Unit.mapping_space` reads of the user's per-op constraints
+    (``mapper.constraints.OpConstraint`` satisfies it): the allowed dataflow names, or
+    None for any."""
+
+    @property
+    def dataflows(self) -> tuple[str, ...] | None: ...
+
+
+@dataclass(frozen=True)
+class SimInput:
+    """Everything the event engine needs to simulate one lowered op (``Unit.lower``).
+
+    Attributes:
+        graph: the ``sim.TaskGraph`` (its own clock, ``graph.clock_hz``).
+        dram_configs: ``sim.DramSpec`` per DRAM resource of the graph (command-level memory).
+        note: what the tasks stand for, when a family's lowering summarises a reference
+            engine of its own (the DRAM PIM command replay gives one task per channel whose
+            duration is that channel's replayed command time).
+    """
+
+    graph: Any
+    dram_configs: tuple[Any, ...] = ()
+    note: str = ""
+
+    def run(self, record_task_times: bool = False) -> Any:
+        """``sim.run`` of this input; returns ``sim.SimStats`` in the graph's clock."""
+        import sim
+
+        return sim.run(self.graph, self.dram_configs, record_task_times=record_task_times)
 
 
 @dataclass(frozen=True)
@@ -74,23 +131,34 @@ def infeasible(op: Op, unit: str, reason: str, clock_hz: float = 1.0) -> Estimat
     return Estimate(op.name, op.kind, unit, "-", 0, clock_hz, feasible=False, reason=reason)
 
 
-class Unit(ABC):
-    """One hardware unit (a sub-accelerator) of an accelerator.
+M = TypeVar("M", bound=UnitMapping)
+
+
+class Unit(ABC, Generic[M]):
+    """One hardware unit (a sub-accelerator) of an accelerator, generic over its frozen
+    mapping type ``M`` (a :class:`UnitMapping` subclass named by ``Mapping``).
 
     Contract:
         * Constructors store; they do not compute or read files.
         * ``supports(op)`` returns None when the unit can run ``op`` or a reason string.
+        * ``parse_mapping(obj)`` turns None (the default), a dataflow name, a dict of the
+          mapping's fields or an ``M`` into a validated ``M``; anything else raises
+          ``MappingError`` naming what was wrong. Every method that takes a ``mapping``
+          accepts what ``parse_mapping`` accepts.
+        * ``mapping_space(op, constraints)`` lists the candidate mappings of ``op`` (the
+          default first) that the constraints allow; the mapper searches over it for every
+          family. A unit with a loop-nest space (``loop_nest(op)`` is not None) is also
+          searched by the mapper's vectorised loop-nest search, whose mappings it accepts.
         * ``estimate(op, mapping)`` never returns a latency below the roofline bound
-          ``max(effective MACs / peak MAC rate, compulsory bytes / peak bandwidth)``
-          (``roofline_cycles``), for any op it supports. It returns an infeasible
-          Estimate (not an exception) for an op it cannot run.
+          ``roofline_cycles(op, mapping)`` for any op it supports: no clamp enforces it, the
+          model must respect it (``tests/arch/test_unit_contract.py``). It returns an
+          infeasible Estimate (not an exception) for an op it cannot run or a mapping that
+          does not apply to the op.
         * ``estimate`` is deterministic and side-effect free.
-        * ``lower(op, mapping)`` returns a ``sim.TaskGraph`` whose simulated makespan is the
-          reference for ``estimate``; families without cycle fidelity raise
-          ``NotImplementedError``.
-        * ``simulate(op, mapping)`` returns the cycle-fidelity latency in the unit's clock;
-          by default it runs ``lower``'s TaskGraph through ``sim.run``. Families with their
-          own command-level engine (DRAM PIM) override it instead of ``lower``.
+        * ``lower(op, mapping)`` returns a :class:`SimInput` whose simulated makespan is the
+          cycle-fidelity reference for ``estimate``; families without cycle fidelity raise
+          ``NotImplementedError``. ``simulate`` runs it (every family, no override needed),
+          and ``archsim trace`` draws it.
         * ``components()`` lists the energy/area components; every action key an Estimate
           or TaskGraph emits names one of them.
         * ``report()`` returns family-specific, JSON-able objects for ``Result.extra``
@@ -99,6 +167,8 @@ class Unit(ABC):
 
     kind: ClassVar[str] = ""
     Spec: ClassVar[type] = object
+    #: The family's frozen mapping type (a :class:`UnitMapping` subclass).
+    Mapping: ClassVar[type[UnitMapping]] = DataflowMapping
 
     def __init__(self, name: str, spec: Any, node_nm: float = 45.0) -> None:
         self.name = name
@@ -120,6 +190,83 @@ class Unit(ABC):
         """Named dataflows / kernels this unit can use."""
         return ()
 
+    # ---- mappings ----------------------------------------------------------------------
+    def parse_mapping(self, obj: Any) -> M:
+        """A validated mapping of this family from user input (see the class contract).
+
+        Accepts None (the default mapping), a dataflow name, a dict of the mapping type's
+        fields, or an instance of the mapping type; ``check_mapping`` validates the values.
+
+        Raises:
+            MappingError: an unknown dataflow, unknown keys, wrong value types, or an
+                object of another type, naming the key.
+        """
+        cls = self.Mapping
+        if obj is None:
+            m: Any = cls()
+        elif isinstance(obj, cls):
+            m = obj
+        elif isinstance(obj, str):
+            m = cls(dataflow=obj)
+        elif isinstance(obj, Mapping):   # collections.abc.Mapping: a dict of fields
+            names = [f.name for f in fields(cls)]
+            unknown = sorted(set(obj) - set(names))
+            if unknown:
+                raise MappingError(Problem(f"unknown mapping keys {unknown}; allowed: "
+                                           f"{', '.join(names)}", "mapping"))
+            try:
+                m = cls(**{k: self._mapping_value(k, v) for k, v in obj.items()})
+            except (TypeError, ValueError) as exc:
+                raise MappingError(Problem(f"bad mapping {dict(obj)!r}: {exc}",
+                                           "mapping")) from None
+        else:
+            m = self.convert_mapping(obj)
+        if not isinstance(m.dataflow, str):
+            raise MappingError(Problem(f"expected a dataflow name, got {m.dataflow!r}",
+                                       "mapping.dataflow"))
+        if m.dataflow and m.dataflow not in self.dataflows():
+            raise MappingError(Problem(
+                f"unknown dataflow {m.dataflow!r} for a {self.kind} unit; expected one of: "
+                f"{', '.join(self.dataflows()) or '(none)'}", "mapping.dataflow"))
+        self.check_mapping(m)
+        return m  # type: ignore[no-any-return]
+
+    def _mapping_value(self, key: str, value: Any) -> Any:
+        """A dict value of ``parse_mapping`` as the mapping field wants it (lists ->
+        tuples, so the mapping stays hashable)."""
+        return tuple(value) if isinstance(value, list) else value
+
+    def convert_mapping(self, obj: Any) -> M:
+        """Hook of ``parse_mapping`` for family-specific inputs (a loop nest); the default
+        refuses them."""
+        raise MappingError(Problem(
+            f"expected None, a dataflow name, a dict or a {self.Mapping.__name__}, got "
+            f"{type(obj).__name__}", "mapping"))
+
+    def check_mapping(self, m: M) -> None:
+        """Family-specific validation of a parsed mapping (raise ``MappingError``)."""
+
+    def op_dataflows(self, op: Op) -> tuple[str, ...]:
+        """The dataflows worth trying for ``op`` (default: all of ``dataflows()``); the
+        estimate of one that does not apply is infeasible, not an error."""
+        return self.dataflows()
+
+    def mapping_space(self, op: Op, constraints: MappingConstraints | None = None
+                      ) -> tuple[M, ...]:
+        """Candidate mappings of ``op``: the default (when no dataflow is constrained)
+        then one per dataflow of ``op_dataflows(op)`` that ``constraints`` allow."""
+        allowed = constraints.dataflows if constraints is not None else None
+        out: list[M] = [] if allowed is not None else [self.parse_mapping(None)]
+        for df in self.op_dataflows(op):
+            if allowed is None or df in allowed:
+                out.append(self.parse_mapping(df))
+        return tuple(dict.fromkeys(out))
+
+    def loop_nest(self, op: Op) -> Any | None:
+        """Parameters of the loop-nest space of ``op`` (``dataflow.ArchParams``) when the
+        mapper's loop-nest search applies to this unit, else None (the default)."""
+        return None
+
     # ---- roofline ----------------------------------------------------------------------
     @abstractmethod
     def peak_macs_per_cycle(self, op: Op) -> float:
@@ -129,8 +276,11 @@ class Unit(ABC):
     def peak_bytes_per_cycle(self) -> float:
         """Peak off-chip bandwidth in bytes per cycle."""
 
-    def roofline_cycles(self, op: Op) -> float:
-        """Lower bound on cycles: max(work / peak rate, compulsory bytes / bandwidth)."""
+    def roofline_cycles(self, op: Op, mapping: Any = None) -> float:
+        """Lower bound on cycles: max(work / peak rate, compulsory bytes / bandwidth).
+
+        ``mapping`` matters only where it changes the compulsory traffic (a fused
+        attention keeps its scores on chip)."""
         work = op.effective_macs() if op.is_matrix else op.vector_ops()
         rate = self.peak_macs_per_cycle(op)
         compute = work / rate if rate > 0 else 0.0
@@ -142,23 +292,24 @@ class Unit(ABC):
     def estimate(self, op: Op, mapping: Any = None) -> Estimate:
         """Analytical prediction for ``op`` (see the class contract)."""
 
-    def lower(self, op: Op, mapping: Any = None) -> Any:
-        """Lower ``op`` to a ``sim.TaskGraph`` for cycle simulation."""
+    def lower(self, op: Op, mapping: Any = None) -> SimInput:
+        """Lower ``op`` to a :class:`SimInput` for cycle simulation."""
         raise NotImplementedError(f"unit kind {self.kind!r} has no cycle-level lowering yet")
 
     def simulate(self, op: Op, mapping: Any = None) -> int:
-        """Cycle-fidelity latency of ``op`` in cycles of ``clock_hz``.
+        """Cycle-fidelity latency of ``op`` in cycles of ``clock_hz``: the event engine's
+        makespan of ``lower(op, mapping)``, converted from the graph's clock.
 
-        Default: simulate ``lower(op, mapping)`` with the event engine. Raises
-        ``NotImplementedError`` when the family has no cycle-level model.
+        Raises:
+            NotImplementedError: the family has no cycle-level model.
+            MappingError: ``op`` is not supported or the mapping is bad.
         """
-        import sim
-
-        tg = self.lower(op, mapping)
-        kwargs = getattr(tg, "run_kwargs", None) or {}
-        stats = sim.run(tg, **kwargs)
-        # TaskGraph cycles are in the graph's clock; convert to the unit's clock.
-        return int(math.ceil(stats.makespan_cycles * self.clock_hz / tg.clock_hz - 1e-9))
+        why = self.supports(op)
+        if why:
+            raise MappingError(Problem(why, op.name))
+        si = self.lower(op, mapping)
+        stats = si.run()
+        return int(math.ceil(stats.makespan_cycles * self.clock_hz / si.graph.clock_hz - 1e-9))
 
     def report(self) -> dict[str, Any]:
         """Family-specific, JSON-able objects added to ``Result.extra`` (default none)."""

@@ -89,12 +89,12 @@ def trace(config: str, model: str, out: str, *, phase: str | None = None, batch:
         tmp_json = os.path.join(tmp, "op.json")
         for a in chosen:
             try:
-                tg = a.unit.lower(a.op, a.mapping)
+                si = a.unit.lower(a.op, a.mapping)
             except NotImplementedError as exc:
                 raise ConfigError(Problem(f"{exc}; 'archsim trace' needs cycle fidelity",
                                           f"units.{a.unit.name}")) from None
-            stats = sim.run(tg, **(getattr(tg, "run_kwargs", None) or {}),
-                            record_task_times=True)
+            tg = si.graph
+            stats = si.run(record_task_times=True)
             left = max_events - n_events
             if left <= 0:
                 break

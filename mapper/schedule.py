@@ -107,42 +107,48 @@ def _candidates(op: Op, unit: Unit, objective: str, search: bool, oc: Any,
                 op_energy: Callable[[Unit, Estimate], float] | None, refine: int = 0,
                 ) -> tuple[Assignment | None, str]:
     """The best (unit, mapping) candidate of ``op`` on ``unit`` under constraints ``oc``,
-    or (None, reason)."""
+    or (None, reason).
+
+    Candidates, for every family alike: with neither search nor constraints, the unit's
+    default mapping; otherwise every mapping of ``unit.mapping_space(op, oc)`` and, where
+    the unit has a loop-nest space (``unit.loop_nest(op)``), the best loop nest of
+    :func:`mapper.search.best_mapping` (optionally re-ranked by the cycle simulator).
+    """
     if oc is not None and oc.units is not None and unit.name not in oc.units:
         return None, f"excluded by the unit constraint ({oc.where()})"
     why = unit.supports(op)
     if why:
         return None, why
-    mappings: list[Any] = [None]
-    nest = op.is_matrix and hasattr(unit, "arch_params")
     dfs = None
     if oc is not None and oc.dataflows is not None and op.is_matrix:
         dfs = tuple(d for d in unit.dataflows() if d in oc.dataflows)
         if not dfs:
             return None, (f"none of its dataflows {', '.join(unit.dataflows()) or '-'} is "
                           f"allowed by the constraints ({oc.where()})")
-    if nest and (search or (oc is not None and oc.needs_search)):
-        from mapper.search import best_mapping
+    needs_search = oc is not None and oc.needs_search
+    nest = unit.loop_nest(op) is not None
+    if needs_search and not nest:
+        return None, f"factor / loop-order constraints need a loop-nest unit ({oc.where()})"
+    mappings: list[Any]
+    if nest and (search or needs_search):
+        from mapper.search import best_mapping, refine_with_simulation
 
         kw: dict[str, Any] = {}
         if oc is not None:
             kw = {"fixed": oc.fixed, "order_glb": oc.order_glb, "order_dram": oc.order_dram}
         r = best_mapping(unit, op, objective, dataflows=dfs, **kw)
-        if r is None and oc is not None and (oc.needs_search or dfs is not None):
+        if r is None and oc is not None and (needs_search or dfs is not None):
             return None, f"no loop-nest mapping satisfies the constraints ({oc.where()})"
-        mappings = [r.mapping if r is not None else None]
-        if refine > 0 and r is not None:
-            from mapper.search import refine_with_simulation
-
+        if r is not None and refine > 0:
             rr, _ = refine_with_simulation(unit, op, objective, refine, dataflows=dfs, **kw)
-            if rr is not None:
-                mappings = [rr.mapping]
-    elif oc is not None and oc.needs_search:
-        return None, f"factor / loop-order constraints need a loop-nest unit ({oc.where()})"
-    elif dfs is not None and nest:
-        mappings = list(dfs)            # spatial arrays take a dataflow name as mapping
+            r = rr or r
+        mappings = [unit.parse_mapping(r.mapping if r is not None else None)]
+    elif search or dfs is not None:
+        mappings = list(unit.mapping_space(op, oc if dfs is not None else None))
+    else:
+        mappings = [unit.parse_mapping(None)]
     best: tuple[float, Assignment] | None = None
-    reason = ""
+    reason = "no mapping in its mapping space"
     for mapping in mappings:
         est = unit.estimate(op, mapping)
         if not est.feasible:
@@ -168,8 +174,9 @@ def map_workload(acc: Accelerator, workload: Workload, objective: str = "latency
     """Assign each op to a unit and schedule the workload's DAG.
 
     With ``search=False`` every unit uses its default mapping (its configured dataflow);
-    with ``search=True`` matrix ops on units that expose ``arch_params`` (spatial arrays)
-    get the best loop-nest mapping of ``mapper.search.best_mapping`` for the objective.
+    with ``search=True`` every unit's ``mapping_space`` is searched, and matrix ops on
+    units with a loop-nest space (``unit.loop_nest(op)``: spatial arrays) get the best
+    loop nest of ``mapper.search.best_mapping`` for the objective.
     Each op gets one candidate per unit (its best mapping there); the list scheduler of
     :mod:`mapper.hetero` assigns and times them (one unit: back to back, in topological
     order).

@@ -402,9 +402,12 @@ def _refine(opts: list[np.ndarray], n: list[int], idx: np.ndarray, pg: int, pd: 
 
 # ---- units -----------------------------------------------------------------------------
 
-def arch_params(unit: Any, op: Any = None) -> ArchParams:
-    """``ArchParams`` of a spatial unit for ``op`` (the unit owns them: ``unit.arch_params``)."""
-    return unit.arch_params(op)
+def arch_params(unit: Any, op: Any) -> ArchParams:
+    """``ArchParams`` of ``unit``'s loop-nest space for ``op`` (``unit.loop_nest(op)``)."""
+    p = unit.loop_nest(op)
+    if p is None:
+        raise ValueError(f"unit {unit.name!r} has no loop-nest space for {op.name!r}")
+    return p  # type: ignore[no-any-return]
 
 
 def best_mapping(unit: Any, op: Any, objective: Any = "latency",
@@ -416,15 +419,10 @@ def best_mapping(unit: Any, op: Any, objective: Any = "latency",
     ``.dataflow`` is one the unit's ``estimate`` accepts). Results are cached by
     (op shape, unit parameters, objective).
     """
-    if not getattr(op, "is_matrix", False) or not hasattr(unit, "arch_params"):
+    p = unit.loop_nest(op)
+    if p is None or unit.supports(op):
         return None
-    if unit.supports(op):
-        return None
-    try:
-        shape = Shape.of(op)
-    except Exception:  # noqa: BLE001 - op without a GEMM view
-        return None
-    p = arch_params(unit, op)
+    shape = Shape.of(op)
     dfs = tuple(dataflows) if dataflows else tuple(
         d for d in unit.dataflows() if d in DATAFLOW_CONSTRAINTS) or ("free",)
     return search(shape, p, objective, dfs, **kw)
@@ -437,7 +435,7 @@ def top_mappings(unit: Any, op: Any, objective: Any = "latency", k: int = 4,
     Candidates: the best mapping of every allowed dataflow under each of the objectives
     latency, energy and EDP (diverse, each locally optimal), ranked by ``objective``.
     """
-    if not getattr(op, "is_matrix", False) or not hasattr(unit, "arch_params"):
+    if unit.loop_nest(op) is None:
         return []
     dfs = tuple(dataflows) if dataflows else tuple(
         d for d in unit.dataflows() if d in DATAFLOW_CONSTRAINTS) or ("free",)

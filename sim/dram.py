@@ -95,6 +95,9 @@ class DramSpec:
         timing: JEDEC timing names -> tCK (``nRCDRD``, ``nFAW``, ...).
         timing_table: key of :data:`sim.dram_presets.TIMING_TABLES`.
         extra_constraints: rows appended to the table (e.g. PIM latencies).
+        latency_overrides: ``(preceding, following, tCK)`` triples that replace the
+            latency of every table row between those two commands (a PIM device's
+            MACAB -> MACAB interval is its processing unit's cycle, not nCCDL).
         address_mapping: fields MSB -> LSB joined by ``-`` from ch, ra, bg, ba, ro, co.
         row_policy: ``open`` (keep rows open) or ``closed`` (precharge when no hits queued).
         queue_depth: request-queue entries per channel.
@@ -114,6 +117,7 @@ class DramSpec:
     timing: Mapping[str, int]
     timing_table: str = "jedec"
     extra_constraints: tuple = ()
+    latency_overrides: tuple[tuple[str, str, int], ...] = ()
     address_mapping: str = "ro-ba-ra-co-bg-ch"
     row_policy: str = "open"
     queue_depth: int = 32
@@ -159,6 +163,14 @@ class DramSpec:
     def constraint_rows(self) -> tuple[tuple, ...]:
         """The timing table rows of this spec (standard table + extra rows)."""
         return tuple(TIMING_TABLES[self.timing_table]) + tuple(self.extra_constraints)
+
+    def row_latency(self, row: tuple) -> int:
+        """Latency (tCK) of a timing-table row: its expression evaluated on ``timing``,
+        or the ``latency_overrides`` entry for its (preceding, following) commands."""
+        for prev, nxt, lat in self.latency_overrides:
+            if row[1] == prev and row[2] == nxt:
+                return int(lat)
+        return eval_latency(row[3], self.timing)
 
     @property
     def bursts_per_row(self) -> int:
@@ -243,7 +255,7 @@ def peak_bytes_per_s(spec: DramSpec) -> float:
     spacing = 1
     for row in spec.constraint_rows():
         if row[1] == "RD" and row[2] == "RD" and row[0] in levels and len(row) == 4:
-            spacing = max(spacing, eval_latency(row[3], spec.timing))
+            spacing = max(spacing, spec.row_latency(row))
     return spec.channels * spec.burst_bytes / (spacing * spec.tck_ps * 1e-12)
 
 
@@ -295,7 +307,7 @@ def resolve(spec: DramSpec, ring_capacity: int = 64) -> K.DramInst:
         con_ptr[COMMANDS.index(r[1]) + 1] += 1
         con_level[k] = LEVELS.index(r[0])
         con_next[k] = COMMANDS.index(r[2])
-        con_lat[k] = eval_latency(r[3], spec.timing)
+        con_lat[k] = spec.row_latency(r)
         if len(r) == 5 and r[4] > 1:
             con_win[k] = r[4]
             con_wslot[k] = nwc

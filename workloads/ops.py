@@ -394,9 +394,14 @@ class _VectorOp(Op):
 
 @dataclass(frozen=True, kw_only=True)
 class Softmax(_VectorOp):
-    """Row-wise softmax over ``cols`` (attention scores: rows = batch*heads*queries)."""
+    """Row-wise softmax over ``cols`` (attention scores: rows = batch*heads*queries).
+
+    ``role`` is ``"attn"`` for the softmax of attention scores (between the ``qk`` and ``av``
+    GEMMs): a fused attention kernel keeps those scores on chip.
+    """
 
     kind: ClassVar[str] = "softmax"
+    role: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -9,11 +9,21 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import Any
 
-from arch.base import Estimate, Unit, ceil_div, cycles_of, infeasible, register
+from arch.base import (
+    DataflowMapping,
+    Estimate,
+    SimInput,
+    Unit,
+    ceil_div,
+    cycles_of,
+    infeasible,
+    register,
+)
 from arch.fpga import resources as rs
 from arch.fpga.resources import Resources, index_bits
 from arch.fpga.spec import NmSparseFpgaSpec
 from arch.spatial import fold_cycles, gemm_traffic
+from workloads.errors import MappingError, Problem
 from workloads.ops import AllReduce, Conv2d, Embedding, Gemm, Op
 
 __all__ = ["NmSparseFpga", "E_DSP_PJ", "E_LUT_PJ", "E_FF_PJ", "E_FF_CLOCK_PJ", "E_BRAM_PJ",
@@ -142,11 +152,16 @@ def gemm_plan(spec: NmSparseFpgaSpec, g: Gemm, order: str = "spatial") -> GemmPl
 
 
 @register
-class NmSparseFpga(Unit):
-    """An N:M sparse PE array on an FPGA with dense and sparse modes (SAT-like)."""
+class NmSparseFpga(Unit[DataflowMapping]):
+    """An N:M sparse PE array on an FPGA with dense and sparse modes (SAT-like).
+
+    Mappings: the weight-stationary array (``ws``, the default) for matrix ops; vector ops
+    run on the vector lanes whatever the mapping names.
+    """
 
     kind = "nm_sparse_fpga"
     Spec = NmSparseFpgaSpec
+    Mapping = DataflowMapping
     spec: NmSparseFpgaSpec
 
     # ---- identity ----------------------------------------------------------------------
@@ -168,6 +183,9 @@ class NmSparseFpga(Unit):
 
     def dataflows(self) -> tuple[str, ...]:
         return ("ws",)
+
+    def op_dataflows(self, op: Op) -> tuple[str, ...]:
+        return ("ws",) if op.is_matrix else ()
 
     # ---- resources ---------------------------------------------------------------------
     @cached_property
@@ -248,6 +266,7 @@ class NmSparseFpga(Unit):
 
     # ---- estimate ----------------------------------------------------------------------
     def estimate(self, op: Op, mapping: Any = None) -> Estimate:
+        self.parse_mapping(mapping)
         reason = self.supports(op)
         if reason:
             return infeasible(op, self.name, reason, self.clock_hz)
@@ -376,25 +395,17 @@ class NmSparseFpga(Unit):
                         bound="compute" if compute >= mem else "memory", mapping=df)
 
     # ---- cycle fidelity ----------------------------------------------------------------
-    def lower(self, op: Op, mapping: Any = None) -> Any:
-        """TaskGraph of ``op`` (``arch/fpga/lower.py``); DRAM configs in ``run_kwargs``."""
+    def lower(self, op: Op, mapping: Any = None) -> SimInput:
+        """Event-driven model of ``op`` (``arch/fpga/lower.py``) with the DDR4 configs of a
+        command-level memory (``memory.model: dram``)."""
         from arch.fpga.lower import lower_op
 
-        tg, _ = lower_op(self, op)
-        return tg
-
-    def simulate(self, op: Op, mapping: Any = None) -> int:
-        """Event-driven latency of ``op`` in cycles (command-level DDR4 when
-        ``memory.model: dram``)."""
-        import sim
-        from arch.fpga.lower import lower_op
-
+        self.parse_mapping(mapping)
         reason = self.supports(op)
         if reason:
-            raise ValueError(reason)
+            raise MappingError(Problem(reason, op.name))
         tg, dram = lower_op(self, op)
-        stats = sim.run(tg, dram, record_task_times=False)
-        return int(math.ceil(stats.makespan_cycles * self.clock_hz / tg.clock_hz - 1e-9))
+        return SimInput(tg, tuple(dram))
 
     # ---- energy / power ----------------------------------------------------------------
     def event_energy_pj(self, r: Resources) -> float:

@@ -19,11 +19,11 @@ Kernels modelled (equations in ``docs/gpu.md``):
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from arch.base import Estimate, Unit, cycles_of, infeasible, register
+from arch.base import Estimate, SimInput, Unit, UnitMapping, cycles_of, infeasible, register
 from arch.gpu.gemm import SPLITS, GemmResult, GemmShape, gemm_time
 from arch.gpu.precision import MmaPlan, plan_mma
 from arch.gpu.spec import GpuSpec
@@ -40,7 +40,7 @@ from workloads.ops import (
     VectorOp,
 )
 
-__all__ = ["TensorCoreGpu", "DATAFLOWS"]
+__all__ = ["TensorCoreGpu", "GpuMapping", "DATAFLOWS"]
 
 #: Named dataflows (kernels). ``gemm_tc`` = the default tile search.
 DATAFLOWS = ("gemm_tc", "gemm_splitk", "w_only", "digit", "bitserial", "simt", "attn_fused",
@@ -58,8 +58,18 @@ _RF_READ_B_PER_MAC = 1280 / 2048
 _RF_WRITE_B_PER_MAC = 512 / 2048
 
 
+@dataclass(frozen=True)
+class GpuMapping(UnitMapping):
+    """A GPU kernel choice: ``dataflow`` (a kernel of :data:`DATAFLOWS`, ``""`` = the best
+    the tile search finds), an optional CTA ``tile`` ``(bm, bn, bk_bytes)`` and an optional
+    ``split_k`` (None = searched)."""
+
+    tile: tuple[int, int, int] | None = None
+    split_k: int | None = None
+
+
 @register
-class TensorCoreGpu(Unit):
+class TensorCoreGpu(Unit[GpuMapping]):
     """A tensor-core GPU (A100 / H100 / H200 / T4 class).
 
     Contract (in addition to :class:`arch.base.Unit`): ``estimate`` is the CTA-tile model
@@ -71,6 +81,7 @@ class TensorCoreGpu(Unit):
 
     kind = "tensor_core_gpu"
     Spec = GpuSpec
+    Mapping = GpuMapping
     spec: GpuSpec
 
     # ---- identity / capability ------------------------------------------------------
@@ -131,7 +142,7 @@ class TensorCoreGpu(Unit):
         if isinstance(op, Gemm):
             return op.role in ("qk", "av")
         if isinstance(op, Softmax):
-            return "attn" in op.name or "score" in op.name
+            return op.role == "attn"
         return False
 
     @staticmethod
@@ -161,36 +172,33 @@ class TensorCoreGpu(Unit):
                         / g.group_size)
         return bpe
 
-    @staticmethod
-    def _parse_mapping(mapping: Any) -> tuple[str, tuple[int, int, int] | None, int | None]:
-        if mapping is None:
-            return "", None, None
-        if isinstance(mapping, str):
-            df, tile, split = mapping, None, None
-        elif isinstance(mapping, Mapping):
-            unknown = set(mapping) - {"dataflow", "tile", "split_k"}
-            if unknown:
-                raise MappingError(Problem(f"unknown mapping keys {sorted(unknown)}; allowed: "
-                                           "dataflow, tile, split_k", "mapping"))
-            df = str(mapping.get("dataflow", ""))
-            tile = mapping.get("tile")
-            split = mapping.get("split_k")
-            if tile is not None:
-                if (not isinstance(tile, (list, tuple)) or len(tile) != 3
-                        or not all(isinstance(x, int) and x > 0 for x in tile)):
-                    raise MappingError(Problem(f"expected [bm, bn, bk_bytes] positive ints, got "
-                                               f"{tile!r}", "mapping.tile"))
-                tile = (int(tile[0]), int(tile[1]), int(tile[2]))
-            if split is not None and (not isinstance(split, int) or split < 1):
-                raise MappingError(Problem(f"expected an int >= 1, got {split!r}",
-                                           "mapping.split_k"))
-        else:
-            raise MappingError(Problem(f"expected None, a dataflow name or a mapping, got "
-                                       f"{type(mapping).__name__}", "mapping"))
-        if df and df not in DATAFLOWS:
-            raise MappingError(Problem(f"unknown dataflow {df!r}; expected one of: "
-                                       f"{', '.join(DATAFLOWS)}", "mapping.dataflow"))
-        return df, tile, split
+    # ---- mappings -----------------------------------------------------------------------
+    def check_mapping(self, m: GpuMapping) -> None:
+        if m.tile is not None and (
+                not isinstance(m.tile, tuple) or len(m.tile) != 3
+                or not all(isinstance(x, int) and not isinstance(x, bool) and x > 0
+                           for x in m.tile)):
+            raise MappingError(Problem(f"expected [bm, bn, bk_bytes] positive ints, got "
+                                       f"{m.tile!r}", "mapping.tile"))
+        if m.split_k is not None and (not isinstance(m.split_k, int)
+                                      or isinstance(m.split_k, bool) or m.split_k < 1):
+            raise MappingError(Problem(f"expected an int >= 1, got {m.split_k!r}",
+                                       "mapping.split_k"))
+
+    def op_dataflows(self, op: Op) -> tuple[str, ...]:
+        """Kernels worth trying: the GEMM datapaths for matrix ops (and both attention
+        forms for the attention GEMMs), fused/unfused for an attention softmax."""
+        if isinstance(op, (Gemm, Conv2d)):
+            att = ("attn_fused", "attn_unfused") if getattr(op, "role", "") in ("qk", "av") \
+                else ()
+            return ("gemm_tc", "gemm_splitk", "w_only", "digit", "bitserial", "simt", *att)
+        if isinstance(op, Softmax) and op.role == "attn":
+            return ("attn_fused", "attn_unfused")
+        return ()
+
+    def _parse_mapping(self, mapping: Any) -> tuple[str, tuple[int, int, int] | None, int | None]:
+        m = self.parse_mapping(mapping)
+        return m.dataflow, m.tile, m.split_k
 
     def _cycles(self, seconds: float) -> int:
         return cycles_of(seconds * self.clock_hz)
@@ -398,10 +406,14 @@ class TensorCoreGpu(Unit):
         return out
 
     # ---- cycle-level lowering ---------------------------------------------------------
-    def lower(self, op: Op, mapping: Any = None) -> Any:
-        """CTA-tile lowering to ``sim.TaskGraph`` (``arch.gpu.lower``): per k-step HBM/L2
-        loads into shared memory, MMA, epilogue stores; streaming kernels as pipelined
-        read/ALU/write pieces. The graph's clock is the tensor clock (GEMMs) or the SM clock."""
+    def lower(self, op: Op, mapping: Any = None) -> SimInput:
+        """CTA-tile lowering (``arch.gpu.lower``): per k-step HBM/L2 loads into shared
+        memory, MMA, epilogue stores; streaming kernels as pipelined read/ALU/write pieces.
+        The graph's clock is the tensor clock (GEMMs) or the SM clock."""
+        return SimInput(self._lower_graph(op, mapping))
+
+    def _lower_graph(self, op: Op, mapping: Any = None) -> Any:
+        """The ``sim.TaskGraph`` of :meth:`lower`."""
         from arch.gpu.lower import lower_gemm, lower_stream
 
         reason = self.supports(op)

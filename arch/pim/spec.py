@@ -105,7 +105,10 @@ class DramPimSpec:
             from sim.dram import dram_preset
 
             kw: dict[str, Any] = {"channels": self.channels, "refresh": self.refresh,
-                                  "timing": dict(self.timing)}
+                                  "timing": dict(self.timing),
+                                  # one MAC command per processing-unit cycle
+                                  "latency_overrides": (("MACAB", "MACAB",
+                                                         self.mac_interval_tck),)}
             if self.tck_ps > 0:
                 kw["tck_ps"] = self.tck_ps
             self._cache["dram"] = dram_preset(self.dram_preset, **kw)

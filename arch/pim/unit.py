@@ -38,8 +38,18 @@ from typing import Any
 
 import numpy as np
 
-from arch.base import Estimate, Unit, ceil_div, cycles_of, infeasible, register
+from arch.base import (
+    DataflowMapping,
+    Estimate,
+    SimInput,
+    Unit,
+    ceil_div,
+    cycles_of,
+    infeasible,
+    register,
+)
 from arch.pim.spec import DRAM_ENERGY_TECH, DramPimSpec
+from workloads.errors import MappingError, Problem
 from workloads.ops import AllReduce, Conv2d, Embedding, Gemm, Op
 
 __all__ = ["DramPim", "Plan", "Stream"]
@@ -90,11 +100,16 @@ class Plan:
 
 
 @register
-class DramPim(Unit):
-    """DRAM PIM channels with bank-level MAC units and a vector ASIC."""
+class DramPim(Unit[DataflowMapping]):
+    """DRAM PIM channels with bank-level MAC units and a vector ASIC.
+
+    Mappings: ``pim_gemv`` (matrix ops on the bank units) or ``asic`` (vector ops on the
+    ASIC), or the default (whichever runs the op); the other one is infeasible for an op.
+    """
 
     kind = "dram_pim"
     Spec = DramPimSpec
+    Mapping = DataflowMapping
     spec: DramPimSpec
 
     # ---- organisation ------------------------------------------------------------------
@@ -125,9 +140,8 @@ class DramPim(Unit):
         return int(self.table()[(prev, nxt)]) if (prev, nxt) in self.table() else 1
 
     def table(self) -> dict[tuple[str, str], int]:
-        """(prev, next) -> max latency over the non-window rows, with the MAC patch."""
-        from sim.dram import eval_latency
-
+        """(prev, next) -> max latency over the non-window rows (the spec's
+        ``latency_overrides`` included: MACAB -> MACAB is ``mac_interval_tck``)."""
         cache = self.spec._cache
         if "table" not in cache:
             d = self.dram
@@ -135,9 +149,8 @@ class DramPim(Unit):
             for row in d.constraint_rows():
                 if len(row) == 5 and row[4] > 1:
                     continue
-                v = eval_latency(row[3], d.timing)
+                v = d.row_latency(row)
                 t[(row[1], row[2])] = max(t.get((row[1], row[2]), 1), v, 1)
-            t[("MACAB", "MACAB")] = self.spec.mac_interval_tck
             cache["table"] = t
         return cache["table"]
 
@@ -274,10 +287,17 @@ class DramPim(Unit):
         return int(self.dram.timing[name])
 
     # ---- estimate ----------------------------------------------------------------------
+    def op_dataflows(self, op: Op) -> tuple[str, ...]:
+        return ("pim_gemv",) if op.is_matrix else ("asic",)
+
     def estimate(self, op: Op, mapping: Any = None) -> Estimate:
+        m = self.parse_mapping(mapping)
         reason = self.supports(op)
         if reason:
             return infeasible(op, self.name, reason, self.clock_hz)
+        if m.dataflow and m.dataflow not in self.op_dataflows(op):
+            return infeasible(op, self.name, f"dataflow {m.dataflow!r} does not run "
+                              f"{op.kind} ops here", self.clock_hz)
         if op.is_matrix:
             return self._estimate_matrix(op)
         return self._estimate_asic(op)
@@ -289,7 +309,7 @@ class DramPim(Unit):
         p = self.plan(op)
         dram_cyc = max(self.stream_cycles(st, p.macs_per_row) for st, _ in p.streams)
         red = self._asic_cycles_in_tck(ceil_div(p.reduce_adds, self.spec.asic.vector_lanes))
-        cycles = cycles_of(max(dram_cyc + red, self.roofline_cycles(op)))
+        cycles = cycles_of(dram_cyc + red)
         return self._matrix_estimate(op, p, cycles, dram_cyc, red)
 
     def _matrix_estimate(self, op: Op, p: Plan, cycles: int, dram_cyc: float,
@@ -346,7 +366,7 @@ class DramPim(Unit):
             io = rd / self.io_bytes_per_cycle() + self.dram.read_latency_cycles \
                 + self.timing("nRCDRD")
             act = float(op.tokens * ceil_div(int(rd / op.tokens), self.row_bytes))
-        cycles = cycles_of(max(asic + io, self.roofline_cycles(op)))
+        cycles = cycles_of(asic + io)
         actions = {(self.cname("asic_vector"), "op"): float(ops),
                    (self.cname("asic_sram"), "read"): (op.input_bytes() + op.weight_bytes())
                    * 8 / a.sram_width_bits,
@@ -365,15 +385,9 @@ class DramPim(Unit):
     def new_state(self) -> tuple[Any, np.ndarray]:
         """A fresh (DramState-like instance, per-channel state) for :meth:`run_plan`."""
         from arch.pim import kernel as PK
-        from sim import dram_kernel as K
         from sim.dram import resolve
-        from sim.dram_presets import COMMANDS
 
         inst = resolve(self.dram, ring_capacity=1)
-        mac = COMMANDS.index("MACAB")
-        for k in range(inst.con_ptr[mac], inst.con_ptr[mac + 1]):
-            if inst.con[K.K_NEXT, k] == mac:
-                inst.con[K.K_LAT, k] = self.spec.mac_interval_tck
         cs = np.zeros((self.spec.channels, PK.N_FIELDS), np.int64)
         cs[:, PK.F_OPEN] = -1
         cs[:, PK.F_REF] = self.timing("nREFI")
@@ -414,23 +428,55 @@ class DramPim(Unit):
                 ch += count - 1
         return end
 
-    def simulate(self, op: Op, mapping: Any = None) -> int:
-        """Command-level latency of ``op`` in tCK (fresh device state, refresh phase 0)."""
-        from arch.pim import kernel as PK
+    def lower(self, op: Op, mapping: Any = None) -> SimInput:
+        """The command-level replay of ``op`` as a :class:`SimInput`.
 
+        Matrix ops: the plan's streams are issued command by command through the resolved
+        DRAM timing table (fresh device state, refresh phase 0; ``run_plan``); each channel
+        becomes one task on its own server whose duration is that channel's replayed
+        command time, and the ASIC's cross-channel reduction one task after all of them.
+        Vector ops: one ASIC task of the estimate's duration. The graph's clock is tCK.
+        """
+        from arch.pim import kernel as PK
+        from sim.taskgraph import TaskGraphBuilder
+
+        self.parse_mapping(mapping)
         reason = self.supports(op)
         if reason:
-            from workloads.errors import MappingError, Problem
-
             raise MappingError(Problem(reason, op.name))
+        b = TaskGraphBuilder(clock_hz=self.clock_hz)
+        b.add_op(op.name)
+        asic = b.add_server("asic")
         if not op.is_matrix:
-            return self._estimate_asic(op).cycles
+            b.add_compute(asic, self._estimate_asic(op).cycles)
+            return SimInput(b.build(), note="ASIC vector op (closed form)")
         p = self.plan(op)
         inst, cs = self.new_state()
         cnt = np.zeros(PK.N_COUNTERS, np.int64)
-        end = self.run_plan(p, inst, cs, cnt, dedupe=True)
+        ends = self.channel_ends(p, inst, cs, cnt)
+        deps = [b.add_compute(b.add_server(f"channel{c}"), int(e)) for c, e in enumerate(ends)]
         red = self._asic_cycles_in_tck(ceil_div(p.reduce_adds, self.spec.asic.vector_lanes))
-        return cycles_of(end + red)
+        b.add_compute(asic, int(red), deps=deps)
+        return SimInput(b.build(), note="one task per channel = its replayed DRAM command "
+                        "time (arch.pim.kernel); then the ASIC reduction")
+
+    def channel_ends(self, p: Plan, inst: Any, cs: np.ndarray, cnt: np.ndarray) -> list[int]:
+        """End cycle (tCK) of every channel's streams from a fresh state; channels that run
+        the same stream share one replay (exact: same state + same commands)."""
+        from arch.pim import kernel as PK
+
+        nrefi = self.timing("nREFI") if self.spec.refresh else 0
+        rlat = self.dram.read_latency_cycles
+        ends: list[int] = []
+        for st, count in p.streams:
+            before = cnt.copy()
+            e = PK.run_channel(inst, cs, cnt, len(ends), nrefi, rlat, st.app_rows,
+                               st.app_bursts, st.reps, np.asarray(st.seg_wrgb, np.int64),
+                               np.asarray(st.seg_steps, np.int64),
+                               np.asarray(st.seg_mpn, np.int64), p.macs_per_row)
+            cnt += (cnt - before) * (count - 1)
+            ends.extend([int(e)] * count)
+        return ends
 
     # ---- energy / area -----------------------------------------------------------------
     def components(self) -> list[Any]:

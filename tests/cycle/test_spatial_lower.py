@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import sim
 from arch import load_data
-from arch.spatial_lower import CHUNKS, MAX_GROUPS, RESOLUTION, FoldTable, _groups
+from arch.spatial.lower import CHUNKS, MAX_GROUPS, RESOLUTION, FoldTable, _groups
 from tests.conftest import ROOT, spatial_config
 from workloads.errors import ConfigError, MappingError
 from workloads.formats import FORMATS
@@ -35,8 +35,8 @@ def unit(memory: dict | None = None, **kw):
 
 
 def stats(u, op, mapping=None):
-    tg = u.lower(op, mapping)
-    return tg, sim.run(tg, **(getattr(tg, "run_kwargs", None) or {}))
+    si = u.lower(op, mapping)
+    return si.graph, si.run()
 
 
 # ---- closed form: compute-bound -----------------------------------------------------------
@@ -131,7 +131,7 @@ def test_fold_table_covers_the_gemm_and_its_traffic(shape, arr, df, part):
     # the folds' useful MACs cover M*N*K exactly once per batch entry, and their bytes are
     # gemm_traffic's element counts times the element sizes (A 1 B, B 2 B, psum 4 B, out 1 B)
     from arch.spatial import gemm_traffic
-    from arch.spatial_lower import fold_table
+    from arch.spatial.lower import fold_table
 
     m, n, k, b = shape
     g = Gemm(name="g", m=m, n=n, k=k, batch=b)
@@ -158,7 +158,7 @@ def test_many_folds_are_grouped_and_compute_stays_exact():
     # = 140000 cycles; more folds than MAX_GROUPS, so groups are merged.
     u = unit(dataflow="ws")
     op = Gemm(name="g", m=4, n=400, k=400)
-    tg = u.lower(op)
+    tg = u.lower(op).graph
     assert 10000 > MAX_GROUPS
     assert tg.num_tasks <= MAX_GROUPS * (1 + 3 * CHUNKS)
     assert u.simulate(op) in (140000, 140001)
@@ -195,11 +195,11 @@ def test_dram_memory_model_runs_and_respects_peak_bandwidth():
     u = unit(rows=16, cols=16, dataflow="ws", glb_kib=64,
              memory={"model": "dram", "preset": "DDR4-2400"})
     op = Gemm(name="g", m=64, n=256, k=512)
-    tg = u.lower(op)
-    assert tg.run_kwargs["dram_configs"][0].name == "DDR4-2400"
+    si = u.lower(op)
+    assert si.dram_configs[0].name == "DDR4-2400"
     cyc = u.simulate(op)
     peak = sim.peak_bytes_per_s(sim.dram_preset("DDR4-2400")) / u.clock_hz
-    assert cyc >= tg.mem_bytes.sum() / peak
+    assert cyc >= si.graph.mem_bytes.sum() / peak
     # WS fold sum: Sr = K = 512 -> 32 folds, Sc = N = 256 -> 16 folds, T = 64:
     assert cyc >= 32 * 16 * (32 + 16 + 64 - 2)
 

@@ -121,13 +121,13 @@ def test_fixed_factors_and_order_are_obeyed_and_feasible():
     acc = _acc()
     s = map_workload(acc, _wl(), constraints=cons)        # factors force the search
     a = s.assignments[0]
-    m = a.mapping
-    assert isinstance(m, Mapping) and m.dataflow == "ws"
+    m = a.mapping.nest                                      # the unit's typed mapping
+    assert isinstance(m, Mapping) and m.dataflow == "ws" == a.mapping.dataflow
     assert m.factors[SROW][2] == 4 and m.factors[SCOL][1] == 2 and m.factors[DRAM][0] == 2
     assert m.order[1] == (2, 1, 0)
     u = acc.units[0]
     assert feasible(m, Shape.of(a.op), u.arch_params(a.op)) == []
-    assert s.assignments[1].mapping is None                # fc2 unconstrained, default mode
+    assert s.assignments[1].mapping == u.parse_mapping(None)  # fc2 unconstrained: default
 
 
 P = ArchParams(rows=2, cols=2, rf_bytes=24, glb_bytes=160, dram_bytes_per_cycle=2,

@@ -274,7 +274,7 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
         if s.positions == "alibi":
             scores = add(f"{L}.attn.alibi", L, batch * h * q, keys, [scores])
         probs = b.add(Softmax(name=f"{L}.attn.softmax", rows=batch * h * q, cols=keys,
-                              layer=L), [scores])
+                              role="attn", layer=L), [scores])
         ctx_op = b.add(Gemm(name=f"{L}.attn.av", m=q, n=hd, k=keys, batch=batch * h,
                             b_is_weight=False, b_shared=h // kv, role="av", layer=L),
                        [probs, qkv])

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from arch.base import Estimate, register
+from arch.base import Estimate, SimInput, register
 from arch.gpu.gemm import GemmShape, gemm_time
 from arch.gpu.precision import MmaPlan
 from arch.gpu.spec import GpuSpec
@@ -208,8 +208,13 @@ class LutTensorCoreGpu(TensorCoreGpu):
         return max(base, self.spec.sm_count * self.lut_rate_per_sm() / w)
 
     # ---- estimate ---------------------------------------------------------------------
+    def op_dataflows(self, op: Op) -> tuple[str, ...]:
+        extra = LUT_DATAFLOWS if self.lut_passes(op) is not None else ()
+        return (*super().op_dataflows(op), *extra)
+
     def estimate(self, op: Op, mapping: Any = None) -> Estimate:
-        df = mapping if isinstance(mapping, str) and mapping in LUT_DATAFLOWS else None
+        m = self.parse_mapping(mapping)
+        df = m.dataflow if m.dataflow in LUT_DATAFLOWS else None
         w = self.lut_passes(op) if not isinstance(op, Conv2d) else None
         if df == "mac":
             return super().estimate(op, None)
@@ -221,7 +226,7 @@ class LutTensorCoreGpu(TensorCoreGpu):
                                                f"{'/'.join(LUT_ACT_FORMATS)} activations)")
                 from arch.base import infeasible
                 return infeasible(op, self.name, reason, self.clock_hz)
-            return super().estimate(op, mapping)
+            return super().estimate(op, m)
         assert isinstance(op, Gemm)
         pre = self.spec.lut.precompute
         if df == "lut_fused":
@@ -229,7 +234,7 @@ class LutTensorCoreGpu(TensorCoreGpu):
         elif df == "lut_unfused":
             pre = "unfused"
         lut = self._estimate_lut(op, w, pre)
-        if df is not None or mapping is not None:
+        if df is not None or m != self.parse_mapping(None):
             return lut
         mac = super().estimate(op, None)
         return lut if (not mac.feasible or lut.cycles <= mac.cycles) else mac
@@ -272,19 +277,20 @@ class LutTensorCoreGpu(TensorCoreGpu):
                           op.batch // op.b_shared, op.output_bytes())
         return plan, gemm_time(self._feed_spec(), shape, plan)
 
-    def lower(self, op: Op, mapping: Any = None) -> Any:
+    def lower(self, op: Op, mapping: Any = None) -> SimInput:
         """LUT mpGEMMs: the LUT mainloop at CTA-tile granularity after the table
         precompute (``arch.gpu.lower.lower_gemm`` with ``pre_s``); other ops as the GPU."""
         est = self.estimate(op, mapping)
         if not est.dataflow.startswith("lut_") or not isinstance(op, Gemm):
-            return super().lower(op, None if mapping in LUT_DATAFLOWS else mapping)
+            m = self.parse_mapping(mapping)
+            return super().lower(op, None if m.dataflow in LUT_DATAFLOWS else m)
         from arch.gpu.lower import lower_gemm
 
         w = self.lut_passes(op)
         assert w is not None
         _, r = self._lut_kernel(op, w)
-        return lower_gemm(self._feed_spec(), r, op.name,
-                          pre_s=self.precompute_s(op, est.dataflow[4:]))
+        return SimInput(lower_gemm(self._feed_spec(), r, op.name,
+                                   pre_s=self.precompute_s(op, est.dataflow[4:])))
 
     def _estimate_lut(self, op: Gemm, w: int, pre: str) -> Estimate:
         lut = self.spec.lut

@@ -62,11 +62,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from arch.base import Estimate, ceil_div
+from arch.base import Estimate, SimInput, ceil_div
+from arch.spatial.folds import fold_cycles
 from workloads.ops import Conv2d, Gemm, Op
 
 if TYPE_CHECKING:
-    from arch.spatial import SpatialArray
+    from arch.spatial.unit import SpatialArray
 
 __all__ = ["lower_op", "fold_table", "FoldTable", "CHUNKS", "MAX_GROUPS", "RESOLUTION",
            "VECTOR_PIECES"]
@@ -128,7 +129,6 @@ def fold_table(dataflow: str, g: Gemm, rows: int, cols: int, part_elems: float,
     Summed over folds, the bytes equal ``gemm_traffic``'s element counts times the element
     sizes (the Estimate's DRAM bytes before its compulsory-traffic floor).
     """
-    from arch.spatial import fold_cycles
 
     m, n, k = g.m, g.n, g.k
     per, _folds, _t = fold_cycles(dataflow, m, n, k, rows, cols)
@@ -309,7 +309,7 @@ class _Lowering:
         self.op = op
         self.q = RESOLUTION
         mem = unit.spec.memory
-        self.run_kwargs: dict[str, Any] = {}
+        self.dram_configs: tuple[Any, ...] = ()
         self.resources: list[tuple[str, int, int, float, float, int]] = [
             ("array", 1, MODEL_SERVER, 0.0, 1.0, -1),
             ("vector", 1, MODEL_SERVER, 0.0, 1.0, -1)]
@@ -322,7 +322,7 @@ class _Lowering:
             except DramConfigError as exc:   # unknown preset name
                 raise ConfigError(Problem(str(exc), f"units.{unit.name}.memory.preset")) \
                     from None
-            self.run_kwargs = {"dram_configs": [spec]}
+            self.dram_configs = (spec,)
             self.resources.append(("dram", 8, MODEL_DRAM, 0.0, 1.0, 0))
         else:
             bpc = mem.bytes_per_s / unit.clock_hz / self.q
@@ -351,24 +351,23 @@ class _Lowering:
                 out.append((*self.key(*k), w * (tot / s)))
         return out
 
-    def build(self, cols: _Cols) -> Any:
+    def build(self, cols: _Cols) -> SimInput:
         tg = cols.build(self.resources, self.components, self.actions, self.op.name,
                         self.unit.clock_hz * self.q)
-        if self.run_kwargs:
-            object.__setattr__(tg, "run_kwargs", self.run_kwargs)
-        return tg
+        return SimInput(tg, self.dram_configs)
 
 
-def lower_op(unit: SpatialArray, op: Op, mapping: Any = None) -> Any:
-    """TaskGraph of ``op`` on ``unit`` (see the module docstring); clock = unit clock x
+def lower_op(unit: SpatialArray, op: Op, mapping: Any = None) -> SimInput:
+    """SimInput of ``op`` on ``unit`` (see the module docstring); clock = unit clock x
     ``RESOLUTION``. Raises MappingError for an op the unit cannot run."""
     from workloads.errors import MappingError, Problem
 
-    est = unit.estimate(op, mapping)
+    m = unit.parse_mapping(mapping)
+    est = unit.estimate(op, m)
     if not est.feasible:
         raise MappingError(Problem(est.reason, op.name))
     L = _Lowering(unit, op)
-    if op.is_matrix and hasattr(mapping, "factors"):
+    if m.nest is not None:
         cyc = float(est.details.get("compute_cycles", est.cycles))
         return _pipeline(L, est, L.ARRAY, cyc)
     if isinstance(op, (Gemm, Conv2d)):

@@ -25,7 +25,7 @@ stationary tile (double-buffered GLB; no overlap for the first tile).
 Energy actions (per op): MACs; PE register reads (2 operands + 1 partial sum per MAC) and
 writes (1 per MAC); GLB reads/writes from the fold structure; DRAM bytes; vector ops.
 
-Cycle fidelity: ``lower`` (``arch.spatial_lower``) expresses the same folds, tiling rule
+Cycle fidelity: ``lower`` (``arch.spatial.lower``) expresses the same folds, tiling rule
 and double buffering as a ``sim.TaskGraph``; the simulation is the reference this estimate
 is checked against (``tests/cycle``, ``docs/simulator.md``).
 """
@@ -36,15 +36,34 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from arch.base import Estimate, Unit, ceil_div, cycles_of, infeasible, register
+from arch.base import Estimate, Unit, UnitMapping, cycles_of, infeasible, register
 from arch.memory import MemorySpec
+from arch.spatial.folds import fold_cycles, gemm_traffic
+from arch.spatial.lower import lower_op
 from arch.spec import param
+from dataflow.mapping import DATAFLOW_CONSTRAINTS
+from dataflow.mapping import Mapping as LoopNest
+from workloads.errors import MappingError, Problem
 from workloads.formats import FORMATS, NumberFormat
 from workloads.ops import AllReduce, Conv2d, Embedding, Gemm, Op
 
-__all__ = ["SpatialArraySpec", "SpatialArray", "DATAFLOWS", "fold_cycles", "gemm_traffic"]
+__all__ = ["SpatialArraySpec", "SpatialArray", "SpatialMapping", "DATAFLOWS", "fold_cycles",
+           "gemm_traffic"]
 
 DATAFLOWS = ("ws", "os", "is")
+
+
+@dataclass(frozen=True)
+class SpatialMapping(UnitMapping):
+    """A spatial-array mapping: a named dataflow of the fold model (``ws``, ``os``, ``is``;
+    ``""`` = the configured one), or a full loop nest (``dataflow.Mapping``, from the
+    mapper's search or the user's constraints) whose ``dataflow`` names the constraint set
+    it satisfies (``ws``, ``os``, ``is``, ``rs``, ``free``)."""
+
+    nest: LoopNest | None = None
+
+    def describe(self) -> str:
+        return self.nest.describe() if self.nest is not None else (self.dataflow or "default")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -71,80 +90,13 @@ class SpatialArraySpec:
         return []
 
 
-def fold_cycles(dataflow: str, m: int, n: int, k: int, rows: int, cols: int) -> tuple[int, int, int]:
-    """SCALE-Sim compute cycles of one GEMM: returns (cycles, folds, temporal T).
-
-    cycles = ceil(Sr/rows) * ceil(Sc/cols) * (2*rows + cols + T - 2).
-    """
-    sr, sc, t = _dims(dataflow, m, n, k)
-    folds = ceil_div(sr, rows) * ceil_div(sc, cols)
-    return folds * (2 * rows + cols + t - 2), folds, t
-
-
-def _dims(dataflow: str, m: int, n: int, k: int) -> tuple[int, int, int]:
-    if dataflow == "ws":
-        return k, n, m
-    if dataflow == "os":
-        return m, n, k
-    if dataflow == "is":
-        return k, m, n
-    raise ValueError(f"unknown dataflow {dataflow!r}")
-
-
-@dataclass(frozen=True)
-class _Traffic:
-    a_elems: float          # A elements fetched from DRAM
-    b_elems: float
-    c_write_elems: float    # C elements written to DRAM (incl. spills)
-    c_read_elems: float     # partial sums read back from DRAM (spills)
-    glb_reads: float        # elements read from the GLB into the array
-    glb_writes: float       # elements written into the GLB (from DRAM and from the array)
-    first_tile_elems: float
-
-
-def gemm_traffic(dataflow: str, m: int, n: int, k: int, rows: int, cols: int,
-                 glb_elems_per_part: float) -> _Traffic:
-    """Element traffic of one GEMM under the documented GLB rule (see module docstring)."""
-    sr, sc, t = _dims(dataflow, m, n, k)
-    fr, fc = ceil_div(sr, rows), ceil_div(sc, cols)
-    part = glb_elems_per_part
-    if dataflow == "ws":      # stationary B[k-tile, n-tile]; stream A[:, k-tile]; psum C[:, n-tile]
-        a = m * k * (1 if m * k <= part else fc)
-        b = k * n
-        spill = (m * min(n, cols) > part) and fr > 1
-        c_w = m * n * (fr if spill else 1)
-        c_r = m * n * (fr - 1) if spill else 0
-        stream_in = fr * fc * t * rows           # A values entering the array
-        out = fr * fc * t * cols                 # partial sums leaving it
-        first = min(k, rows) * min(n, cols)
-    elif dataflow == "os":    # stationary C[m-tile, n-tile]; stream A[m-tile,:], B[:, n-tile]
-        a = m * k * (1 if min(m, rows) * k <= part else fc)
-        b = k * n * (1 if k * n <= part else fr)
-        c_w, c_r = m * n, 0
-        stream_in = fr * fc * t * (rows + cols)
-        out = m * n
-        first = min(m, rows) * k
-    else:                     # is: stationary A[k-tile, m-tile]; stream B[k-tile,:]; psum C[m-tile,:]
-        a = m * k
-        b = k * n * (1 if k * n <= part else fc)
-        spill = (min(m, cols) * n > part) and fr > 1
-        c_w = m * n * (fr if spill else 1)
-        c_r = m * n * (fr - 1) if spill else 0
-        stream_in = fr * fc * t * rows
-        out = fr * fc * t * cols
-        first = min(k, rows) * min(m, cols)
-    stationary_loads = fr * fc * rows * cols if dataflow != "os" else 0
-    glb_reads = stream_in + stationary_loads + (out - m * n if out > m * n else 0)
-    glb_writes = a + b + c_r + out
-    return _Traffic(a, b, c_w, c_r, glb_reads, glb_writes, first)
-
-
 @register
-class SpatialArray(Unit):
+class SpatialArray(Unit[SpatialMapping]):
     """A generic 2-D PE array (systolic / NVDLA-like / ShiDianNao-like / Eyeriss-like)."""
 
     kind = "spatial_array"
     Spec = SpatialArraySpec
+    Mapping = SpatialMapping
     spec: SpatialArraySpec
 
     @property
@@ -161,6 +113,30 @@ class SpatialArray(Unit):
 
     def dataflows(self) -> tuple[str, ...]:
         return DATAFLOWS
+
+    # ---- mappings ----------------------------------------------------------------------
+    def convert_mapping(self, obj: Any) -> SpatialMapping:
+        """A loop nest (``dataflow.Mapping``) becomes ``SpatialMapping(nest=...)``."""
+        if isinstance(obj, LoopNest):
+            return SpatialMapping(obj.dataflow, obj)
+        return super().convert_mapping(obj)
+
+    def check_mapping(self, m: SpatialMapping) -> None:
+        if m.nest is None:
+            return
+        if not isinstance(m.nest, LoopNest):
+            raise MappingError(Problem(f"expected a dataflow.Mapping loop nest, got "
+                                       f"{type(m.nest).__name__}", "mapping.nest"))
+        if m.nest.dataflow not in DATAFLOW_CONSTRAINTS or m.dataflow != m.nest.dataflow:
+            raise MappingError(Problem(
+                f"loop nest dataflow {m.nest.dataflow!r} (mapping says {m.dataflow!r}); "
+                f"expected one of {', '.join(DATAFLOW_CONSTRAINTS)}", "mapping.nest.dataflow"))
+
+    def op_dataflows(self, op: Op) -> tuple[str, ...]:
+        return DATAFLOWS if op.is_matrix else ()
+
+    def loop_nest(self, op: Op) -> Any | None:
+        return self.arch_params(op) if op.is_matrix else None
 
     def supports(self, op: Op) -> str | None:
         if isinstance(op, AllReduce) and op.devices > 1:
@@ -183,15 +159,23 @@ class SpatialArray(Unit):
 
     # ---- estimate ----------------------------------------------------------------------
     def estimate(self, op: Op, mapping: Any = None) -> Estimate:
+        """Fold model (named dataflow) or loop-nest analysis (``mapping.nest``) for matrix
+        ops; the streaming vector model otherwise (a matrix dataflow name does not change
+        a vector op; a loop nest for one is infeasible)."""
+        m = self.parse_mapping(mapping)
         reason = self.supports(op)
         if reason:
             return infeasible(op, self.name, reason, self.clock_hz)
-        if op.is_matrix and hasattr(mapping, "factors"):
-            return self._estimate_mapped(op, mapping)
+        if m.nest is not None:
+            if not op.is_matrix:
+                return infeasible(op, self.name, "a loop-nest mapping applies to matrix ops "
+                                  "only", self.clock_hz)
+            return self._estimate_mapped(op, m.nest)
+        df = m.dataflow or self.spec.dataflow
         if isinstance(op, Conv2d):
-            return self._estimate_gemm(op, op.as_gemm(), mapping)
+            return self._estimate_gemm(op, op.as_gemm(), df)
         if isinstance(op, Gemm):
-            return self._estimate_gemm(op, op, mapping)
+            return self._estimate_gemm(op, op, df)
         return self._estimate_vector(op)
 
     # ---- loop-nest mappings (from the mapper) ------------------------------------------
@@ -264,17 +248,8 @@ class SpatialArray(Unit):
             details=MappingProxyType({"compute_cycles": float(c.compute_cycles),
                                       "memory_cycles": float(c.dram_cycles)}))
 
-    def _dataflow(self, mapping: Any) -> str:
-        if mapping is None:
-            return self.spec.dataflow
-        df = getattr(mapping, "dataflow", mapping)
-        if df not in DATAFLOWS:
-            raise ValueError(f"spatial_array has no dataflow {df!r}")
-        return str(df)
-
-    def _estimate_gemm(self, op: Op, g: Gemm, mapping: Any) -> Estimate:
+    def _estimate_gemm(self, op: Op, g: Gemm, df: str) -> Estimate:
         s = self.spec
-        df = self._dataflow(mapping)
         rows, cols = s.rows, s.cols
         per_cycles, folds, _ = fold_cycles(df, g.m, g.n, g.k, rows, cols)
         compute = g.batch * per_cycles
@@ -340,12 +315,10 @@ class SpatialArray(Unit):
 
     # ---- cycle fidelity ----------------------------------------------------------------
     def lower(self, op: Op, mapping: Any = None) -> Any:
-        """Fold-level lowering to ``sim.TaskGraph`` (``arch.spatial_lower``): per fold group
+        """Fold-level lowering to ``sim.TaskGraph`` (``arch.spatial.lower``): per fold group
         a stationary-tile load, chunked stream loads / array compute / write-backs with
         double buffering; vector ops as pipelined read -> vector -> write pieces. The graph's
         clock is the array clock x ``spatial_lower.RESOLUTION``."""
-        from arch.spatial_lower import lower_op
-
         return lower_op(self, op, mapping)
 
     # ---- energy / area -----------------------------------------------------------------
