@@ -47,3 +47,21 @@ def test_unknown_op_filter_is_a_workload_error(cfg, tmp_path):
 def test_missing_output_directory_is_a_config_error(cfg, tmp_path):
     with pytest.raises(ConfigError, match="--out"):
         main([cfg, "--model", "resnet18", "--out", str(tmp_path / "no" / "t.json")])
+
+
+def test_trace_of_every_family_with_a_command_level_memory(tmp_path):
+    """The FPGA with ``memory.model: dram`` (its lowering carries the DDR4 configs in its
+    SimInput) and DRAM PIM (one track per channel of the command replay + the ASIC)."""
+    out = tmp_path / "f.json"
+    assert main(["sat_vcu1525", "--model", "resnet18", "--op", "layer1.0.conv1",
+                 "--set", "units[0].memory.model=dram", "--set",
+                 "units[0].memory.preset=DDR4-2400", "--out", str(out)]) == 0
+    assert any(e["ph"] == "X" for e in json.loads(out.read_text())["traceEvents"])
+    out = tmp_path / "p.json"
+    assert main(["pim_gpt", "--model", "gpt2-small", "--phase", "decode", "--context", "128",
+                 "--a-format", "bf16", "--w-format", "bf16", "--op", "blocks.0.ffn.up",
+                 "--out", str(out)]) == 0
+    ev = json.loads(out.read_text())["traceEvents"]
+    names = {e["args"]["name"] for e in ev if e.get("name") == "thread_name"}
+    # pim_gpt has 8 channels (configs/pim/pim_gpt.yaml): 8 channel tracks + the ASIC
+    assert {f"pim.channel{c}" for c in range(8)} | {"pim.asic"} <= names

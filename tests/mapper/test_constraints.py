@@ -185,3 +185,15 @@ def test_unit_pinning_and_evaluate_with_file(tmp_path):
     free = archsim.evaluate(acc, wl)
     assert res.input_hash != free.input_hash
     assert res.latency_s > free.latency_s      # the 64-PE unit is slower on every conv
+
+
+def test_gpu_dataflow_constraint_is_searched_like_any_family():
+    """A GPU constraint ``dataflow: gemm_splitk`` is honoured through the GPU's own
+    mapping space (no spatial-only special case)."""
+    import archsim
+
+    cons = parse_constraints("rules:\n  - kind: gemm\n    dataflow: gemm_splitk\n")
+    acc = archsim.load("gpu/a100")
+    s = map_workload(acc, archsim.gemm_workload(8192, 8192, 8192), constraints=cons)
+    a = s.assignments[0]
+    assert a.mapping.dataflow == "gemm_splitk" and a.estimate.details["split_k"] > 1
