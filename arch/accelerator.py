@@ -32,7 +32,7 @@ from arch.spec import SpecBuilder, param
 from workloads.errors import ConfigError, Problem
 from workloads.yamlio import LocDict, read_yaml
 
-__all__ = ["Accelerator", "TechnologySpec", "load", "load_data", "apply_overrides", "parse_override"]
+__all__ = ["Accelerator", "TechnologySpec", "InterconnectSpec", "load", "load_data", "apply_overrides", "parse_override"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -43,7 +43,29 @@ class TechnologySpec:
                            min=3, max=180)
 
 
-_TOP_KEYS = ("name", "description", "technology", "units")
+@dataclass(frozen=True, kw_only=True)
+class InterconnectSpec:
+    """How tensors move between the units of a heterogeneous design.
+
+    ``shared_memory: true`` (the default when the key is absent): the units share one
+    off-chip memory, a consumer reads what a producer wrote, no copy and no extra time;
+    their memory capacity is shared. ``false``: each unit has its own memory and a tensor
+    crossing units is copied over a link (``latency_ns + bytes / bandwidth_gbps``), read
+    from the producer's DRAM and written to the consumer's; capacities add up.
+    """
+
+    shared_memory: bool = param(True, doc="units share one off-chip memory (no copies)")
+    bandwidth_gbps: float = param(0.0, doc="link bandwidth between units' memories "
+                                  "(shared_memory: false)", unit="GB/s", min=0)
+    latency_ns: float = param(0.0, doc="per-transfer link latency", unit="ns", min=0)
+
+    def check(self) -> list[tuple[str, str]]:
+        if not self.shared_memory and not self.bandwidth_gbps > 0:
+            return [("bandwidth_gbps", "must be > 0 when shared_memory is false")]
+        return []
+
+
+_TOP_KEYS = ("name", "description", "technology", "interconnect", "units")
 _UNIT_META = ("kind", "name")
 
 
@@ -56,14 +78,18 @@ class Accelerator:
         source: the YAML file it came from ("" if built in code).
         technology: :class:`TechnologySpec`.
         units: the sub-accelerators, in file order.
+        interconnect: :class:`InterconnectSpec` (transfers and memory capacity between
+            units; the default shares one memory).
         raw: the plain (JSON-able) config tree after overrides, for hashing/reporting.
     """
 
     def __init__(self, name: str, units: list[Unit], technology: TechnologySpec,
-                 description: str = "", source: str = "", raw: dict | None = None) -> None:
+                 description: str = "", source: str = "", raw: dict | None = None,
+                 interconnect: InterconnectSpec | None = None) -> None:
         self.name = name
         self.units = tuple(units)
         self.technology = technology
+        self.interconnect = interconnect or InterconnectSpec()
         self.description = description
         self.source = source
         self.raw = raw or {}
@@ -218,6 +244,10 @@ def load_data(data: Any, file: str = "<config>", overrides: Iterable[str] = (),
     tech = TechnologySpec()
     if "technology" in data:
         tech = b.build(TechnologySpec, data["technology"], "technology", data, "technology") or tech
+    ic = InterconnectSpec()
+    if "interconnect" in data:
+        ic = (b.build(InterconnectSpec, data["interconnect"], "interconnect", data,
+                      "interconnect") or ic)
     units: list[Unit] = []
     raw_units = data.get("units")
     if not isinstance(raw_units, list) or not raw_units:
@@ -257,7 +287,7 @@ def load_data(data: Any, file: str = "<config>", overrides: Iterable[str] = (),
                     for p in problems]
     if problems:
         raise ConfigError(problems)
-    return Accelerator(name, units, tech, description, file, _plain(data))
+    return Accelerator(name, units, tech, description, file, _plain(data), ic)
 
 
 def _plain(x: Any) -> Any:

@@ -10,7 +10,7 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from arch.accelerator import TechnologySpec
+from arch.accelerator import InterconnectSpec, TechnologySpec
 from arch.base import UNIT_KINDS
 from arch.spec import describe_type, spec_fields
 
@@ -70,6 +70,7 @@ def render() -> str:
     out = [HEADER]
     out.append("## Top level")
     _table(TechnologySpec, "technology", out, set())
+    _table(InterconnectSpec, "interconnect", out, set())
     for kind in sorted(UNIT_KINDS):
         cls = UNIT_KINDS[kind]
         out.append(f"\n## `kind: {kind}`\n")

@@ -9,53 +9,25 @@ differences are reported by key path (``resnet18.latency_s``).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-__all__ = ["REFERENCE_WORKLOADS", "predict", "diff", "golden_dir", "golden_path", "write",
+__all__ = ["reference_workloads", "predict", "diff", "golden_dir", "golden_path", "write",
            "write_all", "RTOL"]
 
 RTOL = 1e-6
 METRICS = ("latency_s", "cycles", "energy_j", "area_mm2", "utilization", "dram_bytes")
 
-#: Reference workloads per unit kind: label -> arguments of archsim.workload / gemm_workload.
-REFERENCE_WORKLOADS: dict[str, dict[str, dict[str, Any]]] = {
-    "spatial_array": {
-        "gemm_1024": {"gemm": (1024, 1024, 1024), "a_format": "int8"},
-        "resnet18": {"model": "resnet18", "a_format": "int8", "w_format": "int8"},
-        "gpt2_small_prefill": {"model": "gpt2-small", "phase": "prefill", "seq": 128,
-                               "a_format": "int8", "w_format": "int8"},
-    },
-    "tensor_core_gpu": {
-        "gemm_8192_fp16": {"gemm": (8192, 8192, 8192), "a_format": "fp16"},
-        "gemm_w4a16_m16": {"gemm": (16, 8192, 8192), "a_format": "fp16", "w_format": "int4"},
-        "llama2_7b_decode_b8": {"model": "llama2-7b", "phase": "decode", "batch": 8,
-                                "context": 1024},
-        "resnet50_b32": {"model": "resnet50", "batch": 32},
-    },
-    "lut_tensor_core": {
-        "bitnet_prefill_bs1_seq2048": {"model": "bitnet-b1.58-3b", "phase": "prefill",
-                                       "batch": 1, "seq": 2048},
-        "bitnet_decode_bs64": {"model": "bitnet-b1.58-3b", "phase": "decode", "batch": 64,
-                               "context": 256},
-        "gemm_w2a8_m16": {"gemm": (16, 8192, 8192), "a_format": "int8", "w_format": "int2"},
-    },
-    "nm_sparse_fpga": {
-        "resnet18_train_b8": {"model": "resnet18", "phase": "train", "batch": 8},
-        "resnet18_train_b8_2of8": {"model": "resnet18", "phase": "train", "batch": 8,
-                                   "sparsity": (2, 8)},
-        "bert_base_train_b8_2of8": {"model": "bert-base", "phase": "train", "batch": 8,
-                                    "sparsity": (2, 8)},
-    },
-    "dram_pim": {
-        "gpt2_small_decode_ctx128": {"model": "gpt2-small", "phase": "decode", "batch": 1,
-                                     "context": 128, "a_format": "bf16", "w_format": "bf16"},
-        "gpt2_xl_decode_ctx128": {"model": "gpt2-xl", "phase": "decode", "batch": 1,
-                                  "context": 128, "a_format": "bf16", "w_format": "bf16"},
-    },
-}
+def reference_workloads() -> Mapping[str, Mapping[str, Mapping[str, Any]]]:
+    """Golden workloads per unit kind, as each family registers them in its own package
+    (``arch/<family>/reference.py``, :func:`arch.reference.reference_workloads`)."""
+    import arch.registry  # noqa: F401  (imports every family package)
+    from arch.reference import REFERENCE_WORKLOADS
+
+    return REFERENCE_WORKLOADS
 
 
 def golden_dir() -> Path:
@@ -72,7 +44,7 @@ def predict(config: Path) -> dict[str, dict[str, float]]:
 
     acc = archsim.load(config)
     out: dict[str, dict[str, float]] = {}
-    for label, kw in REFERENCE_WORKLOADS.get(acc.units[0].kind, {}).items():
+    for label, kw in reference_workloads().get(acc.units[0].kind, {}).items():
         kw = dict(kw)
         if "gemm" in kw:
             m, n, k = kw.pop("gemm")

@@ -16,15 +16,13 @@ from typing import Any
 from arch.accelerator import Accelerator
 from arch.base import Estimate, Unit
 from mapper.hetero import HeteroPlan, Link, Option, Transfer, list_schedule
+from mapper.objective import OBJECTIVES, objective_value
 from workloads.errors import MappingError, Problem
 from workloads.graph import Workload
 from workloads.ops import Op
 
 __all__ = ["OBJECTIVES", "Assignment", "Schedule", "map_workload", "objective_value",
            "link_of"]
-
-OBJECTIVES = ("latency", "energy", "edp")
-
 
 @dataclass(frozen=True)
 class Assignment:
@@ -65,26 +63,12 @@ class Schedule:
         return max(self.end_s) if self.end_s else 0.0
 
 
-def objective_value(objective: str, latency_s: float, energy_j: float) -> float:
-    """Scalar cost of an objective (lower is better)."""
-    if objective == "latency":
-        return latency_s
-    if objective == "energy":
-        return energy_j
-    if objective == "edp":
-        return latency_s * energy_j
-    raise MappingError(Problem(f"unknown objective {objective!r}; expected one of "
-                               f"{', '.join(OBJECTIVES)}", "objective"))
-
-
 def link_of(acc: Accelerator) -> Link:
-    """The design's transfer model: ``acc.interconnect`` when the accelerator has one
-    (``shared_memory``, ``bandwidth_gbps``, ``latency_ns``), else shared memory."""
-    ic = getattr(acc, "interconnect", None)
-    if ic is None:
+    """The design's transfer model from its ``interconnect`` (shared memory by default)."""
+    ic = acc.interconnect
+    if ic.shared_memory:
         return Link()
-    bw = None if getattr(ic, "shared_memory", True) else float(ic.bandwidth_gbps)
-    return Link(bw, float(getattr(ic, "latency_ns", 0.0)) * 1e-9)
+    return Link(float(ic.bandwidth_gbps), float(ic.latency_ns) * 1e-9)
 
 
 def _dram_j_per_byte(acc: Accelerator) -> list[tuple[float, float]]:

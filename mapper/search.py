@@ -39,6 +39,7 @@ from dataflow.mapping import (
     Mapping,
     Shape,
 )
+from mapper.objective import objective_value
 
 __all__ = ["PERMS", "SearchResult", "arch_params", "best_mapping", "evaluate_batch",
            "search", "dim_options", "clear_cache", "to_arrays", "from_arrays",
@@ -447,8 +448,6 @@ def top_mappings(unit: Any, op: Any, objective: Any = "latency", k: int = 4,
                 seen[r.mapping] = r
     if not seen:
         return []
-    from mapper.schedule import objective_value
-
     def analytical(r: SearchResult) -> float:
         est = unit.estimate(op, r.mapping)
         return objective_value(objective if objective in ("latency", "energy", "edp")
@@ -465,8 +464,6 @@ def refine_with_simulation(unit: Any, op: Any, objective: Any = "latency", k: in
     count model's). Returns the winner and ``(mapping, estimated cycles, simulated cycles)``
     for every candidate, so callers can report how often the simulator changes the choice.
     """
-    from mapper.schedule import objective_value
-
     cands = top_mappings(unit, op, objective, k, **kw)
     rows: list[tuple[Any, int, int]] = []
     best: tuple[float, SearchResult] | None = None

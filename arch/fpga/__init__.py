@@ -31,3 +31,5 @@ from arch.fpga.unit import NmSparseFpga
 
 __all__ = ["NmSparseFpga", "NmSparseFpgaSpec", "PartSpec", "BufferSpec", "SparseSpec",
            "PregenSpec"]
+
+import arch.fpga.reference  # noqa: E402,F401  (registers golden workloads and checks)

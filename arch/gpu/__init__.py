@@ -9,3 +9,5 @@ from arch.gpu.spec import GpuSpec
 from arch.gpu.unit import DATAFLOWS, TensorCoreGpu
 
 __all__ = ["GpuSpec", "TensorCoreGpu", "DATAFLOWS"]
+
+import arch.gpu.reference  # noqa: E402,F401  (registers golden workloads and checks)

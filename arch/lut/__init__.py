@@ -21,3 +21,5 @@ from arch.lut.unit import (
 __all__ = ["LutCoreSpec", "LutGpuSpec", "LutTensorCoreGpu", "LUT_DATAFLOWS", "table_entries",
            "table_storage_bits", "weight_storage_bits", "mac_dp_area_per_sm_mm2",
            "lut_weight_bits", "weight_bit_sweep"]
+
+import arch.lut.reference  # noqa: E402,F401  (registers golden workloads and checks)

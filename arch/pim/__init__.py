@@ -9,3 +9,5 @@ from arch.pim.spec import AsicSpec, DramPimSpec
 from arch.pim.unit import DramPim, Plan, Stream
 
 __all__ = ["AsicSpec", "DramPimSpec", "DramPim", "Plan", "Stream"]
+
+import arch.pim.reference  # noqa: E402,F401  (registers golden workloads and checks)

@@ -17,3 +17,5 @@ from arch.spatial.unit import (
 
 __all__ = ["SpatialArraySpec", "SpatialArray", "SpatialMapping", "DATAFLOWS", "fold_cycles",
            "gemm_traffic"]
+
+import arch.spatial.reference  # noqa: E402,F401  (registers golden workloads and checks)

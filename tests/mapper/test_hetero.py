@@ -155,11 +155,11 @@ def test_link_copies_add_dram_traffic_and_energy():
     assert copied.latency_s == pytest.approx(shared.latency_s + 1e-6 + nbytes / 2e9, rel=1e-12)
     (t,) = copied.transfers
     assert t.nbytes == nbytes and (t.src, t.dst) == ("a", "b")
-    # evaluate() takes the link from the design; emulate a design with an interconnect
-    acc.interconnect = type("IC", (), {"shared_memory": False, "bandwidth_gbps": 2.0,
-                                       "latency_ns": 1000.0})()
-    r_copy = archsim.evaluate(acc, w, constraints=cons)
-    del acc.interconnect
+    # evaluate() takes the link from the design's interconnect key
+    raw = {k: v for k, v in acc.raw.items() if k != "interconnect"}
+    acc_copy = load_data({**raw, "interconnect": {
+        "shared_memory": False, "bandwidth_gbps": 2.0, "latency_ns": 1000.0}})
+    r_copy = archsim.evaluate(acc_copy, w, constraints=cons)
     r_shared = archsim.evaluate(acc, w, constraints=cons)
     assert r_copy.dram_bytes - r_shared.dram_bytes == pytest.approx(2 * nbytes)
     assert r_copy.energy_breakdown_j["a0.dram"] > r_shared.energy_breakdown_j["a0.dram"]
@@ -203,3 +203,15 @@ def test_cycle_fidelity_single_unit_is_sum_of_simulated_ops():
     res = archsim.evaluate(acc, wl, fidelity="cycle")
     assert res.latency_s == sum(o.latency_s for o in res.ops)
     assert res.ops[0].cycles == acc.units[0].simulate(wl.ops()[0], None)
+
+
+def test_interconnect_key_is_validated():
+    from workloads.errors import ConfigError
+
+    raw = two_unit_config(rows=4, cols=4, bandwidth_gbps=10.0)
+    with pytest.raises(ConfigError, match=r"interconnect\.bandwidth_gbps: must be > 0"):
+        load_data({**raw, "interconnect": {"shared_memory": False}})
+    with pytest.raises(ConfigError, match=r"interconnect\.bogus"):
+        load_data({**raw, "interconnect": {"bogus": 1}})
+    acc = load_data({**raw, "interconnect": {"shared_memory": False, "bandwidth_gbps": 25}})
+    assert acc.interconnect.bandwidth_gbps == 25.0

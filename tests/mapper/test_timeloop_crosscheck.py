@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from archsim.validation_mapper import timeloop_eyeriss, timeloop_table
+from archsim.validation.mapper import timeloop_eyeriss, timeloop_table
 
 
 def test_exact_comparisons_hold_and_gaps_are_explained():

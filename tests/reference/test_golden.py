@@ -14,7 +14,7 @@ import archsim
 from archsim import golden
 
 CONFIGS = [c for c in archsim.list_configs() if archsim.load(c).units[0].kind
-           in golden.REFERENCE_WORKLOADS]
+           in golden.reference_workloads()]
 
 
 @pytest.mark.parametrize("cfg", CONFIGS, ids=[f"{c.parent.name}/{c.stem}" for c in CONFIGS])
@@ -33,7 +33,7 @@ def test_golden(cfg, request):
 def test_every_reference_config_is_covered():
     """Every reference config has golden workloads (its kind is in REFERENCE_WORKLOADS)."""
     kinds = {archsim.load(c).units[0].kind for c in archsim.list_configs()}
-    assert kinds <= set(golden.REFERENCE_WORKLOADS), kinds - set(golden.REFERENCE_WORKLOADS)
+    assert kinds <= set(golden.reference_workloads()), kinds - set(golden.reference_workloads())
 
 
 def test_diff_names_key_paths():

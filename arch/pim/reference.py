@@ -1,4 +1,4 @@
-"""DRAM PIM validation: device peaks and the PIM-GPT reproduction against the T4 model.
+"""DRAM PIM: golden reference workloads and validation. DRAM PIM validation: device peaks and the PIM-GPT reproduction against the T4 model.
 
 GPU baseline = ``archsim.evaluate(load('gpu/t4'), workload(model, 'decode', context))``
 plus a framework overhead per kernel (PyTorch eager dispatch, which PIM-GPT's GPU numbers
@@ -10,7 +10,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from archsim.validation import Comparison, Gap, checks, first_unit, load_reference
+from arch.reference import (
+    Comparison,
+    Gap,
+    api,
+    checks,
+    first_unit,
+    load_reference,
+    reference_workloads,
+)
+
+reference_workloads("dram_pim", {
+    "gpt2_small_decode_ctx128": {"model": "gpt2-small", "phase": "decode", "batch": 1, "context": 128, "a_format": "bf16", "w_format": "bf16"},
+    "gpt2_xl_decode_ctx128": {"model": "gpt2-xl", "phase": "decode", "batch": 1, "context": 128, "a_format": "bf16", "w_format": "bf16"},
+})
+
 
 __all__ = ["FRAMEWORK_S_PER_KERNEL", "PIM_GPT_MODELS", "gpu_token", "pim_vs_gpu"]
 
@@ -25,7 +39,7 @@ PIM_GPT_MODELS = ("gpt2-small", "gpt2-medium", "gpt2-large", "gpt2-xl",
 
 def gpu_token(model: str, context: int) -> tuple[float, float]:
     """(latency_s, energy_j) of one decode token on the T4 model + framework overhead."""
-    import archsim
+    archsim = api()
 
     acc = archsim.load("gpu/t4")
     wl = archsim.workload(model, phase="decode", batch=1, context=context)
@@ -39,7 +53,7 @@ def gpu_token(model: str, context: int) -> tuple[float, float]:
 def pim_vs_gpu(model: str, context: int = 128, n_tokens: int = 1,
                design: str = "pim_gpt") -> dict[str, Any]:
     """Per-token PIM (command level) and GPU latency/energy, speedup, energy efficiency."""
-    import archsim
+    archsim = api()
     from arch.pim.decode import decode_tokens
 
     rs = decode_tokens(archsim.load(design), model, n_tokens, context)
@@ -55,7 +69,7 @@ def pim_vs_gpu(model: str, context: int = 128, n_tokens: int = 1,
 @checks("pim")
 def _pim() -> tuple[list[Comparison], list[Gap]]:
     """PIM device peaks (pim.yaml) and PIM-GPT ranges (tag A) on pim_gpt vs the T4 model."""
-    import archsim
+    archsim = api()
     from arch.pim.unit import DramPim
 
     ref = load_reference("pim.yaml")
@@ -105,7 +119,7 @@ def _pim() -> tuple[list[Comparison], list[Gap]]:
 def _asic_clock_check() -> Comparison:
     """PIM-GPT: slowing the ASIC from 1 GHz to 100 MHz costs at most ~20% latency. Ours:
     the worst slowdown over the eight GPT models (analytical, decode, context 128)."""
-    import archsim
+    archsim = api()
 
     base = archsim.load("pim_gpt")
     slow = archsim.load("pim_gpt", ["units[0].asic.clock_mhz=100"])

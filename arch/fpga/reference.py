@@ -1,13 +1,25 @@
-"""N:M sparse FPGA (``nm_sparse_fpga``) against SAT (``shared/reference/nm_sparse_fpga.yaml``).
-
-The integrator imports this module from ``archsim.validation_checks`` so that ``@checks``
-registers it. ``python3 -m archsim.validation_fpga`` prints the N:M sweep table of
-``docs/fpga.md``.
+"""N:M sparse FPGA (``nm_sparse_fpga``): golden reference workloads and validation against
+SAT (``shared/reference/nm_sparse_fpga.yaml``). ``sweep_table()`` is the N:M sweep table of
+``docs/fpga.md`` (``python3 -c "import archsim; from arch.fpga.reference import sweep_table;
+print(sweep_table())"``).
 """
 
 from __future__ import annotations
 
-from archsim.validation import Comparison, Gap, checks
+from arch.reference import (
+    Comparison,
+    Gap,
+    api,
+    checks,
+    load_reference,
+    reference_workloads,
+)
+
+reference_workloads("nm_sparse_fpga", {
+    "resnet18_train_b8": {"model": "resnet18", "phase": "train", "batch": 8},
+    "resnet18_train_b8_2of8": {"model": "resnet18", "phase": "train", "batch": 8, "sparsity": [2, 8]},
+    "bert_base_train_b8_2of8": {"model": "bert-base", "phase": "train", "batch": 8, "sparsity": [2, 8]},
+})
 
 __all__ = ["SAT_MODELS", "SWEEP_PATTERNS", "training_speedups", "sweep_table"]
 
@@ -27,7 +39,7 @@ def training_speedups(config: str = "sat_vcu1525", models: tuple[str, ...] = SAT
 
     Returns ``{model: {"dense_s": latency, "2:8": speedup, ...}}``.
     """
-    import archsim
+    archsim = api()
 
     acc = archsim.load(config)
     out: dict[str, dict[str, float]] = {}
@@ -59,8 +71,6 @@ def sweep_table(models: tuple[str, ...] = (*SAT_MODELS, "vit-b16")) -> str:
 @checks("fpga")
 def _fpga() -> tuple[list[Comparison], list[Gap]]:
     """SAT's average 2:8 training speedup, and what the abstract gives that we do not model."""
-    from archsim.validation import load_reference
-
     ref = load_reference("nm_sparse_fpga.yaml")["sat"]["results"]
     fig = ref["speedup_2of8_vs_dense_training_same_accelerator"]
     sp = training_speedups()
@@ -83,6 +93,3 @@ def _fpga() -> tuple[list[Comparison], list[Gap]]:
     ]
     return comps, gaps
 
-
-if __name__ == "__main__":
-    print(sweep_table())

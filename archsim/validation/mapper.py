@@ -18,7 +18,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from archsim.validation import Comparison, Gap, checks
+from arch.reference import Comparison, Gap, checks
 
 __all__ = ["timeloop_eyeriss", "timeloop_table", "TIMELOOP_UTILIZATION",
            "TIMELOOP_PJ_PER_MAC", "conv2_x"]

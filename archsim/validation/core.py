@@ -8,125 +8,38 @@ file and key, its confidence tag and a tolerance with a one-line reason.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
 
-import yaml
-
-if TYPE_CHECKING:
-    from arch.accelerator import Accelerator
-    from arch.base import Unit
+from arch.reference import (
+    CHECKS,
+    Comparison,
+    Gap,
+    checks,
+    first_unit,
+    load_reference,
+    reference_dir,
+)
 
 __all__ = ["Comparison", "Gap", "checks", "run", "render_markdown", "plot", "reference_dir",
-           "load_reference", "FAMILIES", "first_unit"]
-
-_U = TypeVar("_U", bound="Unit")
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """One prediction against one reference figure.
-
-    Attributes:
-        family: hardware family or area (``workloads``, ``gpu``, ...).
-        figure: what is compared (``A100 fp16 GEMM M=64``).
-        source: file and key in ``shared/reference`` (or a paper/table).
-        tag: confidence tag (A, B, C, D, M).
-        reference: the reference value; ``reference_high`` makes it a range.
-        ours: our prediction.
-        unit: unit of both values.
-        tolerance: allowed relative error (0.10 = 10%).
-        reason: why this tolerance.
-        design: the config or model it concerns.
-    """
-
-    family: str
-    figure: str
-    source: str
-    tag: str
-    reference: float
-    ours: float
-    unit: str
-    tolerance: float
-    reason: str
-    design: str = ""
-    reference_high: float | None = None
-
-    @property
-    def error(self) -> float:
-        """Relative error (0 inside a reference range)."""
-        lo = self.reference
-        hi = self.reference_high if self.reference_high is not None else lo
-        if lo <= self.ours <= hi:
-            return 0.0
-        ref = lo if self.ours < lo else hi
-        return self.ours / ref - 1.0 if ref else math.inf
-
-    @property
-    def ok(self) -> bool:
-        return abs(self.error) <= self.tolerance + 1e-12
-
-    @property
-    def reference_text(self) -> str:
-        if self.reference_high is not None:
-            return f"{self.reference:.4g}–{self.reference_high:.4g}"
-        return f"{self.reference:.4g}"
-
-
-@dataclass(frozen=True)
-class Gap:
-    """A reference figure we do not reproduce (or that does not apply), and why."""
-
-    family: str
-    figure: str
-    reason: str
-
-
-_CHECKS: dict[str, Callable[[], tuple[list[Comparison], list[Gap]]]] = {}
-
-
-def checks(family: str) -> Callable:
-    """Decorator registering a function ``() -> (comparisons, gaps)`` for ``family``."""
-    def deco(fn: Callable[[], tuple[list[Comparison], list[Gap]]]) -> Callable:
-        _CHECKS[family] = fn
-        return fn
-    return deco
-
-
-def reference_dir() -> Path:
-    """``shared/reference`` beside the repository (or ``$ARCHSIM_REFERENCE``)."""
-    import os
-
-    env = os.environ.get("ARCHSIM_REFERENCE")
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parent.parent.parent / "shared" / "reference"
-
-
-def load_reference(name: str) -> dict:
-    """A YAML file of ``shared/reference``."""
-    return yaml.safe_load((reference_dir() / name).read_text())
-
-
-def first_unit(acc: Accelerator, cls: type[_U]) -> _U:
-    """``acc.units[0]``, checked to be a ``cls`` (a check calls that family's own methods)."""
-    unit = acc.units[0]
-    if not isinstance(unit, cls):
-        raise TypeError(f"{acc.name}: units[0] is a {type(unit).__name__}, "
-                        f"expected a {cls.__name__}")
-    return unit
+           "load_reference", "FAMILIES", "first_unit", "CHECKS"]
 
 
 def _register_all() -> None:
-    import archsim.validation_checks  # noqa: F401  (registers the families' checks)
+    """Import every module that registers checks: the families' ``reference`` modules (via
+    the unit registry) and the cross-cutting modules of this package."""
+    import importlib
+    import pkgutil
+
+    import arch.registry  # noqa: F401  (each family package registers its checks)
+
+    for info in pkgutil.iter_modules([str(Path(__file__).resolve().parent)]):
+        if info.name != "core":
+            importlib.import_module(f"archsim.validation.{info.name}")
 
 
 def FAMILIES() -> list[str]:  # noqa: N802
     _register_all()
-    return sorted(_CHECKS)
+    return sorted(CHECKS)
 
 
 def run(families: list[str] | None = None) -> tuple[list[Comparison], list[Gap]]:
@@ -134,10 +47,10 @@ def run(families: list[str] | None = None) -> tuple[list[Comparison], list[Gap]]
     _register_all()
     comps: list[Comparison] = []
     gaps: list[Gap] = []
-    for fam in sorted(_CHECKS):
+    for fam in sorted(CHECKS):
         if families and fam not in families:
             continue
-        c, g = _CHECKS[fam]()
+        c, g = CHECKS[fam]()
         comps += c
         gaps += g
     return comps, gaps

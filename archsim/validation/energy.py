@@ -5,13 +5,13 @@ logic energy and area in ``energy/``: ``energy/tables.py`` transcribes it and
 ``energy/arith.py`` derives the other widths and formats from it. These comparisons check
 that the library, evaluated at 45 nm / 0.9 V, reproduces every tabulated point (a wrong
 transcription or a width rule that misses its own anchor shows here), and put our DRAM
-energy next to the table's 64-bit DRAM access. The integrator imports this module from
-``archsim.validation_checks`` so that ``@checks`` registers it.
+energy next to the table's 64-bit DRAM access.
+``archsim.validation.core`` imports this module so that ``@checks`` registers it.
 """
 
 from __future__ import annotations
 
-from archsim.validation import Comparison, Gap, checks, load_reference
+from arch.reference import Comparison, Gap, checks, load_reference
 
 __all__ = ["energy_checks"]
 
