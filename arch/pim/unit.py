@@ -438,7 +438,7 @@ class DramPim(Unit):
 
         s = self.spec
         fmt = s.mac_format.name
-        tech = DRAM_ENERGY_TECH.get(s.dram_preset, "gddr6")
+        tech = DRAM_ENERGY_TECH[s.dram_preset]
         col_bits = s.mac_lanes * s.mac_format.bits
         n_units = s.channels * self.units_per_channel
         return [
