@@ -15,10 +15,11 @@ from archsim.api import (
                          list_configs,
                          load,
                          workload,
+                         workload_from_dict,
 )
 from archsim.result import OpResult, Result
 
 __version__ = VERSION
 
-__all__ = ["load", "workload", "gemm_workload", "evaluate", "find_config", "config_dir",
-           "list_configs", "Result", "OpResult", "FIDELITIES", "VERSION", "__version__"]
+__all__ = ["load", "workload", "gemm_workload", "workload_from_dict", "evaluate", "find_config",
+           "config_dir", "list_configs", "Result", "OpResult", "FIDELITIES", "VERSION", "__version__"]
