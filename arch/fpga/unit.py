@@ -13,7 +13,9 @@ from arch.base import Estimate, Unit, ceil_div, cycles_of, infeasible, register
 from arch.fpga import resources as rs
 from arch.fpga.resources import VECTOR_ADD, VECTOR_MULT, Resources, index_bits
 from arch.fpga.spec import NmSparseFpgaSpec
+from arch.operands import operand_width_problem
 from arch.spatial import fold_cycles, gemm_traffic
+from arch.vector import estimate_vector
 from energy.tables import (
     FPGA_BRAM_PJ,
     FPGA_DSP_PJ,
@@ -22,7 +24,7 @@ from energy.tables import (
     FPGA_LUT_PJ,
     FPGA_URAM_PJ,
 )
-from workloads.ops import AllReduce, Conv2d, Embedding, Gemm, Op
+from workloads.ops import AllReduce, Conv2d, Gemm, Op
 
 __all__ = ["NmSparseFpga", "gemm_plan", "GemmPlan"]
 
@@ -223,9 +225,8 @@ class NmSparseFpga(Unit):
             return "a single FPGA has no inter-device link for all-reduce"
         if op.is_matrix:
             hw = self.spec.mac_format
-            for role, f in (("activation", op.a_format), ("weight", op.w_format)):
-                if f.bits > hw.bits or (f.is_float and not hw.is_float):
-                    return f"{role} format {f.name} is wider than the PE's {hw.name} multiplier"
+            return operand_width_problem((("activation", op.a_format), ("weight", op.w_format)),
+                                         hw, f"the PE's {hw.name} multiplier")
         return None
 
     def peak_macs_per_cycle(self, op: Op) -> float:
@@ -248,7 +249,10 @@ class NmSparseFpga(Unit):
             return self._estimate_gemm(op, op.as_gemm())
         if isinstance(op, Gemm):
             return self._estimate_gemm(op, op)
-        return self._estimate_vector(op)
+        return estimate_vector(op, unit=self.name, clock_hz=self.clock_hz, lanes=self.lanes,
+                               bytes_per_cycle=self._bw_per_cycle(),
+                               vector_component=self.cname("vector"),
+                               dram_component=self.cname("ddr"))
 
     def plan(self, g: Gemm) -> GemmPlan:
         """The GEMM's schedule: ``loop_order: spatial`` uses arch.spatial's rule; ``best``
@@ -348,25 +352,6 @@ class NmSparseFpga(Unit):
                                       "k_compressed": float(plan.k_c),
                                       "m_tiles": float(plan.m_tiles),
                                       "act_buffer_stall": float(plan.stall)}))
-
-    def _estimate_vector(self, op: Op) -> Estimate:
-        ops = op.vector_ops()
-        compute = ops / self.lanes
-        read_b = op.input_bytes() + op.weight_bytes()
-        write_b = op.output_bytes()
-        if isinstance(op, AllReduce):       # devices == 1: nothing moves
-            read_b = write_b = 0.0
-        mem = (read_b + write_b) / self._bw_per_cycle()
-        cycles = cycles_of(max(compute, mem))
-        actions = {(self.cname("vector"), "op"): float(ops),
-                   (self.cname("ddr"), "read"): read_b,
-                   (self.cname("ddr"), "write"): write_b}
-        df = "embedding" if isinstance(op, Embedding) else "vector"
-        return Estimate(op.name, op.kind, self.name, df, cycles, self.clock_hz, flops=op.flops(),
-                        dram_read_bytes=read_b, dram_write_bytes=write_b,
-                        actions=MappingProxyType(actions),
-                        utilization=(ops / (cycles * self.lanes)) if cycles else 0.0,
-                        bound="compute" if compute >= mem else "memory", mapping=df)
 
     # ---- cycle fidelity ----------------------------------------------------------------
     def lower(self, op: Op, mapping: Any = None) -> Any:
