@@ -10,11 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from arch.spec import param
+from energy import tables as _energy_tables
 
 __all__ = ["MemorySpec", "DRAM_TECHS"]
 
-#: DRAM technologies known to the energy library (energy per byte by technology).
-DRAM_TECHS = ("ddr4", "lpddr4", "lpddr5", "gddr6", "hbm2", "hbm2e", "hbm3", "hbm3e")
+#: DRAM technologies known to the energy library (the keys of
+#: :data:`energy.tables.DRAM_TECHS`, their one home: energy per byte by technology).
+DRAM_TECHS: tuple[str, ...] = tuple(_energy_tables.DRAM_TECHS)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -18,6 +18,7 @@ from archsim.api import (
                          list_configs,
                          load,
                          workload,
+                         workload_from_dict,
 )
 from archsim.result import OpResult, Result
 
@@ -27,5 +28,5 @@ __version__ = VERSION
 # evaluate designs through it; arch never imports archsim).
 install_api(sys.modules[__name__])
 
-__all__ = ["load", "workload", "gemm_workload", "evaluate", "find_config", "config_dir",
-           "list_configs", "Result", "OpResult", "FIDELITIES", "VERSION", "__version__"]
+__all__ = ["load", "workload", "gemm_workload", "workload_from_dict", "evaluate", "find_config",
+           "config_dir", "list_configs", "Result", "OpResult", "FIDELITIES", "VERSION", "__version__"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +25,8 @@ from workloads.formats import NumberFormat, get_format
 from workloads.graph import Workload
 from workloads.ops import Gemm, Op
 
-__all__ = ["load", "workload", "gemm_workload", "evaluate", "find_config", "config_dir",
-           "list_configs", "memory_check", "VERSION", "FIDELITIES"]
+__all__ = ["load", "workload", "gemm_workload", "workload_from_dict", "evaluate", "find_config",
+           "config_dir", "list_configs", "memory_check", "VERSION", "FIDELITIES"]
 
 VERSION = "0.1.0"
 FIDELITIES = ("analytical", "cycle")
@@ -99,6 +99,70 @@ def gemm_workload(m: int, n: int, k: int, batch: int = 1, a_format: str = "fp16"
         get_format("int32") if (af.is_integer and wf.is_integer) else get_format("fp32"))
     op = Gemm(name="gemm", m=m, n=n, k=k, batch=batch, a_format=af, w_format=wf, acc_format=accf)
     return Workload.single(op)
+
+
+#: Keys a workload dict may carry (:func:`workload_from_dict`), by kind (its first key).
+WORKLOAD_DICT_KEYS: dict[str, tuple[str, ...]] = {
+    "gemm": ("gemm", "batch", "a_format", "w_format", "acc_format", "sparsity"),
+    "model": ("model", "phase", "batch", "seq", "context", "a_format", "w_format", "tp",
+              "sparsity"),
+}
+
+
+def workload_from_dict(spec: Mapping[str, Any]) -> Workload:
+    """The workload a plain dict describes (golden references, sweep tasks, JSON/YAML).
+
+    Exactly one of two kinds, named by its key:
+
+    * ``gemm: [m, n, k]`` -> :func:`gemm_workload` (``m, n, k``) with the optional keys
+      ``batch``, ``a_format``, ``w_format``, ``acc_format``;
+    * ``model: <zoo name or HF config.json path>`` -> :func:`workload` with the optional keys
+      ``phase``, ``batch``, ``seq``, ``context``, ``a_format``, ``w_format``, ``tp``.
+
+    Either kind may carry ``sparsity: [n, m]``: N:M structured sparsity on the weights of
+    every prunable layer (:meth:`workloads.graph.Workload.with_sparsity`). A key whose value
+    is None takes the function's default (dense for ``sparsity``).
+
+    Example: ``workload_from_dict({"model": "resnet18", "phase": "train", "batch": 8,
+    "sparsity": (2, 8)})``.
+
+    Raises:
+        WorkloadError: neither or both of ``gemm`` and ``model``; a key its kind does not
+            take (the message names it and lists the allowed keys); ``gemm`` not three
+            values; ``sparsity`` not two ints with 1 <= n <= m; anything the underlying
+            builder rejects.
+    """
+    kinds = [k for k in WORKLOAD_DICT_KEYS if k in spec]
+    if len(kinds) != 1:
+        raise WorkloadError(Problem(
+            f"expected exactly one of {' or '.join(WORKLOAD_DICT_KEYS)}, got keys "
+            f"{sorted(map(str, spec)) or 'none'}"))
+    kind = kinds[0]
+    allowed = WORKLOAD_DICT_KEYS[kind]
+    problems = [Problem(f"unknown key for a {kind} workload; allowed: {', '.join(allowed)}",
+                        str(key)) for key in spec if key not in allowed]
+    if problems:
+        raise WorkloadError(problems)
+    kw = {k: v for k, v in spec.items() if v is not None and k not in (kind, "sparsity")}
+    if kind == "gemm":
+        shape = spec["gemm"]
+        if isinstance(shape, (str, bytes)) or not hasattr(shape, "__len__") or len(shape) != 3:
+            raise WorkloadError(Problem(f"expected [m, n, k], got {shape!r}", "gemm"))
+        m, n, k = shape
+        wl = gemm_workload(m, n, k, **kw)
+    else:
+        wl = workload(spec["model"], **kw)
+    sparsity = spec.get("sparsity")
+    if sparsity is not None:
+        ok = (not isinstance(sparsity, (str, bytes)) and hasattr(sparsity, "__len__")
+              and len(sparsity) == 2
+              and all(isinstance(x, int) and not isinstance(x, bool) for x in sparsity)
+              and 1 <= sparsity[0] <= sparsity[1])
+        if not ok:
+            raise WorkloadError(Problem(f"expected [n, m] with ints 1 <= n <= m, got "
+                                        f"{sparsity!r}", "sparsity"))
+        wl = wl.with_sparsity(sparsity[0], sparsity[1])
+    return wl
 
 
 class _EnergyCache:

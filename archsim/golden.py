@@ -45,16 +45,7 @@ def predict(config: Path) -> dict[str, dict[str, float]]:
     acc = archsim.load(config)
     out: dict[str, dict[str, float]] = {}
     for label, kw in reference_workloads().get(acc.units[0].kind, {}).items():
-        kw = dict(kw)
-        if "gemm" in kw:
-            m, n, k = kw.pop("gemm")
-            wl = archsim.gemm_workload(m, n, k, **kw)
-        else:
-            sparsity = kw.pop("sparsity", None)
-            wl = archsim.workload(kw.pop("model"), **kw)
-            if sparsity:
-                wl = wl.with_sparsity(*sparsity)
-        res = archsim.evaluate(acc, wl)
+        res = archsim.evaluate(acc, archsim.workload_from_dict(kw))
         out[label] = {k: _sig(float(getattr(res, k))) for k in METRICS}
     return out
 

@@ -65,6 +65,13 @@ __all__ = [
     "DRAM_ACT_REF_VDD_V",
     "PIM_MAC_FORMAT",
     "PIM_MAC_SOURCE",
+    "FPGA_EVENT_SOURCE",
+    "FPGA_DSP_PJ",
+    "FPGA_LUT_PJ",
+    "FPGA_FF_PJ",
+    "FPGA_FF_CLOCK_PJ",
+    "FPGA_BRAM_PJ",
+    "FPGA_URAM_PJ",
     "STILLMAKER_SOURCE",
     "NOMINAL_VDD_SOURCE",
     "STILLMAKER_NODES_NM",
@@ -323,6 +330,28 @@ PIM_MAC_SOURCE = (
     "Kwon et al. ISSCC 2021, use bf16/fp16 MAC units) at the 45 nm logic figure, times "
     "(DRAM core VDD / 0.9 V)^2 for the higher-voltage DRAM process"
 )
+
+# --------------------------------------------------------------------------------------
+# FPGA fabric: dynamic energy per event of one resource, Xilinx UltraScale+ (16 nm
+# FinFET, 0.85 V VCCINT). Used by the nm_sparse_fpga family (arch/fpga/unit.py), which
+# turns the resources an action exercises into pJ per action (LUT/FF figures times the
+# design's toggle ``activity``). Not node scaled: the fabric is fixed. They set energy
+# only, never latency; replace them with XPE or board measurements for a real build.
+# --------------------------------------------------------------------------------------
+FPGA_EVENT_SOURCE = (
+    "C: order of magnitude (not checked) of the per-resource dynamic figures the Xilinx "
+    "Power Estimator (XPE, UG440) uses for 16 nm UltraScale+, expressed per event"
+)
+FPGA_DSP_PJ = Const(2.0, "pJ per DSP48E2 multiply(-add) with typical data",
+                    FPGA_EVENT_SOURCE)
+FPGA_LUT_PJ = Const(0.12, "pJ per LUT output toggle incl. its local routing",
+                    FPGA_EVENT_SOURCE)
+FPGA_FF_PJ = Const(0.05, "pJ per flip-flop data toggle", FPGA_EVENT_SOURCE)
+FPGA_FF_CLOCK_PJ = Const(0.01, "pJ per flip-flop per cycle (clock-tree load; the clock "
+                         "toggles every cycle)", FPGA_EVENT_SOURCE)
+FPGA_BRAM_PJ = Const(8.0, "pJ per 72-bit BRAM36 port access", FPGA_EVENT_SOURCE)
+FPGA_URAM_PJ = Const(15.0, "pJ per 72-bit URAM port access (larger array, longer lines)",
+                     FPGA_EVENT_SOURCE)
 
 # --------------------------------------------------------------------------------------
 # Stillmaker & Baas 2017: per-node fits (HP devices for 45 nm and below)

@@ -52,11 +52,14 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
+from sim import dram_presets as _cmds
+
 INF = 2**62
 
-# command ids (mirror sim.dram_presets.COMMANDS)
-C_ACT, C_PRE, C_RD, C_WR, C_REF, C_PREA, C_ACTAB = 0, 1, 2, 3, 4, 5, 6
-N_CMD = 10
+# command ids: the indices of sim.dram_presets.COMMANDS (their one home)
+C_ACT, C_PRE, C_RD, C_WR, C_REF = _cmds.ACT, _cmds.PRE, _cmds.RD, _cmds.WR, _cmds.REF
+C_PREA, C_ACTAB = _cmds.PREA, _cmds.ACTAB
+N_CMD = _cmds.N_COMMANDS
 
 # p: scalar parameters
 P_CH, P_RK, P_BG, P_BA, P_ROW, P_BPR, P_BB, P_RLAT, P_WLAT, P_REFI = range(10)

@@ -106,13 +106,16 @@ REQUIRED_TIMINGS: Final[tuple[str, ...]] = (
 #: Presets: organisation + timing (all counts in tCK, tCK in ps). ``BL`` is the burst
 #: length in data beats (column addresses per burst); ``nBL`` the data-bus time of one
 #: burst in tCK. ``columns`` counts column addresses per row, so a row holds
-#: ``columns // BL`` bursts of ``burst_bytes``.
+#: ``columns // BL`` bursts of ``burst_bytes``. ``tech`` names the preset's DRAM technology
+#: as the energy library spells it (a key of ``energy.tables.DRAM_TECHS``; sim does not
+#: import energy, ``tests/arch/test_one_home.py`` checks the names).
 PRESETS: Final[dict[str, dict]] = {
     # DDR4-2400R (16-16-16), x64 channel of 8 Gb x8 devices, 1 rank.
     # Source: JESD79-4B speed bin DDR4-2400R (tCK 0.833 ns), tRRD_S/L, tFAW for 1 KB
     # page (x8), tRFC1 = 350 ns for 8 Gb, tREFI = 7.8 us; same numbers as Ramulator's
     # DDR4_2400R preset. 8 Gb x8: 4 BG x 4 banks, 65536 rows, 1024 columns.
     "DDR4-2400": {
+        "tech": "ddr4",
         "channels": 1, "ranks": 1, "bankgroups": 4, "banks": 4,
         "rows": 65536, "columns": 1024, "BL": 8, "burst_bytes": 64, "tCK_ps": 833,
         "timing": {
@@ -130,6 +133,7 @@ PRESETS: Final[dict[str, dict]] = {
     # tRC 47 ns, tCL 14 ns, tWR 15 ns, tRRDS 2.5 ns, tRRDL 3.75 ns, tFAW 16 ns,
     # tRFC 350 ns, tREFI 3.9 us) rounded up to tCK.
     "HBM2e": {
+        "tech": "hbm2e",
         "channels": 16, "ranks": 1, "bankgroups": 4, "banks": 4,
         "rows": 16384, "columns": 128, "BL": 4, "burst_bytes": 32, "tCK_ps": 625,
         "timing": {
@@ -145,6 +149,7 @@ PRESETS: Final[dict[str, dict]] = {
     # 819.2 GB/s per stack. Source: JESD238 organisation; core timings in ns as for
     # HBM2e (the DRAM core is the same generation), rounded up to tCK.
     "HBM3": {
+        "tech": "hbm3",
         "channels": 32, "ranks": 1, "bankgroups": 4, "banks": 4,
         "rows": 16384, "columns": 256, "BL": 8, "burst_bytes": 32, "tCK_ps": 625,
         "timing": {
@@ -165,6 +170,7 @@ PRESETS: Final[dict[str, dict]] = {
     # rate is bound by nCCDS = 4 tCK, so the peak is 32 B / (4 x 0.57 ns) = 14.0 GB/s
     # per channel. 16 channels = PIM-GPT's 8 AiM devices x 2 channels.
     "GDDR6": {
+        "tech": "gddr6",
         "channels": 16, "ranks": 1, "bankgroups": 4, "banks": 4,
         "rows": 16384, "columns": 1024, "BL": 16, "burst_bytes": 32, "tCK_ps": 570,
         "timing": {

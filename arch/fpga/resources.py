@@ -12,7 +12,8 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 
-__all__ = ["Resources", "RESOURCE_NAMES", "MULT_COST", "ADD_COST", "mac_cost",
+__all__ = ["Resources", "RESOURCE_NAMES", "MULT_COST", "ADD_COST", "VECTOR_MULT",
+           "VECTOR_ADD", "mac_cost",
            "mux_luts_per_bit", "bram36_blocks", "uram_blocks", "comparator_luts",
            "topn_selector", "BRAM36_SHAPES_SDP", "BRAM36_SHAPES_TDP", "URAM_DEPTH",
            "URAM_WIDTH", "DDR4_CONTROLLER", "SHELL", "index_bits", "exceeded"]
@@ -81,6 +82,12 @@ ADD_COST: Mapping[tuple[str, str], Resources] = {
     ("int32", "dsp"): Resources(dsp=0.0, lut=0.0, ff=0.0),
     ("int32", "logic"): Resources(dsp=0.0, lut=32.0, ff=32.0),
 }
+
+#: One fp32 vector lane (softmax, norms, element-wise): a multiplier (PG060 single-precision
+#: multiply, "full" DSP usage, recalled as 3 DSP + ~80 LUT + ~150 FF, tag C) and an fp32
+#: adder in DSPs (``ADD_COST``).
+VECTOR_MULT = Resources(dsp=3.0, lut=80.0, ff=150.0)
+VECTOR_ADD = ADD_COST[("fp32", "dsp")]
 
 
 def mac_cost(fmt: str, adder: str) -> Resources:

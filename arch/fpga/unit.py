@@ -20,31 +20,26 @@ from arch.base import (
     register,
 )
 from arch.fpga import resources as rs
-from arch.fpga.resources import Resources, index_bits
+from arch.fpga.resources import VECTOR_ADD, VECTOR_MULT, Resources, index_bits
 from arch.fpga.spec import NmSparseFpgaSpec
+from arch.operands import operand_width_problem
 from arch.spatial import fold_cycles, gemm_traffic
+from arch.vector import estimate_vector
+from energy.tables import (
+    FPGA_BRAM_PJ,
+    FPGA_DSP_PJ,
+    FPGA_FF_CLOCK_PJ,
+    FPGA_FF_PJ,
+    FPGA_LUT_PJ,
+    FPGA_URAM_PJ,
+)
 from workloads.errors import MappingError, Problem
-from workloads.ops import AllReduce, Conv2d, Embedding, Gemm, Op
+from workloads.ops import AllReduce, Conv2d, Gemm, Op
 
-__all__ = ["NmSparseFpga", "E_DSP_PJ", "E_LUT_PJ", "E_FF_PJ", "E_FF_CLOCK_PJ", "E_BRAM_PJ",
-           "E_URAM_PJ", "gemm_plan", "GemmPlan"]
+__all__ = ["NmSparseFpga", "gemm_plan", "GemmPlan"]
 
-# ---- energy per event, UltraScale+ (16 nm FinFET, 0.85 V) ----------------------------------
-# Tag C (order of magnitude, not checked): per-resource dynamic figures of the kind the
-# Xilinx Power Estimator (XPE) uses, expressed per event. They set energy only, never
-# latency. Replace them with XPE/board measurements when available.
-E_DSP_PJ = 2.0        #: one DSP48E2 multiply(-add) with typical data
-E_LUT_PJ = 0.12       #: one LUT output toggle incl. its local routing
-E_FF_PJ = 0.05        #: one flip-flop data toggle
-E_FF_CLOCK_PJ = 0.01  #: clock-tree load of one flip-flop per cycle (toggles every cycle)
-E_BRAM_PJ = 8.0       #: one 72-bit BRAM36 port access
-E_URAM_PJ = 15.0      #: one 72-bit URAM port access (larger array, longer lines)
-
-
-#: One fp32 vector lane: a multiplier (PG060 single-precision multiply, "full" DSP usage,
-#: recalled as 3 DSP + ~80 LUT + ~150 FF, tag C) and an adder (``resources.ADD_COST``).
-VECTOR_MULT = Resources(dsp=3.0, lut=80.0, ff=150.0)
-VECTOR_ADD = rs.ADD_COST[("fp32", "dsp")]
+# Energy per event of each fabric resource: energy.tables.FPGA_*_PJ (UltraScale+, with
+# their source). Resources of one fp32 vector lane: resources.VECTOR_MULT / VECTOR_ADD.
 
 
 @dataclass(frozen=True)
@@ -248,9 +243,8 @@ class NmSparseFpga(Unit[DataflowMapping]):
             return "a single FPGA has no inter-device link for all-reduce"
         if op.is_matrix:
             hw = self.spec.mac_format
-            for role, f in (("activation", op.a_format), ("weight", op.w_format)):
-                if f.bits > hw.bits or (f.is_float and not hw.is_float):
-                    return f"{role} format {f.name} is wider than the PE's {hw.name} multiplier"
+            return operand_width_problem((("activation", op.a_format), ("weight", op.w_format)),
+                                         hw, f"the PE's {hw.name} multiplier")
         return None
 
     def peak_macs_per_cycle(self, op: Op) -> float:
@@ -274,7 +268,10 @@ class NmSparseFpga(Unit[DataflowMapping]):
             return self._estimate_gemm(op, op.as_gemm())
         if isinstance(op, Gemm):
             return self._estimate_gemm(op, op)
-        return self._estimate_vector(op)
+        return estimate_vector(op, unit=self.name, clock_hz=self.clock_hz, lanes=self.lanes,
+                               bytes_per_cycle=self._bw_per_cycle(),
+                               vector_component=self.cname("vector"),
+                               dram_component=self.cname("ddr"))
 
     def plan(self, g: Gemm) -> GemmPlan:
         """The GEMM's schedule: ``loop_order: spatial`` uses arch.spatial's rule; ``best``
@@ -375,25 +372,6 @@ class NmSparseFpga(Unit[DataflowMapping]):
                                       "m_tiles": float(plan.m_tiles),
                                       "act_buffer_stall": float(plan.stall)}))
 
-    def _estimate_vector(self, op: Op) -> Estimate:
-        ops = op.vector_ops()
-        compute = ops / self.lanes
-        read_b = op.input_bytes() + op.weight_bytes()
-        write_b = op.output_bytes()
-        if isinstance(op, AllReduce):       # devices == 1: nothing moves
-            read_b = write_b = 0.0
-        mem = (read_b + write_b) / self._bw_per_cycle()
-        cycles = cycles_of(max(compute, mem))
-        actions = {(self.cname("vector"), "op"): float(ops),
-                   (self.cname("ddr"), "read"): read_b,
-                   (self.cname("ddr"), "write"): write_b}
-        df = "embedding" if isinstance(op, Embedding) else "vector"
-        return Estimate(op.name, op.kind, self.name, df, cycles, self.clock_hz, flops=op.flops(),
-                        dram_read_bytes=read_b, dram_write_bytes=write_b,
-                        actions=MappingProxyType(actions),
-                        utilization=(ops / (cycles * self.lanes)) if cycles else 0.0,
-                        bound="compute" if compute >= mem else "memory", mapping=df)
-
     # ---- cycle fidelity ----------------------------------------------------------------
     def lower(self, op: Op, mapping: Any = None) -> SimInput:
         """Event-driven model of ``op`` (``arch/fpga/lower.py``) with the DDR4 configs of a
@@ -411,19 +389,19 @@ class NmSparseFpga(Unit[DataflowMapping]):
     def event_energy_pj(self, r: Resources) -> float:
         """Energy of one event that exercises resources ``r``: DSPs at their per-operation
         energy, LUTs and FFs at ``activity`` x their toggle energy."""
-        return (r.dsp * E_DSP_PJ
-                + self.spec.activity * (r.lut * E_LUT_PJ + r.ff * E_FF_PJ))
+        return (r.dsp * FPGA_DSP_PJ.value
+                + self.spec.activity * (r.lut * FPGA_LUT_PJ.value + r.ff * FPGA_FF_PJ.value))
 
     def clock_power_w(self) -> float:
         """Clock-tree power: every used flip-flop loads the clock every cycle."""
-        return self.resources_used.ff * E_FF_CLOCK_PJ * 1e-12 * self.clock_hz
+        return self.resources_used.ff * FPGA_FF_CLOCK_PJ.value * 1e-12 * self.clock_hz
 
     def components(self) -> list[Any]:
         from energy import Component
 
         s = self.spec
         br = self.resource_breakdown
-        src = "arch/fpga/unit.py E_*_PJ (UltraScale+, tag C)"
+        src = "energy/tables.py FPGA_*_PJ (UltraScale+, tag C)"
         mac = rs.mac_cost(s.mac_format.name, s.adder)
 
         def fixed(part: str, count: int, energy_pj: dict[str, float]) -> Any:
@@ -439,7 +417,7 @@ class NmSparseFpga(Unit[DataflowMapping]):
             comps.append(fixed("pregen", s.pregen.lanes, {"group": self.event_energy_pj(sel)}))
         for name in ("act_buffer", "weight_buffer", "out_buffer"):
             b = getattr(s, name)
-            e = E_BRAM_PJ if b.memory == "bram" else E_URAM_PJ
+            e = FPGA_BRAM_PJ.value if b.memory == "bram" else FPGA_URAM_PJ.value
             blocks = int(br[name].bram36 + br[name].uram)
             comps.append(fixed(name, max(blocks, 1), {"read": e, "write": e}))
         # a vector op uses the lane's multiplier or its adder: the mean of the two events
@@ -451,7 +429,7 @@ class NmSparseFpga(Unit[DataflowMapping]):
                                 "source": f"{s.part.name} static power (config part.static_power_w)"}))
         comps.append(Component(self.cname("clock"), "static", 1,
                                {"power_w": self.clock_power_w(),
-                                "source": "used FFs x E_FF_CLOCK_PJ x clock (arch/fpga/unit.py)"}))
+                                "source": "used FFs x FPGA_FF_CLOCK_PJ (energy/tables.py) x clock"}))
         return comps
 
     def report(self) -> dict[str, Any]:

@@ -27,8 +27,11 @@ from __future__ import annotations
 from numba import njit
 
 from sim import dram_kernel as K
+from sim import dram_presets as _cmds
 
-C_ACT, C_PRE, C_WR, C_REF, C_PREA, C_ACTAB, C_MACAB, C_WRGB, C_RDMAC = 0, 1, 3, 4, 5, 6, 7, 8, 9
+# command ids: the indices of sim.dram_presets.COMMANDS (their one home)
+C_ACT, C_PRE, C_WR, C_REF, C_PREA = _cmds.ACT, _cmds.PRE, _cmds.WR, _cmds.REF, _cmds.PREA
+C_ACTAB, C_MACAB, C_WRGB, C_RDMAC = _cmds.ACTAB, _cmds.MACAB, _cmds.WRGB, _cmds.RDMAC
 F_OPEN, F_REF, F_END, F_SB = 0, 1, 2, 3
 N_FIELDS = 4
 # counters

@@ -21,9 +21,8 @@ from workloads.formats import FORMATS, NumberFormat
 __all__ = ["AsicSpec", "DramPimSpec", "DRAM_ENERGY_TECH"]
 
 #: ``energy`` DRAM technology used for each ``sim.dram`` preset (energy per byte moved over
-#: the I/O, activation energy per row).
-DRAM_ENERGY_TECH: dict[str, str] = {"GDDR6": "gddr6", "HBM2e": "hbm2e", "HBM3": "hbm3",
-                                    "DDR4-2400": "ddr4"}
+#: the I/O, activation energy per row): the preset's ``tech`` (one home, ``sim.dram_presets``).
+DRAM_ENERGY_TECH: dict[str, str] = {name: str(p["tech"]) for name, p in PRESETS.items()}
 
 
 @dataclass(frozen=True, kw_only=True)

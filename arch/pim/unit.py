@@ -48,6 +48,7 @@ from arch.base import (
     infeasible,
     register,
 )
+from arch.operands import operand_width_problem
 from arch.pim.spec import DRAM_ENERGY_TECH, DramPimSpec
 from workloads.errors import MappingError, Problem
 from workloads.ops import AllReduce, Conv2d, Embedding, Gemm, Op
@@ -186,9 +187,10 @@ class DramPim(Unit[DataflowMapping]):
             hw = self.spec.mac_format
             g = op.as_gemm() if isinstance(op, Conv2d) else op
             assert isinstance(g, Gemm)  # only Gemm and Conv2d (via its GEMM) do MACs
-            for role, f in (("activation", g.a_format), ("weight", g.b_format)):
-                if f.bits > hw.bits or (f.is_float and not hw.is_float):
-                    return f"{role} format {f.name} is wider than the bank units' {hw.name}"
+            why = operand_width_problem((("activation", g.a_format), ("weight", g.b_format)),
+                                        hw, f"the bank units' {hw.name}")
+            if why:
+                return why
             if g.b_is_weight and g.w_sparsity.fraction < 1.0:
                 return "bank MAC units read dense weights (no sparse format)"
         return None
@@ -484,7 +486,7 @@ class DramPim(Unit[DataflowMapping]):
 
         s = self.spec
         fmt = s.mac_format.name
-        tech = DRAM_ENERGY_TECH.get(s.dram_preset, "gddr6")
+        tech = DRAM_ENERGY_TECH[s.dram_preset]
         col_bits = s.mac_lanes * s.mac_format.bits
         n_units = s.channels * self.units_per_channel
         return [

@@ -38,14 +38,16 @@ from typing import Any
 
 from arch.base import Estimate, Unit, UnitMapping, cycles_of, infeasible, register
 from arch.memory import MemorySpec
+from arch.operands import operand_width_problem
 from arch.spatial.folds import fold_cycles, gemm_traffic
 from arch.spatial.lower import lower_op
 from arch.spec import param
+from arch.vector import estimate_vector
 from dataflow.mapping import DATAFLOW_CONSTRAINTS
 from dataflow.mapping import Mapping as LoopNest
 from workloads.errors import MappingError, Problem
 from workloads.formats import FORMATS, NumberFormat
-from workloads.ops import AllReduce, Conv2d, Embedding, Gemm, Op
+from workloads.ops import AllReduce, Conv2d, Gemm, Op
 
 __all__ = ["SpatialArraySpec", "SpatialArray", "SpatialMapping", "DATAFLOWS", "fold_cycles",
            "gemm_traffic"]
@@ -143,9 +145,8 @@ class SpatialArray(Unit[SpatialMapping]):
             return "a single spatial array has no inter-device link for all-reduce"
         if op.is_matrix:
             hw = self.spec.mac_format
-            for role, f in (("activation", op.a_format), ("weight", op.w_format)):
-                if f.bits > hw.bits or (f.is_float and not hw.is_float):
-                    return (f"{role} format {f.name} is wider than the PE's {hw.name} multiplier")
+            return operand_width_problem((("activation", op.a_format), ("weight", op.w_format)),
+                                         hw, f"the PE's {hw.name} multiplier")
         return None
 
     def peak_macs_per_cycle(self, op: Op) -> float:
@@ -176,7 +177,10 @@ class SpatialArray(Unit[SpatialMapping]):
             return self._estimate_gemm(op, op.as_gemm(), df)
         if isinstance(op, Gemm):
             return self._estimate_gemm(op, op, df)
-        return self._estimate_vector(op)
+        return estimate_vector(op, unit=self.name, clock_hz=self.clock_hz, lanes=self.lanes,
+                               bytes_per_cycle=self._bw_per_cycle(),
+                               vector_component=self.cname("vector"),
+                               dram_component=self.cname("dram"))
 
     # ---- loop-nest mappings (from the mapper) ------------------------------------------
     def arch_params(self, op: Op | None = None) -> Any:
@@ -293,25 +297,6 @@ class SpatialArray(Unit[SpatialMapping]):
             details=MappingProxyType({"compute_cycles": float(compute),
                                       "memory_cycles": float(mem_cycles),
                                       "first_tile_cycles": float(first)}))
-
-    def _estimate_vector(self, op: Op) -> Estimate:
-        ops = op.vector_ops()
-        compute = ops / self.lanes
-        read_b = op.input_bytes() + op.weight_bytes()
-        write_b = op.output_bytes()
-        if isinstance(op, AllReduce):       # devices == 1: nothing moves
-            read_b = write_b = 0.0
-        mem = (read_b + write_b) / self._bw_per_cycle()
-        cycles = cycles_of(max(compute, mem))
-        actions = {(self.cname("vector"), "op"): float(ops),
-                   (self.cname("dram"), "read"): read_b,
-                   (self.cname("dram"), "write"): write_b}
-        df = "embedding" if isinstance(op, Embedding) else "vector"
-        return Estimate(op.name, op.kind, self.name, df, cycles, self.clock_hz, flops=op.flops(),
-                        dram_read_bytes=read_b, dram_write_bytes=write_b,
-                        actions=MappingProxyType(actions),
-                        utilization=(ops / (cycles * self.lanes)) if cycles else 0.0,
-                        bound="compute" if compute >= mem else "memory", mapping=df)
 
     # ---- cycle fidelity ----------------------------------------------------------------
     def lower(self, op: Op, mapping: Any = None) -> Any:

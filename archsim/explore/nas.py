@@ -12,8 +12,8 @@ hashed into the result store's key and be looked up in an accuracy table:
   (1x1 expansion to ``expansion x`` channels, ``kernel x kernel`` depthwise convolution,
   1x1 projection; Sandler et al. 2018). Batch norm, ReLU, residual adds, a 1x1 projection
   shortcut where the shape changes, global average pooling and a ``classes``-way fully
-  connected layer, exactly as the zoo's ResNet/MobileNetV2 (``workloads/models/cnn.py``)
-  write them.
+  connected layer, built with the zoo's :class:`workloads.models.cnn.ConvNetBuilder` (the
+  same ops as its ResNet/MobileNetV2).
 * ``{"net": "transformer", "layers": 4, "d_model": 256, "heads": 4, "ffn": 1024,
   "seq": 128, "vocab": 30522, "classes": 2}``: a BERT-style encoder built by the zoo's
   :func:`workloads.models.transformer.build_transformer` (inference over ``seq`` tokens).
@@ -31,8 +31,9 @@ from typing import Any
 
 from workloads.errors import Problem, WorkloadError
 from workloads.graph import Workload
+from workloads.models.cnn import ConvNetBuilder
 from workloads.models.common import GraphBuilder
-from workloads.ops import Conv2d, Elementwise, Gemm, Op
+from workloads.ops import Op
 
 __all__ = ["FAMILIES", "CNN_PARAMS", "TRANSFORMER_PARAMS", "build_network", "expand_space",
            "network_label", "check_network"]
@@ -125,32 +126,11 @@ def build_network(d: dict[str, Any], batch: int = 1) -> Workload:
                                 f"{', '.join(FAMILIES)}", "net"))
 
 
-class _Cnn:
-    """Running state (channels ``c``, feature map ``hw``) while a CNN is built."""
-
-    def __init__(self, b: GraphBuilder, n: int, hw: int) -> None:
-        self.b, self.n, self.c, self.hw = b, n, 3, hw
-
-    def conv(self, name: str, x: Op | None, k: int, r: int, stride: int = 1, groups: int = 1,
-             relu: bool = True) -> Op:
-        """conv -> bn (folded scale/shift: ``mul``, 2 parameters per channel) -> [relu]."""
-        op = Conv2d(name=name, n=self.n, c=self.c, h=self.hw, w=self.hw, k=k, r=r, s=r,
-                    stride=stride, padding=r // 2, groups=groups, layer=name)
-        out: Op = self.b.add(op, [x] if x else [])
-        self.c, self.hw = k, op.p
-        out = self.b.add(Elementwise(name=f"{name}.bn", rows=self.n * self.hw * self.hw,
-                                     cols=k, fn="mul", layer=name), [out], extra=2 * k)
-        if relu:
-            out = self.b.add(Elementwise(name=f"{name}.relu", rows=self.n * self.hw * self.hw,
-                                         cols=k, fn="relu", layer=name), [out])
-        return out
-
-
 def _cnn(d: dict[str, Any], batch: int) -> Workload:
     w = Workload(name=network_label(d), phase="inference", batch=batch, seq=1, context=0,
                  family="cnn")
-    net = _Cnn(GraphBuilder(w), batch, d["image"])
-    x = net.conv("stem", None, d["width"], 3)
+    net = ConvNetBuilder(GraphBuilder(w), batch, hw=d["image"])
+    x = net.conv("stem", None, d["width"], 3, layer="stem")
     kern, exp = d["kernel"], d["expansion"]
     for s in range(d["stages"]):
         width = d["width"] * 2 ** s
@@ -159,26 +139,21 @@ def _cnn(d: dict[str, Any], batch: int) -> Workload:
             stride = 2 if s > 0 and i == 0 else 1
             c_in, hw_in = net.c, net.hw
             if exp == 1:
-                y = net.conv(f"{L}.conv1", x, width, kern, stride)
-                y = net.conv(f"{L}.conv2", y, width, kern, relu=False)
+                y = net.conv(f"{L}.conv1", x, width, kern, stride, layer=f"{L}.conv1")
+                y = net.conv(f"{L}.conv2", y, width, kern, relu=False, layer=f"{L}.conv2")
             else:
                 hidden = c_in * exp
-                y = net.conv(f"{L}.expand", x, hidden, 1)
-                y = net.conv(f"{L}.dw", y, hidden, kern, stride, groups=hidden)
-                y = net.conv(f"{L}.project", y, width, 1, relu=False)
+                y = net.conv(f"{L}.expand", x, hidden, 1, layer=f"{L}.expand")
+                y = net.conv(f"{L}.dw", y, hidden, kern, stride, groups=hidden,
+                             layer=f"{L}.dw")
+                y = net.conv(f"{L}.project", y, width, 1, relu=False, layer=f"{L}.project")
             short: Op = x
             if stride != 1 or c_in != width:
-                c_out, hw_out = net.c, net.hw
-                net.c, net.hw = c_in, hw_in
-                short = net.conv(f"{L}.shortcut", x, width, 1, stride, relu=False)
-                net.c, net.hw = c_out, hw_out
-            x = net.b.add(Elementwise(name=f"{L}.add", rows=batch * net.hw * net.hw,
-                                      cols=net.c, fn="add", inputs=2, layer=L), [y, short])
+                short = net.projection(f"{L}.shortcut", x, c_in, hw_in, width, stride,
+                                       layer=f"{L}.shortcut")
+            x = net.add(f"{L}.add", y, short, L)
             if exp == 1:
-                x = net.b.add(Elementwise(name=f"{L}.relu", rows=batch * net.hw * net.hw,
-                                          cols=net.c, fn="relu", layer=L), [x])
-    x = net.b.add(Elementwise(name="avgpool", rows=batch * net.c, cols=net.hw * net.hw,
-                              fn="pool"), [x])
-    net.b.add(Gemm(name="fc", m=batch, n=d["classes"], k=net.c, role="fc", layer="fc"), [x],
-              bias=d["classes"])
+                x = net.relu(f"{L}.relu", x, L)
+    x = net.pool("avgpool", x, 1)
+    net.fc("fc", x, d["classes"], net.c)
     return w

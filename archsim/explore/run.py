@@ -69,7 +69,7 @@ def _workload(spec: dict[str, Any]) -> Any:
     key = json.dumps(spec, sort_keys=True)
     w = _WL_CACHE.get(key)
     if w is None:
-        from archsim.api import gemm_workload, workload
+        from archsim.api import workload_from_dict
 
         if spec.get("net"):   # a co-search candidate network (archsim.explore.nas)
             from archsim.explore.nas import build_network
@@ -80,14 +80,8 @@ def _workload(spec: dict[str, Any]) -> Any:
                 w = w.with_formats(
                     get_format(spec["a_format"]) if spec.get("a_format") else None,
                     get_format(spec["w_format"]) if spec.get("w_format") else None)
-        elif spec.get("gemm"):
-            m, n, k = spec["gemm"]
-            kw = {x: spec[x] for x in ("batch", "a_format", "w_format") if x in spec}
-            w = gemm_workload(m, n, k, **kw)
         else:
-            w = workload(spec["model"], phase=spec.get("phase"), batch=spec.get("batch", 1),
-                         seq=spec.get("seq"), context=spec.get("context"),
-                         a_format=spec.get("a_format"), w_format=spec.get("w_format"))
+            w = workload_from_dict(spec)
         _WL_CACHE[key] = w
     return w
 

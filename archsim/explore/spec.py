@@ -105,6 +105,9 @@ class WorkloadSpec:
             return [("model", "a workload needs exactly one of model or gemm")]
         if self.gemm is not None and (len(self.gemm) != 3 or min(self.gemm) < 1):
             return [("gemm", "expected [m, n, k] with every entry >= 1")]
+        if self.gemm is not None:   # keys archsim.workload_from_dict refuses for a gemm
+            return [(k, "not used by a gemm workload (only batch, a_format, w_format)")
+                    for k in ("phase", "seq", "context") if getattr(self, k) is not None]
         return []
 
     def as_dict(self) -> dict[str, Any]:

@@ -87,6 +87,16 @@ def test_spec_errors_objectives_constraints_workloads(tmp_path):
     assert ei.value.problems[0].path == "base" and ei.value.problems[0].line == 1
 
 
+def test_spec_error_gemm_workload_with_a_model_key(tmp_path):
+    """A gemm workload takes no phase/seq/context (archsim.workload_from_dict refuses them):
+    the spec loader names the key and its line instead of failing every task."""
+    p = tmp_path / "s.yaml"
+    p.write_text(f"base: {BASE}\nworkloads:\n  - {{gemm: [8, 8, 8], phase: decode}}\n")
+    with pytest.raises(SpecError) as ei:
+        load_spec(p)
+    assert "s.yaml:3 workloads[0].phase: not used by a gemm workload" in str(ei.value)
+
+
 # ---- Pareto ---------------------------------------------------------------------------------
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.lists(st.integers(0, 6), min_size=2, max_size=2), min_size=0, max_size=40)

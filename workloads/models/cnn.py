@@ -15,7 +15,7 @@ statistics are buffers, not parameters); ReLU ``Elementwise(fn="relu")``; max/av
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from workloads.errors import Problem, WorkloadError
 from workloads.graph import Workload
@@ -23,23 +23,30 @@ from workloads.models.common import GraphBuilder, to_training
 from workloads.models.transformer import resolve_phase
 from workloads.ops import Conv2d, Elementwise, Gemm, Op
 
-__all__ = ["CNN_BUILDERS", "build_cnn"]
+__all__ = ["CNN_BUILDERS", "ConvNetBuilder", "build_cnn"]
 
 
 @dataclass
-class _Net:
-    """Running state while a CNN is built: builder, batch, current tensor (C, H, W)."""
+class ConvNetBuilder:
+    """Running state while a CNN is built: builder, batch, current tensor (C, H, W).
+
+    Each method adds ops after the given producer and updates the current shape; the zoo's
+    CNNs below and the co-search networks of ``archsim.explore.nas`` are built with it.
+    """
 
     b: GraphBuilder
     n: int
     c: int = 3
     hw: int = 224
-    count: dict[str, int] = field(default_factory=dict)
 
     def conv(self, name: str, x: Op | None, k: int, r: int, stride: int = 1,
              groups: int = 1, bias: bool = False, bn: bool = True, relu: bool = True,
              layer: str = "") -> Op:
-        """conv -> [bn] -> [relu]; updates the current shape; returns the last op."""
+        """conv -> [bn] -> [relu]; updates the current shape; returns the last op.
+
+        Batch norm is ``Elementwise(fn="mul")`` with 2 parameters per channel (a folded
+        per-channel scale and shift); padding is ``r // 2`` (same size at stride 1).
+        """
         op = Conv2d(name=name, n=self.n, c=self.c, h=self.hw, w=self.hw, k=k, r=r, s=r,
                     stride=stride, padding=r // 2, groups=groups, layer=layer)
         out: Op = self.b.add(op, [x] if x else [], bias=k if bias else 0)
@@ -50,6 +57,22 @@ class _Net:
         if relu:
             out = self.relu(f"{name}.relu", out, layer)
         return out
+
+    def projection(self, name: str, x: Op, c_in: int, hw_in: int, k: int, stride: int,
+                   layer: str = "") -> Op:
+        """A 1x1 projection shortcut (conv -> bn, no relu) of ``x``, a tensor of ``c_in``
+        channels and ``hw_in`` x ``hw_in`` pixels taken before the block's main branch;
+        the current shape (the main branch's output) is kept."""
+        c_out, hw_out = self.c, self.hw
+        self.c, self.hw = c_in, hw_in
+        out = self.conv(name, x, k, 1, stride=stride, relu=False, layer=layer)
+        self.c, self.hw = c_out, hw_out
+        return out
+
+    def add(self, name: str, y: Op, x: Op, layer: str = "") -> Op:
+        """Residual add of two tensors of the current shape."""
+        return self.b.add(Elementwise(name=name, rows=self.n * self.hw * self.hw, cols=self.c,
+                                      fn="add", inputs=2, layer=layer), [y, x])
 
     def relu(self, name: str, x: Op, layer: str = "") -> Op:
         return self.b.add(Elementwise(name=name, rows=self.n * self.hw * self.hw, cols=self.c,
@@ -67,7 +90,7 @@ class _Net:
                           [x], bias=n_out)
 
 
-def _resnet(net: _Net, blocks: tuple[int, ...], bottleneck: bool) -> None:
+def _resnet(net: ConvNetBuilder, blocks: tuple[int, ...], bottleneck: bool) -> None:
     x = net.conv("conv1", None, 64, 7, stride=2, layer="stem")
     x = net.pool("maxpool", x, (net.hw + 2 - 3) // 2 + 1)
     widths = (64, 128, 256, 512)
@@ -86,27 +109,21 @@ def _resnet(net: _Net, blocks: tuple[int, ...], bottleneck: bool) -> None:
                 y = net.conv(f"{L}.conv2", y, width, 3, relu=False, layer=L)
             short: Op = x
             if stride != 1 or c_in != out_c:
-                c_out, hw_out = net.c, net.hw
-                net.c, net.hw = c_in, hw_in
-                short = net.conv(f"{L}.downsample", x, out_c, 1, stride=stride, relu=False,
-                                 layer=L)
-                net.c, net.hw = c_out, hw_out
-            s = net.b.add(Elementwise(name=f"{L}.add", rows=net.n * net.hw * net.hw,
-                                      cols=net.c, fn="add", inputs=2, layer=L), [y, short])
-            x = net.relu(f"{L}.relu", s, L)
+                short = net.projection(f"{L}.downsample", x, c_in, hw_in, out_c, stride, L)
+            x = net.relu(f"{L}.relu", net.add(f"{L}.add", y, short, L), L)
     x = net.pool("avgpool", x, 1)
     net.fc("fc", x, 1000, net.c)
 
 
-def _resnet18(net: _Net) -> None:
+def _resnet18(net: ConvNetBuilder) -> None:
     _resnet(net, (2, 2, 2, 2), bottleneck=False)
 
 
-def _resnet50(net: _Net) -> None:
+def _resnet50(net: ConvNetBuilder) -> None:
     _resnet(net, (3, 4, 6, 3), bottleneck=True)
 
 
-def _vgg16(net: _Net) -> None:
+def _vgg16(net: ConvNetBuilder) -> None:
     cfg = (64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M",
            512, 512, 512, "M")
     x = net.conv("features.conv0", None, 64, 3, bias=True, bn=False, layer="features.conv0")
@@ -127,7 +144,7 @@ def _vgg16(net: _Net) -> None:
         k = n_out
 
 
-def _mobilenet_v2(net: _Net) -> None:
+def _mobilenet_v2(net: ConvNetBuilder) -> None:
     x = net.conv("features.0", None, 32, 3, stride=2, layer="features.0")
     settings = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1),
                 (6, 160, 3, 2), (6, 320, 1, 1))
@@ -144,8 +161,7 @@ def _mobilenet_v2(net: _Net) -> None:
             y = net.conv(f"{L}.dw", y, hidden, 3, stride=stride, groups=hidden, layer=L)
             y = net.conv(f"{L}.project", y, c, 1, relu=False, layer=L)
             if stride == 1 and c_in == c:
-                y = net.b.add(Elementwise(name=f"{L}.add", rows=net.n * net.hw * net.hw,
-                                          cols=c, fn="add", inputs=2, layer=L), [y, x])
+                y = net.add(f"{L}.add", y, x, L)
             x = y
             idx += 1
     x = net.conv(f"features.{idx}", x, 1280, 1, layer=f"features.{idx}")
@@ -173,7 +189,7 @@ def build_cnn(name: str, phase: str | None = None, batch: int = 1) -> Workload:
         raise WorkloadError(Problem(f"expected an int >= 1, got {batch!r}", "batch"))
     w = Workload(name=name, phase=ph, batch=batch, seq=1, context=0, family="cnn")
     b = GraphBuilder(w)
-    CNN_BUILDERS[name](_Net(b, batch))
+    CNN_BUILDERS[name](ConvNetBuilder(b, batch))
     if ph == "train":
         return to_training(w, b.params, b.tied, "sgd")
     return w

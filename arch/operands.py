@@ -1,0 +1,47 @@
+"""Operand-format checks of units whose multipliers are built for one number format.
+
+A spatial array's PEs, an FPGA's MAC lanes and a PIM device's bank units each multiply in
+one fixed format (``mac_format``). An operand fits such a multiplier when it has no more
+bits and, if it is a floating-point format, the multiplier is a floating-point one too
+(an integer operand no wider than the multiplier is exact on it; a float operand needs
+an exponent datapath). ``supports(op)`` of those families reports the first operand that
+does not fit, in one wording.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from workloads.formats import NumberFormat
+
+__all__ = ["operand_fits", "operand_width_problem"]
+
+
+def operand_fits(fmt: NumberFormat, hw: NumberFormat) -> bool:
+    """True when an operand in ``fmt`` runs on a multiplier built for ``hw``.
+
+    Args:
+        fmt: the operand's number format.
+        hw: the multiplier's number format.
+    """
+    return fmt.bits <= hw.bits and (hw.is_float or not fmt.is_float)
+
+
+def operand_width_problem(operands: Iterable[tuple[str, NumberFormat]], hw: NumberFormat,
+                          where: str) -> str | None:
+    """Why the operands cannot run on the multiplier, or None when they all fit.
+
+    Args:
+        operands: ``(role, format)`` pairs in the order to check, e.g.
+            ``(("activation", op.a_format), ("weight", op.w_format))``.
+        hw: the multiplier's number format.
+        where: the multiplier as the message names it, e.g. ``"the PE's int8 multiplier"``.
+
+    Returns:
+        ``"<role> format <name> is wider than <where>"`` for the first operand that does
+        not fit (:func:`operand_fits`), else None.
+    """
+    for role, fmt in operands:
+        if not operand_fits(fmt, hw):
+            return f"{role} format {fmt.name} is wider than {where}"
+    return None
