@@ -39,8 +39,10 @@ def config_dir() -> Path:
 
 
 def list_configs() -> list[Path]:
-    """All reference configs, sorted."""
-    return sorted(config_dir().rglob("*.yaml"))
+    """All reference designs, sorted (cluster descriptions in configs/cluster are not designs:
+    ``arch.cluster.list_clusters``)."""
+    return sorted(p for p in config_dir().rglob("*.yaml")
+                  if p.relative_to(config_dir()).parts[0] != "cluster")
 
 
 def find_config(name: str | Path) -> Path:
