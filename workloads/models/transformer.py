@@ -139,6 +139,7 @@ class TransformerShape:
     qk_rope_dim: int = 0
     qk_nope_dim: int = 0
     v_head_dim: int = 0
+    dropout: bool = False
 
     @property
     def is_moe(self) -> bool:
@@ -280,10 +281,12 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
     def norm_cols(name: str, layer: str, after: Op, cols: int) -> Op:
         return b.add(Norm(name=name, rows=m, cols=cols, norm=s.norm, layer=layer), [after])
 
+    drop = s.dropout and ph == "train"
+
     def add(name: str, layer: str, rows: int, cols: int, after: list[Op | str],
-            fn: str = "add", extra: int = 0) -> Op:
-        return b.add(Elementwise(name=name, rows=rows, cols=cols, fn=fn, inputs=len(after),
-                                 layer=layer), after, extra=extra)
+            fn: str = "add", extra: int = 0, more: int = 0) -> Op:
+        return b.add(Elementwise(name=name, rows=rows, cols=cols, fn=fn,
+                                 inputs=len(after) + more, layer=layer), after, extra=extra)
 
     def bgemm(name: str, layer: str, rows: int, n: int, k: int, batch_: int, role: str,
               after: list[Op | str], extra: int = 0) -> Op:
@@ -402,12 +405,15 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
                 scores = add(f"{L}.attn.alibi", L, batch * h * q, keys, [scores])
             probs = b.add(Softmax(name=f"{L}.attn.softmax", rows=batch * h * q, cols=keys,
                                   layer=L), [scores])
+            if drop:
+                probs = add(f"{L}.attn.dropout", L, batch * h * q, keys, [probs], fn="mul",
+                            more=1)
             ctx_op = b.add(Gemm(name=f"{L}.attn.av", m=q, n=hd, k=keys, batch=batch * h,
                                 b_is_weight=False, b_shared=h // kv, role="av", layer=L),
                            [probs, qkv])
             proj = lin(f"{L}.attn.proj", L, m, d, h * hd, "proj", [ctx_op], bias=row_bias)
         proj = all_reduce(f"{L}.attn.allreduce", L, proj)
-        x = add(f"{L}.attn.residual", L, m, d, [proj, res])
+        x = add(f"{L}.attn.residual", L, m, d, [proj, res], more=int(drop))
         if not s.pre_norm:
             x = norm(f"{L}.ln1", L, x)
         res = x
@@ -424,7 +430,7 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
         if not (s.is_moe and i >= s.dense_layers):
             down = lin(f"{L}.ffn.down", L, m, d, ffn, "ffn_down", [act], bias=row_bias)
         down = all_reduce(f"{L}.ffn.allreduce", L, down)
-        x = add(f"{L}.ffn.residual", L, m, d, [down, res])
+        x = add(f"{L}.ffn.residual", L, m, d, [down, res], more=int(drop))
         if not s.pre_norm:
             x = norm(f"{L}.ln2", L, x)
 
