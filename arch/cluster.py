@@ -51,6 +51,10 @@ class LinkSpec:
                                         "(their product = the devices of the level)")
     oversubscription: float = param(1.0, doc="fat_tree: down-links / up-links of a leaf "
                                              "switch (1 = non-blocking)", min=1)
+    nvls_efficiency: float = param(0.0, doc="in-switch reduction (NVLink SHARP): all-reduce "
+                                           "algorithm bandwidth as a fraction of "
+                                           "bandwidth_gbps; 0 = the switch cannot reduce",
+                                   min=0, max=1)
     energy_pj_per_bit: float = param(0.0, doc="energy per bit moved across this level",
                                      unit="pJ/bit", min=0)
     source: str = param("", doc="where the numbers come from")
@@ -62,6 +66,8 @@ class LinkSpec:
         if self.topology != "torus" and self.torus_dims:
             out.append(("torus_dims", f"only a torus has dimensions (topology is "
                                       f"{self.topology})"))
+        if self.nvls_efficiency and self.topology != "switch":
+            out.append(("nvls_efficiency", "in-switch reduction needs topology switch"))
         if any(d < 2 for d in self.torus_dims):
             out.append(("torus_dims", f"expected every dimension >= 2, got "
                                       f"{list(self.torus_dims)}"))

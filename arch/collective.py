@@ -16,6 +16,8 @@ Algorithms on one level of ``n`` devices with achieved per-device bandwidth ``B`
 * ring all-gather / reduce-scatter: ``(n-1)/n x S / B + (n-1) a``;
 * all-to-all: ``(n-1)/n x S x hops / B + (n-1) a`` where ``hops`` is 1 through a switch and
   the mean distance of a bidirectional ring / torus otherwise (Σ d_i / 4);
+* NVLink SHARP (``nvls_efficiency`` > 0, a switch that reduces): ``S / (nvls_efficiency x
+  bandwidth) + 2 a``; NCCL's default all-reduce on H100 when it is faster;
 * a torus runs the ring algorithm dimension by dimension, each on ``1/k`` of the bandwidth
   (k dimensions), on a vector that shrinks by ``d_i`` after each dimension.
 
@@ -128,7 +130,8 @@ def _hops(link: LinkSpec, n: int) -> float:
     return 1.0
 
 
-def _level(kind: str, link: LinkSpec, n: int, nbytes: float, bw: float) -> tuple[str, float, float]:
+def _level(kind: str, link: LinkSpec, n: int, nbytes: float, bw: float,
+           algo_only: str | None = None) -> tuple[str, float, float]:
     """(algorithm, time, wire bytes per device) of a collective on one level of ``n``."""
     a = link.latency_s
     if n == 1:
@@ -151,13 +154,24 @@ def _level(kind: str, link: LinkSpec, n: int, nbytes: float, bw: float) -> tuple
         return "torus-rings", t, wire_total
     if kind == "allreduce":
         algo, wire, _, t = ring_or_tree_allreduce(n, nbytes, bw, a)
+        if algo_only in ("ring", "tree") and algo != algo_only:
+            wire = 2 * (n - 1) / n * nbytes if algo_only == "ring" else 2.0 * nbytes
+            steps = 2 * (n - 1) if algo_only == "ring" else 2 * math.ceil(math.log2(n))
+            algo, t = algo_only, wire / bw + steps * a
+        if link.nvls_efficiency > 0 and algo_only in (None, "nvls"):
+            # NVLink SHARP: each device sends its vector to the switch once and receives the
+            # sum once; the switch's reduction rate bounds the algorithm bandwidth
+            t_nvls = nbytes / (link.nvls_efficiency * link.bandwidth_gbps * 1e9 * bw
+                               / link.bytes_per_s) + 2 * a
+            if algo_only == "nvls" or t_nvls < t:
+                return "nvls", t_nvls, nbytes
         return algo, t, wire
     wire = (n - 1) / n * nbytes          # all-gather / reduce-scatter ring
     return "ring", wire / bw + (n - 1) * a, wire
 
 
-def collective(cluster: Cluster, kind: str, nbytes: float, group: Group, share: int = 1
-               ) -> CollectiveCost:
+def collective(cluster: Cluster, kind: str, nbytes: float, group: Group, share: int = 1,
+               algorithm: str | None = None) -> CollectiveCost:
     """Cost of one collective of ``kind`` over ``group`` on ``cluster`` (module doc).
 
     Args:
@@ -166,6 +180,8 @@ def collective(cluster: Cluster, kind: str, nbytes: float, group: Group, share: 
         nbytes: the per-device buffer in bytes (module doc).
         group: from :func:`place`.
         share: collectives using the same links at once (each gets ``1/share``).
+        algorithm: force one single-node all-reduce algorithm (``ring``, ``tree``, ``nvls``;
+            as ``NCCL_ALGO``); None = the fastest.
 
     Raises:
         ConfigError: the group needs a link the cluster does not have.
@@ -183,7 +199,7 @@ def collective(cluster: Cluster, kind: str, nbytes: float, group: Group, share: 
     b_up = up.bytes_per_s / share
     loc, N = group.local, group.nodes
     if N == 1:
-        algo, t, wire = _level(kind, up, n, nbytes, b_up)
+        algo, t, wire = _level(kind, up, n, nbytes, b_up, algorithm)
         e = wire * n * 8 * up.energy_pj_per_bit * 1e-12
         return CollectiveCost(kind, algo, t, nbytes, wire, e, n)
     if out is None:

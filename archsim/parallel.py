@@ -224,13 +224,20 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
                                     f"; the cluster {cluster.name!r} has {cluster.devices}",
                                     "devices"))
     memo = {} if memo is None else memo
-    key = (cluster.spec.device, s, phase, mb, seq_n, ctx_n, plan.tp, plan.ep, plan.cp)
-    if key not in memo:
-        graphs = block_graphs(s, plan, phase, mb, seq_n if phase != "decode" else None,
-                              ctx_n if phase == "decode" else None)
-        memo[key] = {k: (archsim.evaluate(cluster.device, g), g.parameters)
-                     for k, g in graphs.items()}
-    results = memo[key]
+
+    def graphs_of(mb_: int) -> dict[str, tuple[Result, int]]:
+        key = (cluster.spec.device, s, phase, mb_, seq_n, ctx_n, plan.tp, plan.ep, plan.cp)
+        if key not in memo:
+            graphs = block_graphs(s, plan, phase, mb_, seq_n if phase != "decode" else None,
+                                  ctx_n if phase == "decode" else None)
+            memo[key] = {k: (archsim.evaluate(cluster.device, g), g.parameters)
+                         for k, g in graphs.items()}
+        return memo[key]
+
+    results = graphs_of(mb)
+    # the overlapped schedule runs each block as two half-batches (smaller GEMMs)
+    split = options.tp_overlap and plan.tp > 1 and mb % 2 == 0
+    halves = graphs_of(mb // 2) if split else results
     imb = options.moe_imbalance
     base = _split(results["base"][0], None, plan, imb)
     dense_n, moe_n = block_counts(s)
@@ -267,9 +274,16 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
             b += t.fwd
         tp_f, tp_b = fwd_c.get("tp", 0.0), bwd_c.get("tp", 0.0)
         if options.tp_overlap and plan.tp > 1:
-            # two half-batches: per block 2 max(c/2 x slow, k/2) (module doc)
-            exp_f = max(f * slow, tp_f) - f
-            exp_b = max(b * slow, tp_b) - b if train else 0.0
+            # two half-batches: per block 2 max(c/2 x slow, k/2) (module doc); the halves'
+            # compute may be slower than the whole batch's (smaller GEMMs)
+            hf, hb = f, b                      # one sequence: split nothing
+            if split:
+                h = _split(halves[kind][0], "blocks.0.", plan, imb)
+                hf = 2 * h.fwd
+                hb = 2 * (h.bwd + (h.attn_fwd if plan.recompute == "selective"
+                                   else h.fwd if plan.recompute == "full" else 0.0))
+            exp_f = max(hf * slow, tp_f) - f
+            exp_b = max(hb * slow, tp_b) - b if train else 0.0
         else:
             exp_f, exp_b = tp_f, tp_b
         cp_f = max(0.0, fwd_c.get("cp", 0.0) - t.attn_fwd)
