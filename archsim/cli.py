@@ -89,6 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "all-reduces over the design's GPU link; default 1)")
     r.add_argument("--max-ops", type=_positive_int, default=40, help="op rows in the text table")
     _common(r)
+    from archsim.plan_cmd import add_run_args
+    add_run_args(r)
     for a in r._actions[1:]:   # 'map' takes exactly the arguments of 'run'
         mp._add_action(a)
 
@@ -117,6 +119,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("trace", help="simulate a model at cycle fidelity and write a Chrome/Perfetto "
                    "timeline; see 'archsim trace --help'", add_help=False)
+    sub.add_parser("plan", help="search parallel plans of a model on a cluster; see "
+                   "'archsim plan --help'", add_help=False)
     sub.add_parser("cosearch", help="co-search networks and (heterogeneous) hardware under "
                    "design specs; see 'archsim cosearch --help'", add_help=False)
     sub.add_parser("plot", help="plots: pareto | heatmap | breakdown | roofline; see "
@@ -130,7 +134,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 _EXPLORE = {"sweep": "sweep_main", "results": "results_main", "cosearch": "cosearch_main",
-            "plot": "plot_main", "report": "report_main", "trace": "trace_main"}
+            "plot": "plot_main", "report": "report_main", "trace": "trace_main",
+            "plan": "plan_main"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -138,6 +143,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv and argv[0] in _EXPLORE:   # these subcommands have their own parsers
         if argv[0] == "trace":
             from archsim.trace_cmd import main as entry_fn
+        elif argv[0] == "plan":
+            from archsim.plan_cmd import main as entry_fn
         else:
             import archsim.explore as explore
 
@@ -181,6 +188,10 @@ def _dispatch(args: argparse.Namespace) -> int:
             units = ", ".join(f"{u.name} ({u.kind})" for u in acc.units)
             print(f"ok  {c}: {acc.name} — {units}")
         return 2 if bad else 0
+    if args.cmd in ("run", "map"):
+        from archsim.plan_cmd import run_plan, wants_plan
+        if wants_plan(args):
+            return run_plan(args)
     acc = archsim.load(args.config, args.overrides)
     if args.cmd == "gemm":
         wl = archsim.gemm_workload(args.m, args.n, args.k, args.batch,

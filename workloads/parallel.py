@@ -320,7 +320,16 @@ def memory_per_device(s: TransformerShape, plan: ParallelPlan, phase: str, batch
     exp = moe * params.get("expert", 0)
     exp_split = plan.ep if plan.ep > 1 else tp
     per_dev = (base + nonexp / pp) / tp + exp / pp / exp_split
-    w = per_dev * BYTES_PER_PARAM["weights"]
+    # training keeps bf16 weights; inference serves the blocks in the model's weight format
+    # (embedding and head stay 16-bit)
+    wb = BYTES_PER_PARAM["weights"]
+    if phase != "train":
+        from workloads.formats import get_format
+
+        blk = get_format(s.w_format).bytes_per_element
+        w = (base / tp) * wb + (per_dev - base / tp) * blk
+    else:
+        w = per_dev * wb
     out = {"weights": w, "grads": 0.0, "optimizer": 0.0, "activations": 0.0, "kv_cache": 0.0}
     if phase == "train":
         dp = plan.dp

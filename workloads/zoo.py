@@ -80,7 +80,9 @@ _SHAPES: dict[str, TransformerShape] = {s.name: s for s in (
     # DeepSeek-V3: MLA + 1 shared and 256 routed experts of 2048 (top-8), the first 3 blocks
     # dense (18432); the multi-token-prediction module is not part of the model
     # (HF deepseek-ai/DeepSeek-V3 config.json; DeepSeek-AI 2024, Sec. 4.2)
-    replace(_llama("deepseek-v3", 61, 7168, 128, 128, 18432, 129280, 163840), experts=256,
+    # released in FP8 (e4m3 weights and activations of the block GEMMs, DeepSeek-V3 Sec. 3.3)
+    replace(_llama("deepseek-v3", 61, 7168, 128, 128, 18432, 129280, 163840,
+                   a_format="fp8_e4m3", w_format="fp8_e4m3"), experts=256,
             top_k=8, shared_experts=1, moe_ffn=2048, dense_layers=3, q_lora_rank=1536,
             kv_lora_rank=512, qk_rope_dim=64, qk_nope_dim=128, v_head_dim=128),
     # OPT: learned positions with an offset of 2 rows (Zhang et al. 2022; HF OPT), ReLU MLP

@@ -58,8 +58,9 @@ def test_decode_absorbed_mla_keeps_parameters_and_caches_the_latent():
     dec = zoo.build("deepseek-v3", phase="decode", batch=2, context=100)
     assert dec.parameters == pre.parameters
     qk = dec.op("blocks.0.attn.qk")
-    # the cache operand: 101 keys of 512 + 64 latent dims, one shared "head" per sequence
-    assert (qk.k, qk.n, qk.batch // qk.b_shared) == (576, 101, 2)
+    # the cache operand: 101 keys of 512 + 64 latent dims, one shared "head" per sequence;
+    # the 128 heads are packed into the rows (FlashMLA)
+    assert (qk.m, qk.k, qk.n, qk.batch, qk.b_shared) == (128, 576, 101, 2, 1)
 
 
 def test_expert_parallel_shards_experts_and_tokens():

@@ -295,13 +295,16 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
                      extra=extra)
 
     def attn_core(L: str, qk_in: Op, v_in: Op, hk: int, hv: int, groups: int) -> Op:
-        """QK^T, softmax, AV over ``h`` heads sharing ``h / groups`` K/V matrices."""
-        scores = b.add(Gemm(name=f"{L}.attn.qk", m=q, n=keys, k=hk, batch=batch * h,
-                            b_is_weight=False, b_shared=groups, role="qk", layer=L), [qk_in])
+        """QK^T, softmax, AV over ``h`` heads sharing ``h / groups`` K/V matrices; when every
+        head shares one K/V (absorbed MLA decode) the heads are packed into the GEMM rows,
+        as FlashMLA does (same MACs, same cache traffic)."""
+        mq, bq, g = (q * h, batch, 1) if groups == h else (q, batch * h, groups)
+        scores = b.add(Gemm(name=f"{L}.attn.qk", m=mq, n=keys, k=hk, batch=bq,
+                            b_is_weight=False, b_shared=g, role="qk", layer=L), [qk_in])
         probs = b.add(Softmax(name=f"{L}.attn.softmax", rows=batch * h * q, cols=keys,
                               layer=L), [scores])
-        return b.add(Gemm(name=f"{L}.attn.av", m=q, n=hv, k=keys, batch=batch * h,
-                          b_is_weight=False, b_shared=groups, role="av", layer=L),
+        return b.add(Gemm(name=f"{L}.attn.av", m=mq, n=hv, k=keys, batch=bq,
+                          b_is_weight=False, b_shared=g, role="av", layer=L),
                      [probs, v_in])
 
     def mla(L: str, h_in: Op) -> Op:
