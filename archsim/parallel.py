@@ -53,6 +53,7 @@ from workloads.parallel import (
     check_plan,
     layer_comms,
     memory_per_device,
+    without_collectives,
 )
 
 __all__ = ["PlanOptions", "PlanResult", "evaluate_plan", "shape_of"]
@@ -230,8 +231,8 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
         if key not in memo:
             graphs = block_graphs(s, plan, phase, mb_, seq_n if phase != "decode" else None,
                                   ctx_n if phase == "decode" else None)
-            memo[key] = {k: (archsim.evaluate(cluster.device, g), g.parameters)
-                         for k, g in graphs.items()}
+            memo[key] = {k: (archsim.evaluate(cluster.device, without_collectives(g)),
+                             g.parameters) for k, g in graphs.items()}
         return memo[key]
 
     results = graphs_of(mb)

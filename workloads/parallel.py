@@ -39,7 +39,7 @@ from workloads.graph import Workload
 from workloads.models.transformer import TransformerShape, _tp_heads, build_transformer
 
 __all__ = ["ParallelPlan", "RECOMPUTE", "Comm", "check_plan", "block_graphs", "layer_comms",
-           "memory_per_device", "block_counts", "BYTES_PER_PARAM"]
+           "memory_per_device", "block_counts", "BYTES_PER_PARAM", "without_collectives"]
 
 RECOMPUTE = ("none", "selective", "full")
 
@@ -215,6 +215,26 @@ def block_graphs(s: TransformerShape, plan: ParallelPlan, phase: str, micro_batc
     return out
 
 
+def without_collectives(w: Workload) -> Workload:
+    """A copy of ``w`` without its all-reduce ops (their consumers depend on their producers
+    instead): a plan prices collectives on the cluster, and a device family without a link
+    model (PIM, FPGA, spatial arrays) can then run a tensor-parallel shard."""
+    from workloads.ops import AllReduce
+
+    out = Workload(w.name, w.phase, w.batch, w.seq, w.context, w.parameters, w.family,
+                   tied=w.tied, devices=w.devices)
+    deps: dict[str, list[str]] = {}
+    for op in w.ops():
+        pre: list[str] = []
+        for p in w.graph.predecessors(op.name):
+            pre.extend(deps.get(p, [p]))
+        if isinstance(op, AllReduce):
+            deps[op.name] = pre
+            continue
+        out.add(op, list(dict.fromkeys(pre)))
+    return out
+
+
 def _act_bytes(s: TransformerShape) -> int:
     return 2                                   # bf16 activations
 
@@ -280,7 +300,7 @@ def _layer_activation_bytes(s: TransformerShape, plan: ParallelPlan, micro_batch
     else:
         qd, kd, vd, pd = hl * s.hd, kvl * s.hd, kvl * s.hd, hl * s.hd
     # not split by tp: norm inputs (2 x 2sbh), QKV and FFN inputs (2 x 2sbh), 2 dropout masks
-    unsplit = (4 + 4 + 2) * sb * h
+    unsplit = float((4 + 4 + 2) * sb * h)
     if plan.sequence_parallel:
         unsplit /= t
     split = 2 * sb * (qd + kd + vd + pd)          # Q, K, V, projection input (per shard)
@@ -340,7 +360,7 @@ def memory_per_device(s: TransformerShape, plan: ParallelPlan, phase: str, batch
         seq_l = seq // plan.cp
         per_layer = (dense * _layer_activation_bytes(s, plan, mb, seq_l, False)
                      + moe * _layer_activation_bytes(s, plan, mb, seq_l, True)) / s.layers
-        inflight = min(plan.microbatches, pp)
+        inflight = float(min(plan.microbatches, pp))
         if plan.interleave > 1:
             inflight *= 1 + (pp - 1) / (pp * plan.interleave)
         act = per_layer * (s.layers / pp) * inflight

@@ -197,3 +197,40 @@ def test_candidates_cover_exactly_the_devices():
     plans = candidate_plans(s, 64, "train", 64, 4096, 8)
     assert plans and all(p.devices == 64 and p.tp <= 8 for p in plans)
     assert any(p.pp > 1 for p in plans) and any(p.dp > 1 for p in plans)
+
+
+# --- every family -------------------------------------------------------------------------------
+FAMILIES = ["gpu/h100", "lut/a100_lut4x", "pim/pim_gpt", "fpga/sat_vcu1525", "spatial/tpu_like"]
+
+
+def _cluster_of(tmp_path, device: str):
+    y = (CFG / "dgx_a100.yaml").read_text().replace("device: gpu/a100", f"device: {device}")
+    p = tmp_path / "c.yaml"
+    p.write_text(y)
+    return load_cluster(p)
+
+
+@pytest.mark.parametrize("device", FAMILIES)
+@pytest.mark.parametrize("phase", ["prefill", "decode", "train"])
+def test_single_device_plan_equals_evaluating_the_whole_model(tmp_path, device, phase):
+    # the plan composes embedding/head + layers x one block; on one device it must give the
+    # whole graph's latency and energy (a property of the composition, for every family)
+    import archsim
+    c = _cluster_of(tmp_path, device)
+    r = evaluate_plan(c, "gpt2-small", ParallelPlan(), phase, batch=2, seq=64, context=128)
+    w = archsim.workload("gpt2-small", phase=phase, batch=2,
+                         seq=None if phase == "decode" else 64,
+                         context=128 if phase == "decode" else None)
+    e = archsim.evaluate(c.device, w)
+    assert r.step_s == pytest.approx(e.latency_s, rel=1e-9)
+    assert r.energy_j == pytest.approx(e.energy_j, rel=1e-9)
+
+
+@pytest.mark.parametrize("device", FAMILIES)
+def test_tensor_parallel_plan_runs_on_every_family(tmp_path, device):
+    # the all-reduces leave the device graph and are priced on the cluster's links
+    c = _cluster_of(tmp_path, device)
+    r = evaluate_plan(c, "gpt2-small", ParallelPlan(tp=2, dp=2, microbatches=2), "train",
+                      batch=4, seq=64)
+    assert r.breakdown_s["tp_comm"] > 0 and r.breakdown_s["compute"] > 0
+    assert sum(r.breakdown_s.values()) == pytest.approx(r.step_s, rel=1e-9)
