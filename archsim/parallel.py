@@ -253,11 +253,11 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
     def comm_time(cs: list[Comm], pass_: str) -> dict[str, float]:
         out: dict[str, float] = {}
         for c in cs:
-            if c.pass_ != pass_:
+            if (c.pass_ == "fwd") != (pass_ == "fwd"):
                 continue
-            size, stride = _stride(plan, c.dim)
-            cost = collective(cluster, c.kind, c.nbytes, place(cluster, size, stride))
-            out[c.dim] = out.get(c.dim, 0.0) + cost.time_s
+            size, stride = _stride(plan, c.group)
+            cost = collective(cluster, c.kind, c.payload_bytes(), place(cluster, size, stride))
+            out[c.group] = out.get(c.group, 0.0) + cost.time_s
             link_e[0] += cost.energy_j * (plan.devices // max(1, size))
         return out
 

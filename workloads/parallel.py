@@ -34,6 +34,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from workloads.collectives import (
+    AllGather,
+    AllToAll,
+    Collective,
+    GroupAllReduce,
+    ReduceScatter,
+)
 from workloads.errors import Problem, WorkloadError
 from workloads.graph import Workload
 from workloads.models.transformer import TransformerShape, _tp_heads, build_transformer
@@ -95,23 +102,9 @@ class ParallelPlan:
         return " ".join(parts) or "single"
 
 
-@dataclass(frozen=True)
-class Comm:
-    """One collective of one block for one microbatch on one device.
-
-    Attributes:
-        name: what it is (``attn.tp``, ``moe.dispatch``, ``cp.kv``).
-        kind: ``allreduce``, ``allgather``, ``reducescatter``, ``alltoall`` (arch.collective).
-        nbytes: the per-device buffer (nccl-tests convention).
-        dim: the group it runs in: ``tp``, ``ep`` or ``cp``.
-        pass_: ``fwd`` or ``bwd``.
-    """
-
-    name: str
-    kind: str
-    nbytes: float
-    dim: str
-    pass_: str
+#: a collective of a block (workloads.collectives): its ``kind``, ``payload_bytes()``,
+#: ``devices``, ``group`` and ``pass_`` (``fwd``, or ``bwd_data`` for the backward pass)
+Comm = Collective | GroupAllReduce
 
 
 def _bad(msg: str, key: str) -> Problem:
@@ -235,10 +228,6 @@ def without_collectives(w: Workload) -> Workload:
     return out
 
 
-def _act_bytes(s: TransformerShape) -> int:
-    return 2                                   # bf16 activations
-
-
 def layer_comms(s: TransformerShape, plan: ParallelPlan, phase: str, micro_batch: int,
                 seq: int, moe: bool) -> list[Comm]:
     """Collectives of one block for one microbatch on one device (forward, then backward
@@ -251,36 +240,39 @@ def layer_comms(s: TransformerShape, plan: ParallelPlan, phase: str, micro_batch
       an all-gather of ``cp x`` the device's K/V block; decode: an all-reduce of the partial
       attention outputs (``tokens x d``).
     """
-    b = _act_bytes(s)
     tokens = micro_batch * (seq // plan.cp if phase != "decode" else 1)
     out: list[Comm] = []
-    passes = ["fwd"] + (["bwd"] if phase == "train" else [])
-    recomputed = phase == "train" and plan.recompute == "full"
-    if recomputed:                  # the recomputed forward runs inside the backward pass
-        passes.append("bwd")
+    passes = ["fwd"] + (["bwd_data"] if phase == "train" else [])
+    if phase == "train" and plan.recompute == "full":
+        passes.append("bwd_data")   # the recomputed forward runs inside the backward pass
     hl, kvl = _tp_heads(s, plan.tp)
     for i, p in enumerate(passes):
-        grad = p == "bwd" and i == 1
+        grad = i == 1
         if plan.tp > 1:
-            full = tokens * s.d_model * b
+            full = tokens * s.d_model
             for part in ("attn", "ffn"):
                 if plan.sequence_parallel:
-                    out.append(Comm(f"{part}.tp.ag", "allgather", full, "tp", p))
-                    out.append(Comm(f"{part}.tp.rs", "reducescatter", full, "tp", p))
+                    out.append(AllGather(name=f"{part}.tp.ag", elements=full, devices=plan.tp,
+                                         group="tp", pass_=p))
+                    out.append(ReduceScatter(name=f"{part}.tp.rs", elements=full,
+                                             devices=plan.tp, group="tp", pass_=p))
                 else:
-                    out.append(Comm(f"{part}.tp", "allreduce", full, "tp", p))
+                    out.append(GroupAllReduce(name=f"{part}.tp", elements=full,
+                                              devices=plan.tp, group="tp", pass_=p))
         if moe and plan.ep > 1:
-            disp = -(-tokens // plan.tp) * s.top_k * s.d_model * b
-            out.append(Comm("moe.dispatch", "alltoall", disp, "ep", p))
-            out.append(Comm("moe.combine", "alltoall", disp, "ep", p))
+            disp = -(-tokens // plan.tp) * s.top_k * s.d_model
+            for nm in ("moe.dispatch", "moe.combine"):
+                out.append(AllToAll(name=nm, elements=disp, devices=plan.ep, group="ep",
+                                    pass_=p))
         if plan.cp > 1:
             if phase == "decode":
-                out.append(Comm("cp.combine", "allreduce", tokens * s.d_model * b, "cp", p))
+                out.append(GroupAllReduce(name="cp.combine", elements=tokens * s.d_model,
+                                          devices=plan.cp, group="cp", pass_=p))
             else:
                 kv_dim = (s.kv_lora_rank + s.qk_rope_dim) if s.is_mla else 2 * kvl * s.hd
-                block = tokens * kv_dim * b
-                out.append(Comm("cp.kv", "allgather", block * plan.cp * (2 if grad else 1),
-                                "cp", p))
+                block = tokens * kv_dim
+                out.append(AllGather(name="cp.kv", elements=block * plan.cp * (2 if grad else 1),
+                                     devices=plan.cp, group="cp", pass_=p))
     return out
 
 

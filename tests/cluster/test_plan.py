@@ -73,8 +73,8 @@ def test_moe_all_to_all_volumes():
     cs = layer_comms(s, ParallelPlan(ep=8, dp=8), "train", 1, 4096, moe=True)
     a2a = [c for c in cs if c.kind == "alltoall"]
     assert len(a2a) == 4
-    assert all(c.nbytes == 4096 * 8 * 7168 * 2 and c.dim == "ep" for c in a2a)
-    assert [c.pass_ for c in a2a] == ["fwd", "fwd", "bwd", "bwd"]
+    assert all(c.payload_bytes() == 4096 * 8 * 7168 * 2 and c.group == "ep" for c in a2a)
+    assert [c.pass_ for c in a2a] == ["fwd", "fwd", "bwd_data", "bwd_data"]
 
 
 def test_all_to_all_time_on_one_node(dgx):
@@ -89,8 +89,9 @@ def test_tensor_parallel_volumes_with_and_without_sequence_parallelism():
     # of the same full size in their place; full recompute repeats the forward ones
     plan = ParallelPlan(tp=4)
     ar = layer_comms(GPT, plan, "train", 2, 1024, False)
-    assert [(c.kind, c.pass_) for c in ar] == [("allreduce", "fwd")] * 2 + [("allreduce", "bwd")] * 2
-    assert all(c.nbytes == 2 * 1024 * 4096 * 2 for c in ar)
+    assert [(c.kind, c.pass_) for c in ar] == ([("allreduce", "fwd")] * 2
+                                                + [("allreduce", "bwd_data")] * 2)
+    assert all(c.payload_bytes() == 2 * 1024 * 4096 * 2 for c in ar)
     sp = layer_comms(GPT, ParallelPlan(tp=4, sequence_parallel=True), "train", 2, 1024, False)
     assert sorted({c.kind for c in sp}) == ["allgather", "reducescatter"] and len(sp) == 8
     full = layer_comms(GPT, ParallelPlan(tp=4, recompute="full"), "train", 2, 1024, False)
@@ -102,9 +103,9 @@ def test_context_parallel_ring_exchanges_kv():
     # an all-gather of 4 x (2048 x 2 x 8 KV heads x 128 x 2 bytes) forward, twice backward
     s = transformer_shape("llama3-70b")
     cs = [c for c in layer_comms(s, ParallelPlan(cp=4), "train", 1, 8192, False)
-          if c.dim == "cp"]
+          if c.group == "cp"]
     block = 2048 * 2 * 8 * 128 * 2
-    assert [c.nbytes for c in cs] == [4 * block, 2 * 4 * block]
+    assert [c.payload_bytes() for c in cs] == [4 * block, 2 * 4 * block]
 
 
 # --- memory ------------------------------------------------------------------------------------
