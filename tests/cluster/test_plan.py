@@ -235,3 +235,36 @@ def test_tensor_parallel_plan_runs_on_every_family(tmp_path, device):
                       batch=4, seq=64)
     assert r.breakdown_s["tp_comm"] > 0 and r.breakdown_s["compute"] > 0
     assert sum(r.breakdown_s.values()) == pytest.approx(r.step_s, rel=1e-9)
+
+
+# --- the two searches of issue 18 (timing: benchmarks/bench_plan.py) -----------------------------
+@pytest.mark.slow
+def test_search_llama3_70b_training_on_64_h100():
+    from archsim.plan_cmd import load_cluster_for
+    from mapper.plan import search
+    s = transformer_shape("llama3-70b")
+    c = load_cluster_for("h100_pod64", 64)
+    plans = candidate_plans(s, 64, "train", 128, 4096, 8)
+    memo: dict = {}
+    res = search(plans, lambda p: evaluate_plan(c, s, p, "train", 128, 4096, memo=memo),
+                 key=lambda r: r.step_s)
+    assert res.ranked, "some plan must fit 70B training on 64 x 80 GB"
+    best = res.ranked[0]
+    # 70B x 16 bytes / 64 devices = 17.6 GB of state per device at the very least
+    assert best.memory_bytes["total"] >= 70.5e9 * 16 / 64 / (best.plan.dp if best.plan.zero else 1)
+    assert all(r.fits for r in res.ranked) and not any(r.fits for r in res.infeasible)
+
+
+@pytest.mark.slow
+def test_search_deepseek_v3_decode_on_16_h100():
+    from archsim.plan_cmd import load_cluster_for
+    from mapper.plan import search
+    s = transformer_shape("deepseek-v3")
+    c = load_cluster_for("h100_pod16", 16)
+    plans = candidate_plans(s, 16, "decode", 256, 1, 8)
+    memo: dict = {}
+    res = search(plans, lambda p: evaluate_plan(c, s, p, "decode", 256, 1, 4096, memo=memo),
+                 key=lambda r: r.step_s)
+    assert res.ranked
+    # 671 B fp8 weights need 16 devices: every feasible plan shards the experts
+    assert all(r.plan.ep > 1 for r in res.ranked)
