@@ -71,7 +71,7 @@ class CollectiveCost:
         time_s: completion time.
         nbytes: the per-device buffer (nccl-tests convention, module doc).
         wire_bytes: bytes each device sends over links (both levels).
-        energy_j: link energy of the whole group.
+        energy_j: link energy of the whole group (every sender; one for send/recv).
     """
 
     kind: str
@@ -200,7 +200,7 @@ def collective(cluster: Cluster, kind: str, nbytes: float, group: Group, share: 
     loc, N = group.local, group.nodes
     if N == 1:
         algo, t, wire = _level(kind, up, n, nbytes, b_up, algorithm)
-        e = wire * n * 8 * up.energy_pj_per_bit * 1e-12
+        e = wire * (1 if kind == "sendrecv" else n) * 8 * up.energy_pj_per_bit * 1e-12
         return CollectiveCost(kind, algo, t, nbytes, wire, e, n)
     if out is None:
         raise ConfigError(Problem(f"a group of {n} devices spans {N} nodes but the cluster "
@@ -239,5 +239,6 @@ def collective(cluster: Cluster, kind: str, nbytes: float, group: Group, share: 
                 t_t = 2 * nbytes / bw + 2 * (loc - 1) * a_up + 2 * math.ceil(math.log2(N)) * a_out
                 cands.append(("tree", t_t, 2 * nbytes * (loc - 1) / loc, 2 * nbytes / loc))
     algo, t, w_up, w_out = min(cands, key=lambda c: c[1])
-    e = n * 8 * (w_up * e_bit_up + w_out * e_bit_out)
+    senders = 1 if kind == "sendrecv" else n
+    e = senders * 8 * (w_up * e_bit_up + w_out * e_bit_out)
     return CollectiveCost(kind, algo, t, nbytes, w_up + w_out, e, n)

@@ -250,7 +250,12 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
     train = phase == "train"
 
     # ---- communication of one block, one microbatch ------------------------------------
-    def comm_time(cs: list[Comm], pass_: str) -> dict[str, float]:
+    link_e = [0.0]
+    block_n = {"dense": dense_n, "moe": moe_n}
+
+    def comm_time(cs: list[Comm], pass_: str, kind: str) -> dict[str, float]:
+        """Times per group of one block's collectives; adds the link energy of every such
+        block of the step (``n`` blocks x ``m`` microbatches x the groups of a stage)."""
         out: dict[str, float] = {}
         for c in cs:
             if (c.pass_ == "fwd") != (pass_ == "fwd"):
@@ -258,16 +263,16 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
             size, stride = _stride(plan, c.group)
             cost = collective(cluster, c.kind, c.payload_bytes(), place(cluster, size, stride))
             out[c.group] = out.get(c.group, 0.0) + cost.time_s
-            link_e[0] += cost.energy_j * (plan.devices // max(1, size))
+            groups = plan.devices / plan.pp / max(1, size)
+            link_e[0] += cost.energy_j * groups * block_n[kind] * plan.microbatches
         return out
 
-    link_e = [0.0]
     sms = getattr(getattr(cluster.device.units[0], "spec", None), "sm_count", 0) or 0
     slow = sms / (sms - options.comm_sms) if sms > options.comm_sms else 1.0
     per_block: dict[str, dict[str, float]] = {}
     for kind, t in blocks.items():
         cs = layer_comms(s, plan, phase, mb, seq_n, kind == "moe")
-        fwd_c, bwd_c = comm_time(cs, "fwd"), comm_time(cs, "bwd")
+        fwd_c, bwd_c = comm_time(cs, "fwd", kind), comm_time(cs, "bwd", kind)
         f, b = t.fwd, t.bwd
         if train and plan.recompute == "selective":
             b += t.attn_fwd
@@ -306,13 +311,24 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
     per_stage["bwd"] += base.bwd if train else 0.0
     per_stage["upd"] += base.upd
     tokens_mb = mb * seq_n
+    if plan.tp > 1:       # the vocabulary-parallel embedding's all-reduce (and its backward)
+        emb = collective(cluster, "allreduce", tokens_mb / plan.cp * s.d_model * 2,
+                         place(cluster, plan.tp, 1))
+        passes = 2 if train else 1
+        per_stage["cf"] += emb.time_s
+        per_stage["tp"] += emb.time_s * passes
+        per_stage["cb"] += emb.time_s if train else 0.0
+        link_e[0] += emb.energy_j * plan.devices / plan.tp / plan.pp * plan.microbatches \
+            * passes
     pp_t = 0.0
     if plan.pp > 1:
         size, stride = _stride(plan, "pp")
         nbytes = tokens_mb / plan.cp * s.d_model * 2 / plan.tp
         c = collective(cluster, "sendrecv", nbytes, place(cluster, 2, stride))
         pp_t = c.time_s * plan.interleave * (2 if train else 1)
-        link_e[0] += c.energy_j * plan.devices / 2 * plan.microbatches * (2 if train else 1)
+        # every device of the first pp-1 stages sends each microbatch (and its gradient back)
+        link_e[0] += (c.energy_j * plan.devices / plan.pp * (plan.pp - 1) * plan.microbatches
+                      * plan.interleave * (2 if train else 1))
     t_f = per_stage["fwd"] + per_stage["cf"] + pp_t / (2 if train else 1)
     t_b = per_stage["bwd"] + per_stage["cb"] + pp_t / 2 if train else 0.0
     m, p, v = plan.microbatches, plan.pp, plan.interleave

@@ -268,3 +268,19 @@ def test_search_deepseek_v3_decode_on_16_h100():
     assert res.ranked
     # 671 B fp8 weights need 16 devices: every feasible plan shards the experts
     assert all(r.plan.ep > 1 for r in res.ranked)
+
+
+def test_link_energy_closed_form(tmp_path, dgx):
+    # llama3-8b prefill, tp 8, 1 x 512 tokens: 2 all-reduces per block x 32 blocks + the
+    # embedding's = 65 all-reduces of 512 x 4096 x 2 bytes; NVLS sends each vector once per
+    # device: 65 x 8 devices x S x 8 bits x 1.3 pJ
+    y = (CFG / "dgx_h100.yaml").read_text().replace("energy_pj_per_bit: 1.3", "energy_pj_per_bit: 0")
+    p = tmp_path / "dark.yaml"
+    p.write_text(y)
+    dark = load_cluster(p)
+    plan = ParallelPlan(tp=8)
+    lit = evaluate_plan(dgx, "llama3-8b", plan, "prefill", batch=1, seq=512)
+    off = evaluate_plan(dark, "llama3-8b", plan, "prefill", batch=1, seq=512)
+    s = 512 * 4096 * 2
+    assert collective(dgx, "allreduce", s, place(dgx, 8, 1)).algorithm == "nvls"
+    assert lit.energy_j - off.energy_j == pytest.approx(65 * 8 * s * 8 * 1.3e-12, rel=1e-9)
