@@ -25,7 +25,8 @@ Step (training; docs/cluster.md has the derivation):
   pipeline: :func:`mapper.plan.pipeline_time`;
 * data parallelism: the gradient all-reduce (reduce-scatter + all-gather with ZeRO >= 1) of
   the stage's gradients, bucketed and overlapped with the last microbatch's backward
-  (exposed: ``max(t_dp / buckets, t_dp - t_b)``); ZeRO-3 all-gathers the weights in every
+  (exposed: ``max(t_dp / buckets, t_dp - t_b)``; inside a node it shares the links with the
+  backward's tensor-parallel collectives: half the bandwidth); ZeRO-3 all-gathers the weights in every
   forward and backward (prefetched: exposed beyond the compute it overlaps);
 * the optimiser update once per step (divided by ``dp`` with ZeRO >= 1).
 
@@ -352,12 +353,15 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
         grads = per_dev_params * 2.0
         if plan.dp > 1:
             g = place(cluster, size, stride)
+            # link sharing: an overlapped gradient reduction inside a node shares the
+            # scale-up links with the backward's tensor-parallel collectives
+            share = 2 if (options.overlap_dp and g.nodes == 1 and plan.tp > 1) else 1
             if plan.zero >= 1:
-                rs = collective(cluster, "reducescatter", grads, g)
-                ag = collective(cluster, "allgather", grads, g)
+                rs = collective(cluster, "reducescatter", grads, g, share)
+                ag = collective(cluster, "allgather", grads, g, share)
                 t_dp, e_dp = rs.time_s + ag.time_s, rs.energy_j + ag.energy_j
             else:
-                ar = collective(cluster, "allreduce", grads, g)
+                ar = collective(cluster, "allreduce", grads, g, share)
                 t_dp, e_dp = ar.time_s, ar.energy_j
             link_e[0] += e_dp * plan.devices / size
             dp_t = max(t_dp / options.dp_buckets, t_dp - t_b) if options.overlap_dp else t_dp
