@@ -128,8 +128,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("report", help="static HTML report of a sweep store; see "
                    "'archsim report --help'", add_help=False)
 
-    ls = sub.add_parser("list", help="list reference configs, zoo models or number formats")
-    ls.add_argument("what", choices=("configs", "models", "formats"))
+    ls = sub.add_parser("list", help="list reference configs, clusters, zoo models or number "
+                        "formats")
+    ls.add_argument("what", choices=("configs", "clusters", "models", "formats"))
     return ap
 
 
@@ -258,6 +259,10 @@ def _list(what: str) -> int:
         base = archsim.config_dir()
         for p in archsim.list_configs():
             print(p.relative_to(base.parent).as_posix())
+    elif what == "clusters":               # archsim plan / run with a parallel plan
+        from arch.cluster import list_clusters
+        for p in list_clusters():
+            print(p.relative_to(archsim.config_dir().parent).as_posix())
     elif what == "models":
         from workloads.zoo import model_names
 

@@ -36,12 +36,14 @@ the step; links add their energy per bit.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from arch.cluster import Cluster
 from arch.collective import collective, place
+from archsim.api import VERSION
 from archsim.result import Result
 from mapper.plan import bubble_fraction, pipeline_time
 from workloads.errors import Problem, WorkloadError
@@ -115,6 +117,7 @@ class PlanResult:
     tokens_per_s: float
     flops_per_device_s: float
     block: Mapping[str, float] = field(default_factory=dict)
+    input_hash: str = ""
 
     def row(self) -> dict[str, Any]:
         """JSON-able summary."""
@@ -392,10 +395,13 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
     blk = {"fwd_s": per_block[kind0]["fwd"], "bwd_s": per_block[kind0]["bwd"],
            "tp_comm_s": per_block[kind0]["tp_raw"], "tp_exposed_s": per_block[kind0]["tp"],
            "bubble_fraction": bubble_fraction(p, m, v) if p > 1 else 0.0}
+    digest = hashlib.sha256(repr((cluster.spec, cluster.device.raw, s, plan, phase, batch, seq_n,
+                             ctx_n, options, VERSION)).encode()).hexdigest()[:16]
     return PlanResult(model=s.name, phase=phase, cluster=cluster.name, plan=plan, step_s=step,
                       breakdown_s=breakdown, memory_bytes=mem, capacity_bytes=cap, fits=fits,
                       energy_j=energy, tokens_per_s=tokens / step if step > 0 else 0.0,
-                      flops_per_device_s=flops_dev / step if step > 0 else 0.0, block=blk)
+                      flops_per_device_s=flops_dev / step if step > 0 else 0.0, block=blk,
+                      input_hash=digest)
 
 
 def _static_power(cluster: Cluster) -> float:
@@ -428,7 +434,7 @@ def to_result(r: PlanResult, cluster: Cluster) -> Result:
         area_breakdown_mm2={k: v * n for k, v in area.breakdown_mm2.items()},
         utilization=0.0, tokens_per_s=r.tokens_per_s, samples_per_s=None, ops=(),
         macs=0, flops=int(r.flops_per_device_s * r.step_s * n), dram_bytes=0.0,
-        archsim_version=VERSION, input_hash="",
+        archsim_version=VERSION, input_hash=r.input_hash,
         extra={"devices": n, "plan": r.row(), "memory": {
             "resident_bytes": r.memory_bytes["total"], "capacity_bytes": r.capacity_bytes,
             "fits": r.fits}})
