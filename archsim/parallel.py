@@ -136,8 +136,14 @@ def shape_of(model: str | TransformerShape) -> TransformerShape:
         from workloads.hf import shape_from_hf_config
 
         return shape_from_hf_config(model)
-    from workloads.zoo import transformer_shape
+    from workloads.zoo import model_names, transformer_shape
 
+    if model in model_names():
+        try:
+            return transformer_shape(model)
+        except WorkloadError:
+            raise WorkloadError(Problem(f"parallel plans apply to transformers; {model} is a "
+                                        "CNN", "model")) from None
     return transformer_shape(model)
 
 

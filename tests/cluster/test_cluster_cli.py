@@ -65,3 +65,8 @@ def test_plan_unknown_design_exits_2(capsys):
 def test_plan_bad_devices_exits_2(capsys):
     assert main(["plan", "dgx_h100", "--model", "llama3-8b", "--devices", "0"]) == 2
     assert "expected an integer >= 1" in capsys.readouterr().err
+
+
+def test_plan_of_a_cnn_is_refused(capsys):
+    assert main(["run", "dgx_h100", "--model", "resnet50", "--pp", "2"]) == 2
+    assert "parallel plans apply to transformers; resnet50 is a CNN" in capsys.readouterr().err
