@@ -160,3 +160,13 @@ def test_unknown_device_is_named(tmp_path):
 def test_reference_clusters_load(path):
     c = load_cluster(path)
     assert c.devices == c.spec.devices_per_node * c.spec.nodes
+
+
+def test_every_cluster_key_is_documented():
+    import dataclasses
+
+    from arch.cluster import ClusterSpec, LinkSpec
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "cluster.md").read_text()
+    for cls in (ClusterSpec, LinkSpec):
+        for f in dataclasses.fields(cls):
+            assert f"| `{f.name}` |" in doc, f"{cls.__name__}.{f.name} missing in docs/cluster.md"
