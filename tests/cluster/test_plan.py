@@ -284,3 +284,13 @@ def test_link_energy_closed_form(tmp_path, dgx):
     s = 512 * 4096 * 2
     assert collective(dgx, "allreduce", s, place(dgx, 8, 1)).algorithm == "nvls"
     assert lit.energy_j - off.energy_j == pytest.approx(65 * 8 * s * 8 * 1.3e-12, rel=1e-9)
+
+
+def test_moe_imbalance_scales_the_expert_work_linearly(dgx):
+    # compute(k) = rest + k x experts' time: the step grows twice as much at k = 2 as at 1.5
+    plan = ParallelPlan(dp=8, ep=8)
+    c = {k: evaluate_plan(dgx, "mixtral-8x7b", plan, "prefill", batch=8, seq=512,
+                          options=PlanOptions(moe_imbalance=k)).breakdown_s["compute"]
+         for k in (1.0, 1.5, 2.0)}
+    assert c[2.0] - c[1.0] == pytest.approx(2 * (c[1.5] - c[1.0]), rel=1e-9)
+    assert c[1.5] > c[1.0]

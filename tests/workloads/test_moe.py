@@ -101,3 +101,16 @@ def test_hf_refuses_interleaved_moe_layout(tmp_path):
     p.write_text(json.dumps(cfg))
     with pytest.raises(WorkloadError, match="config.json decoder_sparse_step"):
         from_hf_config(p)
+
+
+def test_capacity_factor_pads_each_expert():
+    # Mixtral, 1 x 100 tokens, top-2 of 8: 200 assignments, 25 per expert balanced; a capacity
+    # factor of 1.25 pads each expert to ceil(1.25 x 25) = 32 tokens
+    from dataclasses import replace
+
+    from workloads.models.transformer import build_transformer
+    s = replace(zoo.transformer_shape("mixtral-8x7b"), capacity_factor=1.25)
+    w = build_transformer(s, "prefill", 1, 100)
+    g = w.op("blocks.0.moe.gate")
+    assert (g.batch, g.m) == (8, 32)
+    assert zoo.build("mixtral-8x7b", seq=100).op("blocks.0.moe.gate").m == 25
