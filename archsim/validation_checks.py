@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import archsim.validation_cluster  # noqa: F401  (registers "cluster")
 import archsim.validation_energy  # noqa: F401  (registers "energy")
 import archsim.validation_fpga  # noqa: F401  (registers "fpga")
 import archsim.validation_mapper  # noqa: F401  (registers "mapper")
