@@ -153,9 +153,8 @@ def check_plan(s: TransformerShape, plan: ParallelPlan, phase: str, batch: int,
             probs.append(_bad(f"ep {plan.ep} must divide tp x cp x dp = "
                               f"{plan.tp * plan.cp * plan.dp} (experts fold over those ranks)",
                               "ep"))
-    if phase == "decode" and plan.cp > 1:
-        pass                                  # the KV cache is split over cp (module doc)
-    elif plan.cp > 1 and seq % plan.cp:
+    # (decode splits the KV cache over cp, not the one new token)
+    if phase != "decode" and plan.cp > 1 and seq % plan.cp:
         probs.append(_bad(f"seq {seq} is not a multiple of cp {plan.cp}", "cp"))
     if plan.sequence_parallel and plan.tp > 1 and phase != "decode" and \
             (seq // max(1, plan.cp)) % plan.tp:
