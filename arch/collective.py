@@ -31,6 +31,12 @@ Across nodes (``l`` devices of the group per node, ``N`` nodes; NCCL's choice is
 * ``hierarchical``: reduce-scatter inside the node, all-reduce of ``S / l`` across nodes,
   all-gather inside the node (the 2D algorithm; also what a torus of nodes uses).
 
+Contract: :func:`collective` is the link's ``estimate`` (a link is priced the way a core is):
+the caller may rely on a time that never beats the minimum traffic of the collective
+(``(n-1)/n x S``, ``S`` for send/recv) at the line rate of the levels it uses, that grows with
+``S``, and is 0 for a group of one; the implementation must keep every algorithm it offers
+within those bounds (a property test in tests/cluster checks both).
+
 Scale-out bandwidth is divided by the fat tree's oversubscription (every device sends at once
 in the collectives of a training step) and by ``share``, the number of collectives that use the
 same links at the same time (link sharing when groups overlap).

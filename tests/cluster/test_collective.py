@@ -170,3 +170,28 @@ def test_every_cluster_key_is_documented():
     for cls in (ClusterSpec, LinkSpec):
         for f in dataclasses.fields(cls):
             assert f"| `{f.name}` |" in doc, f"{cls.__name__}.{f.name} missing in docs/cluster.md"
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_POD = load_cluster(CFG / "h100_pod64.yaml")
+
+
+@settings(max_examples=200, deadline=None)
+@given(kind=st.sampled_from(["allreduce", "allgather", "reducescatter", "alltoall", "sendrecv"]),
+       log_size=st.integers(0, 6), log_stride=st.integers(0, 5), nbytes=st.floats(1.0, 1e10))
+def test_collectives_respect_the_line_rate_and_grow_with_size(kind, log_size, log_stride,
+                                                              nbytes):
+    # physics: no collective beats moving its minimum traffic, (n-1)/n x S for the
+    # collectives (S for send/recv), at the line rate of both levels together
+    size, stride = 2**log_size, 2**log_stride
+    if size * stride > 64:
+        return
+    g = place(_POD, size, stride) if kind != "sendrecv" else place(_POD, 2, stride)
+    c = collective(_POD, kind, nbytes, g)
+    n = g.size
+    line = (_POD.spec.scale_up.bandwidth_gbps + _POD.spec.scale_out.bandwidth_gbps) * 1e9
+    least = nbytes if kind == "sendrecv" else (n - 1) / n * nbytes
+    assert c.time_s >= least / line * (1 - 1e-12)
+    assert collective(_POD, kind, 2 * nbytes, g).time_s >= c.time_s
