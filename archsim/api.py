@@ -39,8 +39,10 @@ def config_dir() -> Path:
 
 
 def list_configs() -> list[Path]:
-    """All reference configs, sorted."""
-    return sorted(config_dir().rglob("*.yaml"))
+    """All reference designs, sorted (cluster descriptions in configs/cluster are not designs:
+    ``arch.cluster.list_clusters``)."""
+    return sorted(p for p in config_dir().rglob("*.yaml")
+                  if p.relative_to(config_dir()).parts[0] != "cluster")
 
 
 def find_config(name: str | Path) -> Path:
@@ -66,21 +68,25 @@ def load(config: str | Path | Accelerator, overrides: Iterable[str] = ()) -> Acc
 
 def workload(model: str, phase: str | None = None, batch: int = 1, seq: int | None = None,
              context: int | None = None, a_format: str | NumberFormat | None = None,
-             w_format: str | NumberFormat | None = None, tp: int = 1) -> Workload:
+             w_format: str | NumberFormat | None = None, tp: int = 1, ep: int = 1) -> Workload:
     """Build a zoo model (or a Hugging Face ``config.json`` path) for one phase.
 
     ``tp`` > 1: Megatron-style tensor parallelism over ``tp`` devices of the design; the
     workload is one device's shard with its all-reduces, and ``evaluate`` reports the step
-    latency with the energy and area of all ``tp`` devices.
+    latency with the energy and area of all ``tp`` devices. ``ep`` > 1 (mixture-of-experts
+    models): ``experts / ep`` whole experts on the device. Pipeline, data and context
+    parallelism are plans over many graphs: ``archsim.parallel.evaluate_plan``
+    (docs/cluster.md).
     """
     if model.endswith(".json"):
         from workloads.hf import from_hf_config
 
-        w = from_hf_config(model, phase=phase, batch=batch, seq=seq, context=context, tp=tp)
+        w = from_hf_config(model, phase=phase, batch=batch, seq=seq, context=context, tp=tp,
+                           ep=ep)
     else:
         from workloads.zoo import build
 
-        w = build(model, phase=phase, batch=batch, seq=seq, context=context, tp=tp)
+        w = build(model, phase=phase, batch=batch, seq=seq, context=context, tp=tp, ep=ep)
     if a_format is not None or w_format is not None:
         w = w.with_formats(get_format(a_format, "--a-format") if a_format else None,
                            get_format(w_format, "--w-format") if w_format else None)

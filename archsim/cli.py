@@ -89,6 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "all-reduces over the design's GPU link; default 1)")
     r.add_argument("--max-ops", type=_positive_int, default=40, help="op rows in the text table")
     _common(r)
+    from archsim.plan_cmd import add_run_args
+    add_run_args(r)
     for a in r._actions[1:]:   # 'map' takes exactly the arguments of 'run'
         mp._add_action(a)
 
@@ -117,6 +119,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("trace", help="simulate a model at cycle fidelity and write a Chrome/Perfetto "
                    "timeline; see 'archsim trace --help'", add_help=False)
+    sub.add_parser("plan", help="search parallel plans of a model on a cluster; see "
+                   "'archsim plan --help'", add_help=False)
     sub.add_parser("cosearch", help="co-search networks and (heterogeneous) hardware under "
                    "design specs; see 'archsim cosearch --help'", add_help=False)
     sub.add_parser("plot", help="plots: pareto | heatmap | breakdown | roofline; see "
@@ -124,13 +128,15 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("report", help="static HTML report of a sweep store; see "
                    "'archsim report --help'", add_help=False)
 
-    ls = sub.add_parser("list", help="list reference configs, zoo models or number formats")
-    ls.add_argument("what", choices=("configs", "models", "formats"))
+    ls = sub.add_parser("list", help="list reference configs, clusters, zoo models or number "
+                        "formats")
+    ls.add_argument("what", choices=("configs", "clusters", "models", "formats"))
     return ap
 
 
 _EXPLORE = {"sweep": "sweep_main", "results": "results_main", "cosearch": "cosearch_main",
-            "plot": "plot_main", "report": "report_main", "trace": "trace_main"}
+            "plot": "plot_main", "report": "report_main", "trace": "trace_main",
+            "plan": "plan_main"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -138,6 +144,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv and argv[0] in _EXPLORE:   # these subcommands have their own parsers
         if argv[0] == "trace":
             from archsim.trace_cmd import main as entry_fn
+        elif argv[0] == "plan":
+            from archsim.plan_cmd import main as entry_fn
         else:
             import archsim.explore as explore
 
@@ -181,6 +189,10 @@ def _dispatch(args: argparse.Namespace) -> int:
             units = ", ".join(f"{u.name} ({u.kind})" for u in acc.units)
             print(f"ok  {c}: {acc.name} — {units}")
         return 2 if bad else 0
+    if args.cmd in ("run", "map"):
+        from archsim.plan_cmd import run_plan, wants_plan
+        if wants_plan(args):
+            return run_plan(args)
     acc = archsim.load(args.config, args.overrides)
     if args.cmd == "gemm":
         wl = archsim.gemm_workload(args.m, args.n, args.k, args.batch,
@@ -247,6 +259,10 @@ def _list(what: str) -> int:
         base = archsim.config_dir()
         for p in archsim.list_configs():
             print(p.relative_to(base.parent).as_posix())
+    elif what == "clusters":               # archsim plan / run with a parallel plan
+        from arch.cluster import list_clusters
+        for p in list_clusters():
+            print(p.relative_to(archsim.config_dir().parent).as_posix())
     elif what == "models":
         from workloads.zoo import model_names
 

@@ -9,6 +9,19 @@ Supported families (chosen by ``model_type``, else by ``architectures[0]``):
   attention heads, as in transformers), ``head_dim``, ``tie_word_embeddings`` (default
   false). RMSNorm, RoPE, SwiGLU, no biases (``attention_bias``/``mlp_bias`` true is refused:
   not modelled). Mistral's ``sliding_window`` is not modelled (attention spans all keys).
+* mixture-of-experts llama-style: ``mixtral`` (``MixtralForCausalLM``: required
+  ``num_local_experts``, ``num_experts_per_tok``; experts of ``intermediate_size``) and
+  ``qwen3_moe`` (``Qwen3MoeForCausalLM``: required ``num_experts``, ``num_experts_per_tok``,
+  ``moe_intermediate_size``; ``decoder_sparse_step`` must be 1 and ``mlp_only_layers`` empty,
+  other layouts are refused). Llama 3 / 3.1 configs are ``llama`` (``rope_scaling`` does not
+  change the op graph).
+* ``deepseek_v3`` (``DeepseekV3ForCausalLM``): required ``hidden_size``, ``num_hidden_layers``,
+  ``num_attention_heads``, ``intermediate_size`` (dense blocks), ``moe_intermediate_size``,
+  ``n_routed_experts``, ``n_shared_experts``, ``num_experts_per_tok``,
+  ``first_k_dense_replace``, ``kv_lora_rank``, ``qk_rope_head_dim``, ``qk_nope_head_dim``,
+  ``v_head_dim``, ``vocab_size``, ``max_position_embeddings``; optional ``q_lora_rank``
+  (null = a full query projection), ``moe_layer_freq`` (must be 1). The multi-token
+  prediction module (``num_nextn_predict_layers``) is not modelled.
 * gpt2-style (``gpt2``; ``GPT2LMHeadModel``): required ``n_embd``, ``n_layer``, ``n_head``,
   ``n_positions``, ``vocab_size``; optional ``n_inner`` (default 4 x n_embd),
   ``activation_function`` (gelu family or relu), ``tie_word_embeddings`` (default true).
@@ -34,9 +47,12 @@ from workloads.models.transformer import TransformerShape, build_transformer
 
 __all__ = ["from_hf_config", "shape_from_hf_config"]
 
-_FAMILY_BY_TYPE = {"llama": "llama", "mistral": "llama", "gpt2": "gpt2", "opt": "opt"}
+_FAMILY_BY_TYPE = {"llama": "llama", "mistral": "llama", "gpt2": "gpt2", "opt": "opt",
+                   "mixtral": "llama", "qwen3_moe": "llama", "deepseek_v3": "deepseek_v3"}
 _FAMILY_BY_ARCH = {"LlamaForCausalLM": "llama", "MistralForCausalLM": "llama",
-                   "GPT2LMHeadModel": "gpt2", "OPTForCausalLM": "opt"}
+                   "GPT2LMHeadModel": "gpt2", "OPTForCausalLM": "opt",
+                   "MixtralForCausalLM": "llama", "Qwen3MoeForCausalLM": "llama",
+                   "DeepseekV3ForCausalLM": "deepseek_v3"}
 _GELU = ("gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh", "quick_gelu")
 
 
@@ -106,6 +122,16 @@ def _family(cfg: dict[str, Any], file: str) -> str:
         f"{', '.join(_FAMILY_BY_ARCH)})", "model_type", file))
 
 
+def _nonneg(r: _Reader, key: str) -> int:
+    """A required int >= 0."""
+    v = r.cfg.get(key)
+    if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+        r._bad(key, f"{'missing required key; ' if v is None else ''}expected an int >= 0, "
+                    f"got {v!r}")
+        return 0
+    return v
+
+
 def _act(r: _Reader, default: str) -> str:
     act = r.choice("activation_function", default, _GELU + ("relu",))
     return "relu" if act == "relu" else "gelu"
@@ -140,6 +166,37 @@ def shape_from_hf_config(path: str | Path) -> TransformerShape:
             if r.bool(key, False):
                 r._bad(key, "biases in llama-style layers are not modelled; expected false")
         r.choice("hidden_act", "silu", ("silu",))
+        mt = cfg.get("model_type") or ""
+        arch0 = (cfg.get("architectures") or [""])[0]
+        if mt == "mixtral" or arch0 == "MixtralForCausalLM":
+            kw.update(experts=r.int("num_local_experts"), top_k=r.int("num_experts_per_tok"),
+                      moe_ffn=kw["ffn"])
+        elif mt == "qwen3_moe" or arch0 == "Qwen3MoeForCausalLM":
+            kw.update(experts=r.int("num_experts"), top_k=r.int("num_experts_per_tok"),
+                      moe_ffn=r.int("moe_intermediate_size"))
+            if r.int("decoder_sparse_step", 1) != 1:
+                r._bad("decoder_sparse_step", "only every-layer MoE is modelled; expected 1")
+            if cfg.get("mlp_only_layers"):
+                r._bad("mlp_only_layers", "dense layers among MoE layers are not modelled; "
+                                          "expected []")
+    elif fam == "deepseek_v3":
+        d = r.int("hidden_size")
+        heads = r.int("num_attention_heads")
+        kw = dict(layers=r.int("num_hidden_layers"), d_model=d, heads=heads,
+                  kv_heads=r.int("num_key_value_heads", heads), ffn=r.int("intermediate_size"),
+                  vocab=r.int("vocab_size"), context=r.int("max_position_embeddings"),
+                  tied_embeddings=r.bool("tie_word_embeddings", False), ffn_kind="swiglu",
+                  norm="rmsnorm", bias=False, positions="rope",
+                  experts=r.int("n_routed_experts"), top_k=r.int("num_experts_per_tok"),
+                  shared_experts=r.int("n_shared_experts"),
+                  moe_ffn=r.int("moe_intermediate_size"),
+                  dense_layers=_nonneg(r, "first_k_dense_replace"),
+                  q_lora_rank=(r.int("q_lora_rank") if cfg.get("q_lora_rank") is not None
+                               else 0),
+                  kv_lora_rank=r.int("kv_lora_rank"), qk_rope_dim=r.int("qk_rope_head_dim"),
+                  qk_nope_dim=r.int("qk_nope_head_dim"), v_head_dim=r.int("v_head_dim"))
+        if r.int("moe_layer_freq", 1) != 1:
+            r._bad("moe_layer_freq", "only every-layer MoE is modelled; expected 1")
     elif fam == "gpt2":
         d = r.int("n_embd")
         kw = dict(layers=r.int("n_layer"), d_model=d, heads=r.int("n_head"),
@@ -162,7 +219,7 @@ def shape_from_hf_config(path: str | Path) -> TransformerShape:
     if not r.problems:
         heads, kv, hd = kw["heads"], kw.get("kv_heads", 0) or kw["heads"], kw.get("head_dim", 0)
         hkey = "num_attention_heads" if fam != "gpt2" else "n_head"
-        if not hd and kw["d_model"] % heads:
+        if not hd and kw["d_model"] % heads and not kw.get("kv_lora_rank"):
             r._bad(hkey, f"{heads} heads do not divide the model width {kw['d_model']}")
         if heads % kv:
             r._bad("num_key_value_heads", f"{kv} key/value heads do not divide {heads} heads")
@@ -174,7 +231,7 @@ def shape_from_hf_config(path: str | Path) -> TransformerShape:
 
 def from_hf_config(path: str | Path, phase: str | None = None, batch: int = 1,
                    seq: int | None = None, context: int | None = None,
-                   tp: int = 1) -> Workload:
+                   tp: int = 1, ep: int = 1) -> Workload:
     """Build a decoder workload from a local Hugging Face ``config.json``.
 
     Args:
@@ -191,4 +248,4 @@ def from_hf_config(path: str | Path, phase: str | None = None, batch: int = 1,
         WorkloadError: a bad file or key (naming the file and the key), or a bad phase,
             batch, seq or context.
     """
-    return build_transformer(shape_from_hf_config(path), phase, batch, seq, context, tp)
+    return build_transformer(shape_from_hf_config(path), phase, batch, seq, context, tp, ep)

@@ -28,7 +28,7 @@ lists 24 heads of d_head 128, which does not divide d_model 2048; 2048 = 16 x 12
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 
 from workloads.errors import Problem, WorkloadError
@@ -68,6 +68,23 @@ _SHAPES: dict[str, TransformerShape] = {s.name: s for s in (
     _llama("llama2-13b", 40, 5120, 40, 40, 13824, 32000, 4096),
     _llama("llama2-70b", 80, 8192, 64, 8, 28672, 32000, 4096),
     _llama("llama3-8b", 32, 4096, 32, 8, 14336, 128256, 8192),
+    # LLaMA 3 / 3.1 (HF meta-llama/Meta-Llama-3-70B, Llama-3.1-405B config.json)
+    _llama("llama3-70b", 80, 8192, 64, 8, 28672, 128256, 8192),
+    _llama("llama3-405b", 126, 16384, 128, 8, 53248, 128256, 131072),
+    # Mixtral 8x7B: 8 experts of 14336, top-2 (HF mistralai/Mixtral-8x7B-v0.1 config.json)
+    replace(_llama("mixtral-8x7b", 32, 4096, 32, 8, 14336, 32000, 32768), experts=8,
+            top_k=2, moe_ffn=14336),
+    # Qwen3-30B-A3B: 128 experts of 768, top-8, head_dim 128 (HF Qwen/Qwen3-30B-A3B)
+    replace(_llama("qwen3-30b-a3b", 48, 2048, 32, 4, 6144, 151936, 40960), head_dim=128,
+            experts=128, top_k=8, moe_ffn=768),
+    # DeepSeek-V3: MLA + 1 shared and 256 routed experts of 2048 (top-8), the first 3 blocks
+    # dense (18432); the multi-token-prediction module is not part of the model
+    # (HF deepseek-ai/DeepSeek-V3 config.json; DeepSeek-AI 2024, Sec. 4.2)
+    # released in FP8 (e4m3 weights and activations of the block GEMMs, DeepSeek-V3 Sec. 3.3)
+    replace(_llama("deepseek-v3", 61, 7168, 128, 128, 18432, 129280, 163840,
+                   a_format="fp8_e4m3", w_format="fp8_e4m3"), experts=256,
+            top_k=8, shared_experts=1, moe_ffn=2048, dense_layers=3, q_lora_rank=1536,
+            kv_lora_rank=512, qk_rope_dim=64, qk_nope_dim=128, v_head_dim=128),
     # OPT: learned positions with an offset of 2 rows (Zhang et al. 2022; HF OPT), ReLU MLP
     TransformerShape(name="opt-175b", kind="decoder", layers=96, d_model=12288, heads=96,
                      ffn=49152, vocab=50272, context=2048, position_rows=2050, ffn_kind="relu"),
@@ -89,7 +106,8 @@ _SHAPES: dict[str, TransformerShape] = {s.name: s for s in (
 _CNN_NAMES = ("resnet18", "resnet50", "vgg16", "mobilenet-v2")
 
 _NAMES = ("gpt2-small gpt2-medium gpt2-large gpt2-xl gpt3-small gpt3-medium gpt3-large gpt3-xl "
-          "gpt3-175b llama2-7b llama2-13b llama2-70b llama3-8b opt-175b bloom-176b "
+          "gpt3-175b llama2-7b llama2-13b llama2-70b llama3-8b llama3-70b llama3-405b mixtral-8x7b "
+          "qwen3-30b-a3b deepseek-v3 opt-175b bloom-176b "
           "bitnet-b1.58-3b bert-base vit-b16 resnet18 resnet50 vgg16 mobilenet-v2").split()
 
 _TV = "torchvision {} IMAGENET1K_V1 weights card (num_params, GFLOPS = GMACs)"
@@ -114,6 +132,16 @@ _PUBLISHED: dict[str, tuple[float, str, float | None, str]] = {
     "llama2-70b": (69.0e9, "HF meta-llama/Llama-2-70b-hf checkpoint: 69.0B (Touvron et al. "
                    "2023: 70B nominal)", None, ""),
     "llama3-8b": (8.03e9, "HF meta-llama/Meta-Llama-3-8B checkpoint: 8.03B", None, ""),
+    "llama3-70b": (70.6e9, "HF meta-llama/Meta-Llama-3-70B checkpoint: 70.6B", None, ""),
+    "llama3-405b": (405.85e9, "HF meta-llama/Llama-3.1-405B checkpoint: 405,853,388,800 "
+                    "(Llama 3 paper, Dubey et al. 2024: 405B)", None, ""),
+    "mixtral-8x7b": (46.7e9, "Mistral AI, 'Mixtral of experts' (2023-12-11): 46.7B total, "
+                     "12.9B per token", None, ""),
+    "qwen3-30b-a3b": (30.5e9, "HF Qwen/Qwen3-30B-A3B model card: 30.5B total, 3.3B "
+                      "activated", None, ""),
+    "deepseek-v3": (671e9, "DeepSeek-AI 2024, DeepSeek-V3 technical report: 671B total, 37B "
+                    "activated (the 685B of the HF checkpoint adds the 14B MTP module)", None,
+                    ""),
     "opt-175b": (175e9, "Zhang et al. 2022, OPT, Table 1", None, ""),
     "bloom-176b": (176_247_271_424, "BigScience 2022, bigscience/bloom model card: "
                    "176,247,271,424 parameters", None, ""),
@@ -185,7 +213,7 @@ def transformer_shape(name: str) -> TransformerShape:
 
 
 def build(name: str, phase: str | None = None, batch: int = 1, seq: int | None = None,
-          context: int | None = None, tp: int = 1) -> Workload:
+          context: int | None = None, tp: int = 1, ep: int = 1) -> Workload:
     """Build a zoo model's op graph.
 
     Args:
@@ -195,6 +223,7 @@ def build(name: str, phase: str | None = None, batch: int = 1, seq: int | None =
         seq: tokens per sequence (prefill/train/inference); ignored for CNNs.
         context: KV-cache tokens for decode; ignored for CNNs.
         tp: tensor-parallel degree (transformers only): one device's shard of the graph.
+        ep: expert-parallel degree (mixture-of-experts transformers only).
 
     Returns:
         The workload with ``parameters`` counted from its op shapes.
@@ -204,8 +233,11 @@ def build(name: str, phase: str | None = None, batch: int = 1, seq: int | None =
             batch/seq/context out of range; the message lists the valid values.
     """
     if name in _SHAPES:
-        return build_transformer(_SHAPES[name], phase, batch, seq, context, tp)
+        return build_transformer(_SHAPES[name], phase, batch, seq, context, tp, ep)
     if name in CNN_BUILDERS:
+        if ep != 1:
+            raise WorkloadError(Problem(f"expert parallelism applies to mixture-of-experts "
+                                        f"transformers; {name} is a CNN (use ep 1)", "ep"))
         if tp != 1:
             raise WorkloadError(Problem(f"tensor parallelism applies to transformers; {name} "
                                         "is a CNN (use tp 1)", "tp"))

@@ -24,6 +24,7 @@ from types import MappingProxyType
 from typing import Any
 
 from arch.base import Estimate, SimInput, Unit, UnitMapping, cycles_of, infeasible, register
+from arch.collective import ring_or_tree_allreduce
 from arch.gpu.gemm import SPLITS, GemmResult, GemmShape, gemm_time
 from arch.gpu.precision import MmaPlan, plan_mma
 from arch.gpu.spec import GpuSpec
@@ -355,11 +356,8 @@ class TensorCoreGpu(Unit[GpuMapping]):
         # + all-gather: 2(n-1) steps, 2(n-1)/n x payload per GPU) and a (double binary) tree
         # (reduce up, broadcast down: 2 ceil(log2 n) steps, ~2 x payload per GPU) that wins
         # on small, latency-bound messages such as a decode step's activations.
-        ring = (2 * (n - 1) / n * payload, 2 * (n - 1))
-        tree = (2.0 * payload, 2 * math.ceil(math.log2(n)))
-        algo, (sent, steps) = min((("ring", ring), ("tree", tree)),
-                                  key=lambda a: a[1][0] / bw + a[1][1] * lat)
-        t_link = sent / bw + steps * lat
+        # (arch.collective, the one home of the collective models)
+        algo, sent, _, t_link = ring_or_tree_allreduce(n, payload, bw, lat)
         # each step reads the outgoing chunk and writes (reduces into) the incoming one
         reads = payload + sent
         writes = payload + sent

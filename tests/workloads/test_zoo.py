@@ -22,7 +22,8 @@ from workloads.ops import Conv2d, Elementwise, Gemm
 TOL = 0.02
 
 NAMES = ("gpt2-small gpt2-medium gpt2-large gpt2-xl gpt3-small gpt3-medium gpt3-large gpt3-xl "
-         "gpt3-175b llama2-7b llama2-13b llama2-70b llama3-8b opt-175b bloom-176b "
+         "gpt3-175b llama2-7b llama2-13b llama2-70b llama3-8b llama3-70b llama3-405b mixtral-8x7b "
+         "qwen3-30b-a3b deepseek-v3 opt-175b bloom-176b "
          "bitnet-b1.58-3b bert-base vit-b16 resnet18 resnet50 vgg16 mobilenet-v2").split()
 
 # (model, published parameters, source)
@@ -40,6 +41,11 @@ PUBLISHED_PARAMS = [
     ("llama2-13b", 13.0e9, "HF meta-llama/Llama-2-13b-hf (Touvron et al. 2023)"),
     ("llama2-70b", 69.0e9, "HF meta-llama/Llama-2-70b-hf (Touvron et al. 2023)"),
     ("llama3-8b", 8.03e9, "HF meta-llama/Meta-Llama-3-8B"),
+    ("llama3-70b", 70.6e9, "HF meta-llama/Meta-Llama-3-70B"),
+    ("llama3-405b", 405.85e9, "HF meta-llama/Llama-3.1-405B (Dubey et al. 2024: 405B)"),
+    ("mixtral-8x7b", 46.7e9, "Mistral AI 2023, 'Mixtral of experts': 46.7B total"),
+    ("qwen3-30b-a3b", 30.5e9, "HF Qwen/Qwen3-30B-A3B model card: 30.5B total"),
+    ("deepseek-v3", 671e9, "DeepSeek-V3 technical report: 671B total (without MTP)"),
     ("opt-175b", 175e9, "Zhang et al. 2022, OPT, Table 1"),
     ("bloom-176b", 176_247_271_424, "bigscience/bloom model card"),
     ("bitnet-b1.58-3b", 3.32e9, "HF 1bitLLM/bitnet_b1_58-3B (Ma et al. 2024 reproduction)"),

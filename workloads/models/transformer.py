@@ -26,6 +26,24 @@ Counting rules (documented choices):
   token embedding is vocabulary-parallel (plus one all-reduce) and so is the LM head (its
   logits stay sharded: greedy sampling needs only a max over the shards, not counted).
   Norms, residuals and position tables are replicated. ``parameters`` stays the model's;
+* mixture of experts (``experts`` > 0; Shazeer et al. 2017, Mixtral, DeepSeekMoE): from block
+  ``dense_layers`` on, the FFN is a router ``Gemm(tokens, experts, d)`` (``...moe.router``), a
+  ``Softmax`` over the expert scores (top-k selection is not counted), the routed experts as
+  batched SwiGLU GEMMs ``...moe.gate/up/down`` over the experts a device holds (each gets
+  ``tokens x top_k / experts`` tokens, balanced; with a ``capacity_factor`` each is padded to
+  that many times the balanced load), optional shared experts ``...moe.shared_*`` that see
+  every token, and the weighted sum ``...moe.combine``. When a decode batch routes to fewer
+  experts than exist, only ``tokens x top_k`` of them run (their weights are read), the idle
+  ones still count as parameters. Expert parallelism (``ep``) keeps whole experts, ``experts /
+  ep`` per device, and each device's experts receive ``tokens x top_k x ep / experts`` tokens
+  from the ``ep`` group (the all-to-all is priced by the plan, :mod:`workloads.parallel`);
+* multi-head latent attention (``kv_lora_rank`` > 0; DeepSeek-V2/V3): low-rank query
+  (``q_lora_rank``) and key/value (``kv_lora_rank``) projections with their RMSNorms, a
+  decoupled RoPE key of ``qk_rope_dim`` shared by the heads, query/key heads of ``qk_nope_dim +
+  qk_rope_dim`` and value heads of ``v_head_dim``. Prefill and train expand K and V
+  (``...attn.kv_b``); decode runs the weight-absorbed form (the cache holds the latent
+  ``kv_lora_rank + qk_rope_dim`` per token, attention is MQA-like over it; DeepSeek-V2 Sec.
+  2.1.2), with the same parameters;
 * attention GEMMs and vector ops stay in fp16 for every model; the shape's formats apply to
   the linear layers of the blocks (BitNet b1.58 keeps embedding and LM head in fp16: Ma et
   al. 2024, answer of the authors on the paper's Hugging Face page, "the lm_head is not
@@ -34,6 +52,7 @@ Counting rules (documented choices):
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from workloads.errors import Problem, WorkloadError
@@ -71,6 +90,13 @@ class TransformerShape:
         image, patch, channels: ViT input size, patch size, input channels.
         a_format, w_format, acc_format: formats of the blocks' linear layers.
         default_seq: default tokens per sequence for prefill/train/inference.
+        experts, top_k, shared_experts, moe_ffn: mixture of experts (0 experts = dense):
+            routed experts, experts per token, always-on shared experts, expert FFN width.
+        dense_layers: leading blocks with a dense FFN of width ``ffn`` (DeepSeek: 3).
+        capacity_factor: expert capacity as a multiple of the balanced load (0 = dropless).
+        q_lora_rank, kv_lora_rank, qk_rope_dim, qk_nope_dim, v_head_dim: multi-head latent
+            attention (``kv_lora_rank`` 0 = ordinary attention; ``q_lora_rank`` 0 = a full
+            query projection).
     """
 
     name: str
@@ -102,6 +128,28 @@ class TransformerShape:
     w_format: str = "fp16"
     acc_format: str = "fp32"
     default_seq: int = 512
+    experts: int = 0
+    top_k: int = 0
+    shared_experts: int = 0
+    moe_ffn: int = 0
+    dense_layers: int = 0
+    capacity_factor: float = 0.0
+    q_lora_rank: int = 0
+    kv_lora_rank: int = 0
+    qk_rope_dim: int = 0
+    qk_nope_dim: int = 0
+    v_head_dim: int = 0
+    dropout: bool = False
+
+    @property
+    def is_moe(self) -> bool:
+        """Mixture-of-experts FFNs (from block ``dense_layers`` on)."""
+        return self.experts > 0
+
+    @property
+    def is_mla(self) -> bool:
+        """Multi-head latent attention."""
+        return self.kv_lora_rank > 0
 
     @property
     def kv(self) -> int:
@@ -178,7 +226,7 @@ def _tokens(s: TransformerShape, phase: str, seq: int | None, context: int | Non
 
 def build_transformer(s: TransformerShape, phase: str | None = None, batch: int = 1,
                       seq: int | None = None, context: int | None = None,
-                      tp: int = 1) -> Workload:
+                      tp: int = 1, ep: int = 1) -> Workload:
     """The op graph of transformer ``s`` for one phase.
 
     Args:
@@ -189,6 +237,7 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
         seq: tokens per sequence for prefill/train/inference (default ``s.default_seq``).
         context: KV-cache length for decode (default half the model context).
         tp: tensor-parallel degree (devices); the graph is one device's shard (module doc).
+        ep: expert-parallel degree (MoE models): ``experts / ep`` whole experts per device.
 
     Returns:
         The workload, ``parameters`` counted from the op shapes.
@@ -200,6 +249,7 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
     _check_int(batch, "batch", 1)
     q, keys, ctx = _tokens(s, ph, seq, context)
     hl, kvl = _tp_heads(s, tp)
+    _check_ep(s, ep)
     w = Workload(name=s.name, phase=ph, batch=batch, seq=q, context=ctx, family="transformer",
                  devices=tp)
     b = GraphBuilder(w)
@@ -228,10 +278,89 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
     def norm(name: str, layer: str, after: Op) -> Op:
         return b.add(Norm(name=name, rows=m, cols=d, norm=s.norm, layer=layer), [after])
 
+    def norm_cols(name: str, layer: str, after: Op, cols: int) -> Op:
+        return b.add(Norm(name=name, rows=m, cols=cols, norm=s.norm, layer=layer), [after])
+
+    drop = s.dropout and ph == "train"
+
     def add(name: str, layer: str, rows: int, cols: int, after: list[Op | str],
-            fn: str = "add", extra: int = 0) -> Op:
-        return b.add(Elementwise(name=name, rows=rows, cols=cols, fn=fn, inputs=len(after),
-                                 layer=layer), after, extra=extra)
+            fn: str = "add", extra: int = 0, more: int = 0) -> Op:
+        return b.add(Elementwise(name=name, rows=rows, cols=cols, fn=fn,
+                                 inputs=len(after) + more, layer=layer), after, extra=extra)
+
+    def bgemm(name: str, layer: str, rows: int, n: int, k: int, batch_: int, role: str,
+              after: list[Op | str], extra: int = 0) -> Op:
+        return b.add(Gemm(name=name, m=rows, n=n, k=k, batch=batch_, role=role, layer=layer,
+                          a_format=a_fmt, w_format=w_fmt, acc_format=acc_fmt), after,
+                     extra=extra)
+
+    def attn_core(L: str, qk_in: Op, v_in: Op, hk: int, hv: int, groups: int) -> Op:
+        """QK^T, softmax, AV over ``h`` heads sharing ``h / groups`` K/V matrices; when every
+        head shares one K/V (absorbed MLA decode) the heads are packed into the GEMM rows,
+        as FlashMLA does (same MACs, same cache traffic)."""
+        mq, bq, g = (q * h, batch, 1) if groups == h else (q, batch * h, groups)
+        scores = b.add(Gemm(name=f"{L}.attn.qk", m=mq, n=keys, k=hk, batch=bq,
+                            b_is_weight=False, b_shared=g, role="qk", layer=L), [qk_in])
+        probs = b.add(Softmax(name=f"{L}.attn.softmax", rows=batch * h * q, cols=keys,
+                              role="attn", layer=L), [scores])
+        return b.add(Gemm(name=f"{L}.attn.av", m=mq, n=hv, k=keys, batch=bq,
+                          b_is_weight=False, b_shared=g, role="av", layer=L),
+                     [probs, v_in])
+
+    def mla(L: str, h_in: Op) -> Op:
+        """Multi-head latent attention of one block (module doc); returns the projection."""
+        nope, rope, vd, r_kv = s.qk_nope_dim, s.qk_rope_dim, s.v_head_dim, s.kv_lora_rank
+        if s.q_lora_rank:
+            qa = lin(f"{L}.attn.q_a", L, m, s.q_lora_rank, d, "qkv", [h_in], bias=False)
+            qa = norm_cols(f"{L}.attn.q_norm", L, qa, s.q_lora_rank)
+            qh = lin(f"{L}.attn.q_b", L, m, h * (nope + rope), s.q_lora_rank, "qkv", [qa],
+                     bias=False)
+        else:
+            qh = lin(f"{L}.attn.q", L, m, h * (nope + rope), d, "qkv", [h_in], bias=False)
+        kva = lin(f"{L}.attn.kv_a", L, m, r_kv + rope, d, "qkv", [h_in], bias=False)
+        kva = norm_cols(f"{L}.attn.kv_norm", L, kva, r_kv)
+        rot = add(f"{L}.attn.rope", L, m, h * rope + rope, [qh, kva], fn="mul")
+        if ph == "decode":
+            # weight absorption: q_nope -> latent per head; attention over the latent cache
+            # (one shared "KV head" of r_kv + rope); latent -> v per head
+            qlat = bgemm(f"{L}.attn.q_absorb", L, batch, r_kv, nope, h, "qkv", [qh, rot])
+            ctx_op = attn_core(L, qlat, kva, r_kv + rope, r_kv, h)
+            ctx_op = bgemm(f"{L}.attn.v_absorb", L, batch, vd, r_kv, h, "proj", [ctx_op])
+        else:
+            kv_b = lin(f"{L}.attn.kv_b", L, m, h * (nope + vd), r_kv, "qkv", [kva], bias=False)
+            ctx_op = attn_core(L, rot, kv_b, nope + rope, vd, 1)
+        return lin(f"{L}.attn.proj", L, m, d, h * vd, "proj", [ctx_op], bias=row_bias)
+
+    def moe(L: str, f_in: Op) -> Op:
+        """Mixture-of-experts FFN of one block (module doc); returns the combined output."""
+        router = lin(f"{L}.moe.router", L, m, s.experts, d, "router", [f_in], bias=False,
+                     quant=False)
+        scores = b.add(Softmax(name=f"{L}.moe.softmax", rows=m, cols=s.experts, layer=L),
+                       [router])
+        if ep > 1:      # whole experts; the tensor-parallel ranks split the tokens
+            local, width, tokens = s.experts // ep, s.moe_ffn, -(-m // tp)
+        else:           # every expert on every device, its FFN split over tp
+            local, width, tokens = s.experts, -(-s.moe_ffn // tp), m
+        assigned = tokens * s.top_k * (ep if ep > 1 else 1) * local // s.experts
+        assigned = max(1, assigned)
+        active = min(local, assigned)
+        per = -(-assigned // active)
+        if s.capacity_factor > 0:
+            per = max(per, math.ceil(s.capacity_factor * assigned / local))
+        idle = (local - active) * d * width         # parameters of experts no token reached
+        gate = bgemm(f"{L}.moe.gate", L, per, width, d, active, "ffn_gate", [scores], idle)
+        up = bgemm(f"{L}.moe.up", L, per, width, d, active, "ffn_up", [scores], idle)
+        act = add(f"{L}.moe.act", L, per * active, width, [gate, up], fn="swiglu")
+        out = bgemm(f"{L}.moe.down", L, per, d, width, active, "ffn_down", [act], idle)
+        parts: list[Op | str] = [out]
+        if s.shared_experts:
+            ws = -(-s.shared_experts * s.moe_ffn // tp)
+            sg = lin(f"{L}.moe.shared_gate", L, m, ws, d, "ffn_gate", [f_in], bias=False)
+            su = lin(f"{L}.moe.shared_up", L, m, ws, d, "ffn_up", [f_in], bias=False)
+            sa = add(f"{L}.moe.shared_act", L, m, ws, [sg, su], fn="swiglu")
+            parts.append(lin(f"{L}.moe.shared_down", L, m, d, ws, "ffn_down", [sa],
+                             bias=False))
+        return add(f"{L}.moe.combine", L, m, d, parts)
 
     # --- embeddings ---------------------------------------------------------------------
     if s.kind == "vit":
@@ -265,36 +394,46 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
         L = f"blocks.{i}"
         res = x
         h_in = norm(f"{L}.ln1", L, x) if s.pre_norm else x
-        qkv = lin(f"{L}.attn.qkv", L, m, (h + 2 * kv) * hd, d, "qkv", [h_in])
-        qk_in: Op = qkv
-        if s.positions == "rope":
-            qk_in = add(f"{L}.attn.rope", L, m, (h + kv) * hd, [qkv], fn="mul")
-        scores = b.add(Gemm(name=f"{L}.attn.qk", m=q, n=keys, k=hd, batch=batch * h,
-                            b_is_weight=False, b_shared=h // kv, role="qk", layer=L), [qk_in])
-        if s.positions == "alibi":
-            scores = add(f"{L}.attn.alibi", L, batch * h * q, keys, [scores])
-        probs = b.add(Softmax(name=f"{L}.attn.softmax", rows=batch * h * q, cols=keys,
-                              role="attn", layer=L), [scores])
-        ctx_op = b.add(Gemm(name=f"{L}.attn.av", m=q, n=hd, k=keys, batch=batch * h,
-                            b_is_weight=False, b_shared=h // kv, role="av", layer=L),
-                       [probs, qkv])
-        proj = lin(f"{L}.attn.proj", L, m, d, h * hd, "proj", [ctx_op], bias=row_bias)
+        if s.is_mla:
+            proj = mla(L, h_in)
+        else:
+            qkv = lin(f"{L}.attn.qkv", L, m, (h + 2 * kv) * hd, d, "qkv", [h_in])
+            qk_in: Op = qkv
+            if s.positions == "rope":
+                qk_in = add(f"{L}.attn.rope", L, m, (h + kv) * hd, [qkv], fn="mul")
+            scores = b.add(Gemm(name=f"{L}.attn.qk", m=q, n=keys, k=hd, batch=batch * h,
+                                b_is_weight=False, b_shared=h // kv, role="qk", layer=L),
+                           [qk_in])
+            if s.positions == "alibi":
+                scores = add(f"{L}.attn.alibi", L, batch * h * q, keys, [scores])
+            probs = b.add(Softmax(name=f"{L}.attn.softmax", rows=batch * h * q, cols=keys,
+                                  role="attn", layer=L), [scores])
+            if drop:
+                probs = add(f"{L}.attn.dropout", L, batch * h * q, keys, [probs], fn="mul",
+                            more=1)
+            ctx_op = b.add(Gemm(name=f"{L}.attn.av", m=q, n=hd, k=keys, batch=batch * h,
+                                b_is_weight=False, b_shared=h // kv, role="av", layer=L),
+                           [probs, qkv])
+            proj = lin(f"{L}.attn.proj", L, m, d, h * hd, "proj", [ctx_op], bias=row_bias)
         proj = all_reduce(f"{L}.attn.allreduce", L, proj)
-        x = add(f"{L}.attn.residual", L, m, d, [proj, res])
+        x = add(f"{L}.attn.residual", L, m, d, [proj, res], more=int(drop))
         if not s.pre_norm:
             x = norm(f"{L}.ln1", L, x)
         res = x
         f_in = norm(f"{L}.ln2", L, x) if s.pre_norm else x
-        if s.ffn_kind == "swiglu":
+        if s.is_moe and i >= s.dense_layers:
+            down = moe(L, f_in)
+        elif s.ffn_kind == "swiglu":
             gate = lin(f"{L}.ffn.gate", L, m, ffn, d, "ffn_gate", [f_in])
             up = lin(f"{L}.ffn.up", L, m, ffn, d, "ffn_up", [f_in])
             act = add(f"{L}.ffn.act", L, m, ffn, [gate, up], fn="swiglu")
         else:
             up = lin(f"{L}.ffn.up", L, m, ffn, d, "ffn_up", [f_in])
             act = add(f"{L}.ffn.act", L, m, ffn, [up], fn=s.ffn_kind)
-        down = lin(f"{L}.ffn.down", L, m, d, ffn, "ffn_down", [act], bias=row_bias)
+        if not (s.is_moe and i >= s.dense_layers):
+            down = lin(f"{L}.ffn.down", L, m, d, ffn, "ffn_down", [act], bias=row_bias)
         down = all_reduce(f"{L}.ffn.allreduce", L, down)
-        x = add(f"{L}.ffn.residual", L, m, d, [down, res])
+        x = add(f"{L}.ffn.residual", L, m, d, [down, res], more=int(drop))
         if not s.pre_norm:
             x = norm(f"{L}.ln2", L, x)
 
@@ -314,11 +453,20 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
     elif s.pooler:
         b.add(Gemm(name="pooler", m=batch, n=d, k=d, role="pooler", layer="head"), [x], bias=d)
 
-    if tp > 1:       # the model's parameter count, not one shard's
+    if tp > 1 or ep > 1:       # the model's parameter count, not one shard's
         w.parameters = build_transformer(s, phase, batch, seq, context).parameters
     if ph == "train":
         return to_training(w, b.params, b.tied, "adam")
     return w
+
+
+def _check_ep(s: TransformerShape, ep: int) -> None:
+    """Raises WorkloadError unless ``ep`` is 1 or divides the routed experts."""
+    _check_int(ep, "ep", 1)
+    if ep > 1 and (not s.is_moe or s.experts % ep):
+        what = (f"{s.name} has no experts" if not s.is_moe
+                else f"must divide {s.name}'s {s.experts} experts")
+        raise WorkloadError(Problem(f"expert-parallel degree {ep}: {what}", "ep"))
 
 
 def _tp_heads(s: TransformerShape, tp: int) -> tuple[int, int]:

@@ -1,0 +1,447 @@
+"""Evaluate a parallel plan of a transformer on a cluster: step time, its breakdown, memory per
+device and energy.
+
+The per-device compute comes from the device's own unit model (any family) through
+:func:`archsim.evaluate` on three small graphs (:func:`workloads.parallel.block_graphs`):
+the embedding and head, one dense block and one MoE block, each for one microbatch on one
+device. Their per-op times are split into forward, backward and optimiser update (by the op
+names of ``workloads.models.common.to_training``); the tensor-parallel all-reduces in those
+graphs are dropped and every collective is priced on the cluster by :mod:`arch.collective`
+instead (one model for all of them).
+
+Step (training; docs/cluster.md has the derivation):
+
+* per block and microbatch: ``f`` forward and ``b`` backward compute; selective recompute adds
+  the attention core's forward (QK, softmax, AV) to ``b``, full recompute the whole forward;
+  sequence parallelism divides the norm / residual ops by ``tp``; context parallelism
+  multiplies the attention core by ``cp`` (each device's queries meet every key); expert ops
+  are scaled by ``moe_imbalance`` (hottest device / mean);
+* communication per block: tp collectives (exposed, or overlapped with the other half of a
+  split batch -- TokenWeave / NanoFlow -- when ``tp_overlap``: per block ``2 max(c_half x
+  slow, k_half)`` with ``slow = SMs / (SMs - comm_sms)``), the expert all-to-alls, the ring
+  attention K/V exchange (hidden behind the attention core, exposed beyond it);
+* a stage = ``layers / pp`` blocks (+ the head on the last stage), plus the pipeline
+  send/recv of the activations (``tokens x d / tp`` with the scatter/gather optimisation);
+  pipeline: :func:`mapper.plan.pipeline_time`;
+* data parallelism: the gradient all-reduce (reduce-scatter + all-gather with ZeRO >= 1) of
+  the stage's gradients, bucketed and overlapped with the last microbatch's backward
+  (exposed: ``max(t_dp / buckets, t_dp - t_b)``; inside a node it shares the links with the
+  backward's tensor-parallel collectives: half the bandwidth); ZeRO-3 all-gathers the weights in every
+  forward and backward (prefetched: exposed beyond the compute it overlaps);
+* the optimiser update once per step (divided by ``dp`` with ZeRO >= 1).
+
+Energy: every device runs its graphs' dynamic energy and idles (static power) for the rest of
+the step; links add their energy per bit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from arch.cluster import Cluster
+from arch.collective import collective, place
+from archsim.api import VERSION
+from archsim.result import Result
+from mapper.plan import bubble_fraction, pipeline_time
+from workloads.errors import Problem, WorkloadError
+from workloads.models.transformer import TransformerShape
+from workloads.parallel import (
+    Comm,
+    ParallelPlan,
+    block_counts,
+    block_graphs,
+    check_plan,
+    layer_comms,
+    memory_per_device,
+    without_collectives,
+)
+
+__all__ = ["PlanOptions", "PlanResult", "evaluate_plan", "shape_of"]
+
+_ATTN_CORE = (".attn.qk", ".attn.softmax", ".attn.dropout", ".attn.av", ".attn.alibi")
+_SP_SPLIT = (".ln1", ".ln2", ".attn.residual", ".ffn.residual")
+_EXPERT = (".moe.gate", ".moe.up", ".moe.act", ".moe.down")
+
+
+@dataclass(frozen=True)
+class PlanOptions:
+    """Modelling options of a plan evaluation.
+
+    Attributes:
+        overlap_dp: overlap the gradient all-reduce with the backward pass (bucketed).
+        dp_buckets: gradient buckets (Megatron/DDP: ~25-40 MB each; the first is exposed).
+        tp_overlap: overlap tensor-parallel collectives with the other half of the batch
+            (TokenWeave, Gond et al. 2025; NanoFlow, Zhu et al. 2024).
+        comm_sms: SMs (or the compute share, in SMs of the first unit) a collective takes
+            while it overlaps compute (TokenWeave: 8 of 132 for its fused all-reduce kernel).
+        moe_imbalance: tokens of the busiest expert device / the mean (1 = balanced).
+    """
+
+    overlap_dp: bool = True
+    dp_buckets: int = 8
+    tp_overlap: bool = False
+    comm_sms: int = 8
+    moe_imbalance: float = 1.0
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    """One plan on one cluster.
+
+    Attributes:
+        plan: the plan; devices = plan.devices.
+        step_s: time of one step (training iteration; prefill of the batch; one decode step).
+        breakdown_s: where the step goes (compute, bubble, tp/ep/cp/pp/dp communication,
+            optimizer); the parts sum to ``step_s``.
+        memory_bytes: per-device memory by kind (``workloads.parallel.memory_per_device``).
+        capacity_bytes: the device's memory; ``fits`` = total <= capacity.
+        energy_j: all devices and links for one step.
+        tokens_per_s: tokens of the step / step_s.
+        flops_per_device_s: achieved FLOP/s of one device.
+        block: per-block times of the dense (or MoE) block for one microbatch.
+    """
+
+    model: str
+    phase: str
+    cluster: str
+    plan: ParallelPlan
+    step_s: float
+    breakdown_s: Mapping[str, float]
+    memory_bytes: Mapping[str, float]
+    capacity_bytes: float
+    fits: bool
+    energy_j: float
+    tokens_per_s: float
+    flops_per_device_s: float
+    block: Mapping[str, float] = field(default_factory=dict)
+    input_hash: str = ""
+
+    def row(self) -> dict[str, Any]:
+        """JSON-able summary."""
+        return {"plan": self.plan.label(), "devices": self.plan.devices, "step_s": self.step_s,
+                "tokens_per_s": self.tokens_per_s, "energy_j": self.energy_j,
+                "memory_gb": self.memory_bytes["total"] / 1e9,
+                "capacity_gb": self.capacity_bytes / 1e9, "fits": self.fits,
+                "breakdown_s": dict(self.breakdown_s), "block_s": dict(self.block)}
+
+
+def shape_of(model: str | TransformerShape) -> TransformerShape:
+    """The shape of a zoo transformer or of a Hugging Face ``config.json`` (a shape passes)."""
+    if isinstance(model, TransformerShape):
+        return model
+    if model.endswith(".json"):
+        from workloads.hf import shape_from_hf_config
+
+        return shape_from_hf_config(model)
+    from workloads.zoo import model_names, transformer_shape
+
+    if model in model_names():
+        try:
+            return transformer_shape(model)
+        except WorkloadError:
+            raise WorkloadError(Problem(f"parallel plans apply to transformers; {model} is a "
+                                        "CNN", "model")) from None
+    return transformer_shape(model)
+
+
+@dataclass
+class _Times:
+    fwd: float = 0.0
+    bwd: float = 0.0
+    upd: float = 0.0
+    attn_fwd: float = 0.0
+    attn_bwd: float = 0.0
+    energy_j: float = 0.0
+    flops: float = 0.0
+
+
+def _split(res: Result, prefix: str | None, plan: ParallelPlan, imbalance: float) -> _Times:
+    """Per-pass times of the ops of ``res`` under ``prefix`` (None: those outside blocks)."""
+    t = _Times()
+    for o in res.ops:
+        inside = o.name.startswith("blocks.")
+        if (prefix is None and inside) or (prefix is not None and not o.name.startswith(prefix)):
+            continue
+        if o.kind == "allreduce":          # priced on the cluster (arch.collective)
+            continue
+        base = o.name
+        for suf in (".bwd_data", ".bwd_weight", ".bwd", ".update"):
+            if base.endswith(suf):
+                base = base[: -len(suf)]
+                break
+        lat = o.latency_s
+        if plan.sequence_parallel and plan.tp > 1 and base.endswith(_SP_SPLIT):
+            lat /= plan.tp
+        core = base.endswith(_ATTN_CORE)
+        if core:
+            lat *= plan.cp
+        if base.endswith(_EXPERT):
+            lat *= imbalance
+        t.energy_j += o.energy_j * (lat / o.latency_s if o.latency_s > 0 else 1.0)
+        t.flops += o.macs * 2 * (plan.cp if core else 1)
+        if o.name.endswith(".update"):
+            t.upd += lat
+        elif o.name.endswith((".bwd_data", ".bwd_weight", ".bwd")):
+            t.bwd += lat
+            if core:
+                t.attn_bwd += lat
+        else:
+            t.fwd += lat
+            if core:
+                t.attn_fwd += lat
+    return t
+
+
+def _stride(plan: ParallelPlan, dim: str) -> tuple[int, int]:
+    """(group size, rank stride) of a parallel dimension (module doc of workloads.parallel)."""
+    return {"tp": (plan.tp, 1), "cp": (plan.cp, plan.tp), "ep": (plan.ep, 1),
+            "dp": (plan.dp, plan.tp * plan.cp), "pp": (plan.pp, plan.tp * plan.cp * plan.dp)
+            }[dim]
+
+
+def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: ParallelPlan, phase: str = "train",
+                  batch: int = 1, seq: int | None = None, context: int | None = None,
+                  options: PlanOptions = PlanOptions(), memo: dict | None = None) -> PlanResult:
+    """Step time, breakdown, memory and energy of ``plan`` for ``model`` on ``cluster``.
+
+    Args:
+        cluster: the cluster (``arch.cluster.load_cluster`` or ``single_node``).
+        model: a zoo transformer, a Hugging Face ``config.json`` or a shape record.
+        plan: the plan (its devices must not exceed the cluster's).
+        phase: ``train``, ``prefill`` or ``decode``.
+        batch: global batch (sequences per step).
+        seq: tokens per sequence (prefill/train); context: KV-cache tokens (decode).
+        options: modelling options.
+        memo: a dict shared between calls to reuse the per-device evaluations (plan search).
+
+    Raises:
+        WorkloadError: an invalid plan for the model (each problem names the plan key), or a
+            plan that needs more devices than the cluster has.
+    """
+    import archsim
+
+    s = shape_of(model)
+    if phase not in s.phases:
+        raise WorkloadError(Problem(f"model {s.name!r} has no phase {phase!r}; expected one "
+                                    f"of: {', '.join(s.phases)}", "phase"))
+    seq_n = 1 if phase == "decode" else (seq or s.default_seq)
+    ctx_n = (s.context // 2 if context is None else context) if phase == "decode" else 0
+    mb = check_plan(s, plan, phase, batch, seq_n)
+    if plan.devices > cluster.devices:
+        raise WorkloadError(Problem(f"the plan needs {plan.devices} devices (tp x pp x dp x cp)"
+                                    f"; the cluster {cluster.name!r} has {cluster.devices}",
+                                    "devices"))
+    memo = {} if memo is None else memo
+
+    def graphs_of(mb_: int) -> dict[str, tuple[Result, int]]:
+        key = (cluster.spec.device, s, phase, mb_, seq_n, ctx_n, plan.tp, plan.ep, plan.cp)
+        if key not in memo:
+            graphs = block_graphs(s, plan, phase, mb_, seq_n if phase != "decode" else None,
+                                  ctx_n if phase == "decode" else None)
+            memo[key] = {k: (archsim.evaluate(cluster.device, without_collectives(g)),
+                             g.parameters) for k, g in graphs.items()}
+        return memo[key]
+
+    results = graphs_of(mb)
+    # the overlapped schedule runs each block as two half-batches (smaller GEMMs)
+    split = options.tp_overlap and plan.tp > 1 and mb % 2 == 0
+    halves = graphs_of(mb // 2) if split else results
+    imb = options.moe_imbalance
+    base = _split(results["base"][0], None, plan, imb)
+    dense_n, moe_n = block_counts(s)
+    blocks = {}
+    if dense_n:
+        blocks["dense"] = _split(results["dense"][0], "blocks.0.", plan, imb)
+    if moe_n:
+        blocks["moe"] = _split(results["moe"][0], "blocks.0.", plan, imb)
+    train = phase == "train"
+
+    # ---- communication of one block, one microbatch ------------------------------------
+    link_e = [0.0]
+    block_n = {"dense": dense_n, "moe": moe_n}
+
+    def comm_time(cs: list[Comm], pass_: str, kind: str) -> dict[str, float]:
+        """Times per group of one block's collectives; adds the link energy of every such
+        block of the step (``n`` blocks x ``m`` microbatches x the groups of a stage)."""
+        out: dict[str, float] = {}
+        for c in cs:
+            if (c.pass_ == "fwd") != (pass_ == "fwd"):
+                continue
+            size, stride = _stride(plan, c.group)
+            cost = collective(cluster, c.kind, c.payload_bytes(), place(cluster, size, stride))
+            out[c.group] = out.get(c.group, 0.0) + cost.time_s
+            groups = plan.devices / plan.pp / max(1, size)
+            link_e[0] += cost.energy_j * groups * block_n[kind] * plan.microbatches
+        return out
+
+    sms = getattr(getattr(cluster.device.units[0], "spec", None), "sm_count", 0) or 0
+    slow = sms / (sms - options.comm_sms) if sms > options.comm_sms else 1.0
+    per_block: dict[str, dict[str, float]] = {}
+    for kind, t in blocks.items():
+        cs = layer_comms(s, plan, phase, mb, seq_n, kind == "moe")
+        fwd_c, bwd_c = comm_time(cs, "fwd", kind), comm_time(cs, "bwd", kind)
+        f, b = t.fwd, t.bwd
+        if train and plan.recompute == "selective":
+            b += t.attn_fwd
+        elif train and plan.recompute == "full":
+            b += t.fwd
+        tp_f, tp_b = fwd_c.get("tp", 0.0), bwd_c.get("tp", 0.0)
+        if options.tp_overlap and plan.tp > 1:
+            # two half-batches: per block 2 max(c/2 x slow, k/2) (module doc); the halves'
+            # compute may be slower than the whole batch's (smaller GEMMs)
+            hf, hb = f, b                      # one sequence: split nothing
+            if split:
+                h = _split(halves[kind][0], "blocks.0.", plan, imb)
+                hf = 2 * h.fwd
+                hb = 2 * (h.bwd + (h.attn_fwd if plan.recompute == "selective"
+                                   else h.fwd if plan.recompute == "full" else 0.0))
+            exp_f = max(hf * slow, tp_f) - f
+            exp_b = max(hb * slow, tp_b) - b if train else 0.0
+        else:
+            exp_f, exp_b = tp_f, tp_b
+        cp_f = max(0.0, fwd_c.get("cp", 0.0) - t.attn_fwd)
+        cp_b = max(0.0, bwd_c.get("cp", 0.0) - t.attn_bwd) if train else 0.0
+        ep_f, ep_b = fwd_c.get("ep", 0.0), bwd_c.get("ep", 0.0)
+        per_block[kind] = {"fwd": f, "bwd": b if train else 0.0, "tp": exp_f + exp_b,
+                           "ep": ep_f + ep_b, "cp": cp_f + cp_b, "upd": t.upd,
+                           "cf": exp_f + ep_f + cp_f, "cb": exp_b + ep_b + cp_b,
+                           "tp_raw": tp_f + (tp_b if train else 0.0)}
+
+    # ---- one stage, one microbatch -----------------------------------------------------
+    per_stage = {k: 0.0 for k in ("fwd", "bwd", "tp", "ep", "cp", "upd", "tp_raw", "cf", "cb")}
+    for kind, n in (("dense", dense_n), ("moe", moe_n)):
+        if n:
+            for k in per_stage:
+                per_stage[k] += per_block[kind][k] * n / plan.pp
+    # the embedding and the head: on the one stage, or the head on the last (bottleneck)
+    per_stage["fwd"] += base.fwd
+    per_stage["bwd"] += base.bwd if train else 0.0
+    per_stage["upd"] += base.upd
+    tokens_mb = mb * seq_n
+    if plan.tp > 1:       # the vocabulary-parallel embedding's all-reduce (and its backward)
+        emb = collective(cluster, "allreduce", tokens_mb / plan.cp * s.d_model * 2,
+                         place(cluster, plan.tp, 1))
+        passes = 2 if train else 1
+        per_stage["cf"] += emb.time_s
+        per_stage["tp"] += emb.time_s * passes
+        per_stage["cb"] += emb.time_s if train else 0.0
+        link_e[0] += emb.energy_j * plan.devices / plan.tp / plan.pp * plan.microbatches \
+            * passes
+    pp_t = 0.0
+    if plan.pp > 1:
+        size, stride = _stride(plan, "pp")
+        nbytes = tokens_mb / plan.cp * s.d_model * 2 / plan.tp
+        c = collective(cluster, "sendrecv", nbytes, place(cluster, 2, stride))
+        pp_t = c.time_s * plan.interleave * (2 if train else 1)
+        # every device of the first pp-1 stages sends each microbatch (and its gradient back)
+        link_e[0] += (c.energy_j * plan.devices / plan.pp * (plan.pp - 1) * plan.microbatches
+                      * plan.interleave * (2 if train else 1))
+    t_f = per_stage["fwd"] + per_stage["cf"] + pp_t / (2 if train else 1)
+    t_b = per_stage["bwd"] + per_stage["cb"] + pp_t / 2 if train else 0.0
+    m, p, v = plan.microbatches, plan.pp, plan.interleave
+    pipe = pipeline_time(t_f, t_b, p, m, v if train else 1)
+    compute = m * (per_stage["fwd"] + per_stage["bwd"])
+    bubble = pipe - m * (t_f + t_b)
+    # ---- data parallelism and the optimiser -------------------------------------------
+    params = {k: g for k, (_, g) in results.items()}
+    pcount = {"base": params["base"]}
+    if "dense" in params:
+        pcount["dense"] = params["dense"] - params["base"]
+    if "moe" in params:
+        pcount["moe"] = params["moe"] - params["base"]
+        pcount["expert"] = 3 * s.d_model * s.moe_ffn * s.experts
+    mem = memory_per_device(s, plan, phase, batch, seq_n, ctx_n, pcount)
+    dp_t = 0.0
+    upd = 0.0
+    if train:
+        per_dev_params = mem["weights"] * (plan.dp if plan.zero >= 3 else 1) / 2.0
+        size, stride = _stride(plan, "dp")
+        grads = per_dev_params * 2.0
+        if plan.dp > 1:
+            g = place(cluster, size, stride)
+            # link sharing: an overlapped gradient reduction inside a node shares the
+            # scale-up links with the backward's tensor-parallel collectives
+            share = 2 if (options.overlap_dp and g.nodes == 1 and plan.tp > 1) else 1
+            if plan.zero >= 1:
+                rs = collective(cluster, "reducescatter", grads, g, share)
+                ag = collective(cluster, "allgather", grads, g, share)
+                t_dp, e_dp = rs.time_s + ag.time_s, rs.energy_j + ag.energy_j
+            else:
+                ar = collective(cluster, "allreduce", grads, g, share)
+                t_dp, e_dp = ar.time_s, ar.energy_j
+            link_e[0] += e_dp * plan.devices / size
+            dp_t = max(t_dp / options.dp_buckets, t_dp - t_b) if options.overlap_dp else t_dp
+            if plan.zero >= 3:     # weights gathered for every forward and backward
+                ag = collective(cluster, "allgather", per_dev_params * 2.0, g)
+                dp_t += m * (max(0.0, ag.time_s - t_f) + max(0.0, ag.time_s - t_b))
+        upd = per_stage["upd"] / (plan.dp if plan.zero >= 1 and plan.dp > 1 else 1)
+    step = pipe + dp_t + upd
+    comm_tp = m * per_stage["tp"]
+    breakdown = {"compute": compute, "tp_comm": comm_tp, "ep_comm": m * per_stage["ep"],
+                 "cp_comm": m * per_stage["cp"], "pp_comm": m * pp_t, "bubble": bubble,
+                 "dp_comm": dp_t, "optimizer": upd}
+    # ---- memory, energy, rates ----------------------------------------------------------
+    caps = [u.memory_capacity_bytes() for u in cluster.device.units]
+    cap = float(max(caps)) if caps else 0.0
+    fits = cap <= 0 or mem["total"] <= cap
+    dyn_stage = sum(blocks[k].energy_j * n / plan.pp for k, n in (("dense", dense_n),
+                                                                  ("moe", moe_n)) if n)
+    busy = compute + upd
+    dyn = m * (dyn_stage + base.energy_j) if busy > 0 else 0.0
+    static_w = _static_power(cluster)
+    energy = plan.devices * (dyn + static_w * max(0.0, step - busy)) + link_e[0]
+    tokens = batch * seq_n
+    flops_dev = m * (sum(blocks[k].flops * n / plan.pp for k, n in (("dense", dense_n),
+                                                                     ("moe", moe_n)) if n)
+                     + base.flops)
+    kind0 = "dense" if dense_n else "moe"
+    blk = {"fwd_s": per_block[kind0]["fwd"], "bwd_s": per_block[kind0]["bwd"],
+           "tp_comm_s": per_block[kind0]["tp_raw"], "tp_exposed_s": per_block[kind0]["tp"],
+           "bubble_fraction": bubble_fraction(p, m, v) if p > 1 else 0.0}
+    digest = hashlib.sha256(repr((cluster.spec, cluster.device.raw, s, plan, phase, batch, seq_n,
+                             ctx_n, options, VERSION)).encode()).hexdigest()[:16]
+    return PlanResult(model=s.name, phase=phase, cluster=cluster.name, plan=plan, step_s=step,
+                      breakdown_s=breakdown, memory_bytes=mem, capacity_bytes=cap, fits=fits,
+                      energy_j=energy, tokens_per_s=tokens / step if step > 0 else 0.0,
+                      flops_per_device_s=flops_dev / step if step > 0 else 0.0, block=blk,
+                      input_hash=digest)
+
+
+def _static_power(cluster: Cluster) -> float:
+    """Idle (static) power of one device: its ``static`` energy components over a second."""
+    import energy as _energy
+
+    comps = [c for u in cluster.device.units for c in u.components() if c.cls == "static"]
+    if not comps:
+        return 0.0
+    tech = _energy.Technology(node_nm=cluster.device.technology.node_nm)
+    return float(_energy.evaluate(comps, {}, 1.0, tech).total_j)
+
+
+def to_result(r: PlanResult, cluster: Cluster) -> Result:
+    """The plan as a :class:`archsim.Result` (latency = step time; energy and area of every
+    device; ``extra`` holds the plan, its breakdown and memory)."""
+    import energy as _energy
+    from archsim.api import VERSION
+
+    comps = [c for u in cluster.device.units for c in u.components()]
+    tech = _energy.Technology(node_nm=cluster.device.technology.node_nm)
+    area = _energy.area(comps, tech)
+    n = r.plan.devices
+    clock = cluster.device.units[0].clock_hz
+    return Result(
+        design=cluster.name, workload=r.model, phase=r.phase, fidelity="analytical",
+        latency_s=r.step_s, cycles=int(round(r.step_s * clock)), clock_hz=clock,
+        energy_j=r.energy_j, energy_breakdown_j={"devices+links": r.energy_j},
+        area_mm2=area.total_mm2 * n,
+        area_breakdown_mm2={k: v * n for k, v in area.breakdown_mm2.items()},
+        utilization=0.0, tokens_per_s=r.tokens_per_s, samples_per_s=None, ops=(),
+        macs=0, flops=int(r.flops_per_device_s * r.step_s * n), dram_bytes=0.0,
+        archsim_version=VERSION, input_hash=r.input_hash,
+        extra={"devices": n, "plan": r.row(), "memory": {
+            "resident_bytes": r.memory_bytes["total"], "capacity_bytes": r.capacity_bytes,
+            "fits": r.fits}})
+

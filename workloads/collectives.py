@@ -1,0 +1,73 @@
+"""Collective ops of a parallel plan: all-gather, reduce-scatter, all-to-all and send/recv, next
+to the existing :class:`~workloads.ops.AllReduce` (re-exported here).
+
+Each carries ``elements`` values in ``a_format`` per device (the nccl-tests buffer convention
+of :mod:`arch.collective`: the whole vector for all-reduce, the gathered output for
+all-gather, the input for reduce-scatter, what one device sends for all-to-all, the message
+for send/recv), the ``devices`` of its group and the ``group`` it runs in (``tp``, ``ep``,
+``cp``, ``dp``, ``pp``). A device's compute graph does not hold them: a plan prices them on the
+cluster (:mod:`archsim.parallel`), so every device family can run a plan.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from workloads.ops import AllReduce, Op
+
+__all__ = ["Collective", "GroupAllReduce", "AllGather", "ReduceScatter", "AllToAll",
+           "SendRecv", "AllReduce"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Collective(Op):
+    """Base of the collectives of a plan (module doc)."""
+
+    kind: ClassVar[str] = "collective"
+    elements: int
+    devices: int = 1
+    group: str = ""
+
+    def _positive_fields(self) -> tuple[str, ...]:
+        return ("elements", "devices")
+
+    def payload_bytes(self) -> float:
+        """The per-device buffer in bytes."""
+        return self.elements * self.a_format.bytes_per_element
+
+    def input_bytes(self) -> float:
+        return self.payload_bytes()
+
+    def output_bytes(self) -> float:
+        return self.payload_bytes()
+
+    def describe(self) -> str:
+        return f"{self.elements} x{self.devices} ({self.group})"
+
+
+@dataclass(frozen=True, kw_only=True)
+class GroupAllReduce(AllReduce):
+    """An all-reduce that knows its group (``tp``, ``cp``, ``dp``)."""
+
+    group: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class AllGather(Collective):
+    kind: ClassVar[str] = "allgather"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReduceScatter(Collective):
+    kind: ClassVar[str] = "reducescatter"
+
+
+@dataclass(frozen=True, kw_only=True)
+class AllToAll(Collective):
+    kind: ClassVar[str] = "alltoall"
+
+
+@dataclass(frozen=True, kw_only=True)
+class SendRecv(Collective):
+    kind: ClassVar[str] = "sendrecv"

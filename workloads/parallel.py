@@ -1,0 +1,371 @@
+"""Parallel plans of a transformer: the per-device graphs, their communication and their memory.
+
+A :class:`ParallelPlan` splits a step of a transformer over ``tp x pp x dp x cp`` devices
+(Megatron-LM rank order: tensor parallel innermost, then context, data, pipeline outermost;
+expert parallelism folds over the ``tp x cp x dp`` ranks of a stage, as Megatron-Core's "MoE
+parallel folding", Liu et al. 2025):
+
+* ``tp``: Megatron tensor parallelism (Shoeybi et al. 2019), the existing graph shard;
+  ``sequence_parallel`` (Korthikanti et al. 2022) turns each all-reduce into a reduce-scatter
+  plus an all-gather of the same size and splits norms, dropouts and residuals over ``tp``;
+* ``pp``: pipeline stages of ``layers / pp`` blocks (``interleave`` chunks each), run with
+  1F1B (Narayanan et al. 2021); ``microbatches`` per step;
+* ``dp``: data parallelism with a gradient all-reduce; ``zero`` 1/2/3 shards optimiser
+  states / gradients / weights over ``dp`` (Rajbhandari et al. 2020);
+* ``ep``: expert parallelism (experts / ep whole experts per device, token all-to-all);
+* ``cp``: context parallelism: each device holds ``seq / cp`` tokens; ring attention passes
+  K/V blocks around the ``cp`` ring (Liu et al. 2023), overlapped with attention compute.
+
+The per-device compute is the graph of one block (or the embedding and head) built by the
+ordinary builder with ``tp``/``ep`` and costed by the device's own unit model
+(``archsim.parallel``): this module only builds the graphs and counts bytes.
+
+Memory per device (bytes; :func:`memory_per_device`), training with mixed-precision Adam:
+2 (bf16 weights) + 2 (bf16 gradients) + 12 (fp32 master weights, momentum, variance) bytes per
+parameter (ZeRO paper, Sec. 3.1, K = 12), the ZeRO stage dividing the sharded terms by ``dp``;
+activations by the closed form of Korthikanti et al. 2022, Sec. 4 (``sbh(34 + 5as/h)``
+for a GPT block without parallelism), generalised to grouped-query attention, SwiGLU and
+experts by counting the same stored tensors (docs/cluster.md); the first pipeline stage keeps
+``min(microbatches, pp)`` microbatches in flight (x ``1 + (pp-1)/(pp v)`` interleaved).
+Inference: weights plus the KV cache.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from workloads.collectives import (
+    AllGather,
+    AllToAll,
+    Collective,
+    GroupAllReduce,
+    ReduceScatter,
+)
+from workloads.errors import Problem, WorkloadError
+from workloads.graph import Workload
+from workloads.models.transformer import TransformerShape, _tp_heads, build_transformer
+
+__all__ = ["ParallelPlan", "RECOMPUTE", "Comm", "check_plan", "block_graphs", "layer_comms",
+           "memory_per_device", "block_counts", "BYTES_PER_PARAM", "without_collectives"]
+
+RECOMPUTE = ("none", "selective", "full")
+
+#: bytes per parameter of mixed-precision Adam: bf16 weight, bf16 gradient, fp32 master
+#: weight + momentum + variance (Rajbhandari et al. 2020, ZeRO, Sec. 3.1: 2 + 2 + K, K = 12)
+BYTES_PER_PARAM = {"weights": 2.0, "grads": 2.0, "optimizer": 12.0}
+
+
+@dataclass(frozen=True)
+class ParallelPlan:
+    """How one step is split over devices (module doc).
+
+    Attributes:
+        tp, pp, dp, ep, cp: tensor, pipeline, data, expert, context parallel degrees.
+        microbatches: microbatches per step of each pipeline (gradient accumulation).
+        zero: ZeRO stage (0: replicated; 1: optimiser states, 2: + gradients, 3: + weights
+            sharded over dp).
+        recompute: activation recomputation: ``none``, ``selective`` (attention scores and
+            softmax only; Korthikanti et al. 2022) or ``full`` (every block's forward).
+        sequence_parallel: Megatron sequence parallelism over the tp group.
+        interleave: model chunks per pipeline stage (interleaved 1F1B; 1 = plain 1F1B).
+    """
+
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    ep: int = 1
+    cp: int = 1
+    microbatches: int = 1
+    zero: int = 0
+    recompute: str = "none"
+    sequence_parallel: bool = False
+    interleave: int = 1
+
+    @property
+    def devices(self) -> int:
+        return self.tp * self.pp * self.dp * self.cp
+
+    def label(self) -> str:
+        """``tp8 pp4 dp2 ...`` (degrees > 1 only, then the options that are set)."""
+        parts = [f"{k}{v}" for k, v in (("tp", self.tp), ("pp", self.pp), ("dp", self.dp),
+                                         ("ep", self.ep), ("cp", self.cp)) if v > 1]
+        if self.pp > 1 or self.microbatches > 1:
+            parts.append(f"mb{self.microbatches}")
+        if self.interleave > 1:
+            parts.append(f"v{self.interleave}")
+        if self.zero:
+            parts.append(f"zero{self.zero}")
+        if self.recompute != "none":
+            parts.append(f"rc-{self.recompute}")
+        if self.sequence_parallel:
+            parts.append("sp")
+        return " ".join(parts) or "single"
+
+
+#: a collective of a block (workloads.collectives): its ``kind``, ``payload_bytes()``,
+#: ``devices``, ``group`` and ``pass_`` (``fwd``, or ``bwd_data`` for the backward pass)
+Comm = Collective | GroupAllReduce
+
+
+def _bad(msg: str, key: str) -> Problem:
+    return Problem(msg, key)
+
+
+def check_plan(s: TransformerShape, plan: ParallelPlan, phase: str, batch: int,
+               seq: int) -> int:
+    """Validate ``plan`` for ``s``; returns the sequences per microbatch.
+
+    Raises:
+        WorkloadError: every problem, each naming the plan key (``pp``, ``microbatches`` ...)
+            and what would be valid.
+    """
+    probs: list[Problem] = []
+    for k in ("tp", "pp", "dp", "ep", "cp", "microbatches", "interleave"):
+        v = getattr(plan, k)
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            probs.append(_bad(f"expected an int >= 1, got {v!r}", k))
+    if probs:
+        raise WorkloadError(probs)
+    try:
+        _tp_heads(s, plan.tp)
+    except WorkloadError as e:
+        probs.extend(e.problems)
+    if plan.zero not in (0, 1, 2, 3):
+        probs.append(_bad(f"expected 0, 1, 2 or 3, got {plan.zero!r}", "zero"))
+    if plan.recompute not in RECOMPUTE:
+        probs.append(_bad(f"expected one of {', '.join(RECOMPUTE)}, got {plan.recompute!r}",
+                          "recompute"))
+    chunks = plan.pp * plan.interleave
+    if s.layers % chunks:
+        ok = [p for p in range(1, s.layers + 1) if s.layers % (p * plan.interleave) == 0]
+        probs.append(_bad(f"{s.name}'s {s.layers} blocks do not split into {plan.pp} stages x "
+                          f"{plan.interleave} chunks; pipeline degrees that do: "
+                          f"{', '.join(map(str, ok))}", "pp"))
+    if plan.interleave > 1 and plan.microbatches % plan.pp:
+        probs.append(_bad(f"the interleaved schedule needs microbatches ({plan.microbatches}) "
+                          f"to be a multiple of pp ({plan.pp})", "microbatches"))
+    if plan.ep > 1:
+        if not s.is_moe or s.experts % plan.ep:
+            probs.append(_bad(f"expert-parallel degree {plan.ep} must divide the experts "
+                              f"({s.experts})" if s.is_moe else f"{s.name} has no experts",
+                              "ep"))
+        elif (plan.tp * plan.cp * plan.dp) % plan.ep:
+            probs.append(_bad(f"ep {plan.ep} must divide tp x cp x dp = "
+                              f"{plan.tp * plan.cp * plan.dp} (experts fold over those ranks)",
+                              "ep"))
+    # (decode splits the KV cache over cp, not the one new token)
+    if phase != "decode" and plan.cp > 1 and seq % plan.cp:
+        probs.append(_bad(f"seq {seq} is not a multiple of cp {plan.cp}", "cp"))
+    if plan.sequence_parallel and plan.tp > 1 and phase != "decode" and \
+            (seq // max(1, plan.cp)) % plan.tp:
+        probs.append(_bad(f"sequence parallelism needs the tokens per device ({seq}) to be a "
+                          f"multiple of tp {plan.tp}", "sequence_parallel"))
+    per = plan.dp * plan.microbatches
+    if batch % per:
+        probs.append(_bad(f"the batch of {batch} sequences does not split into dp {plan.dp} x "
+                          f"microbatches {plan.microbatches}; use a multiple of {per}",
+                          "microbatches"))
+    if phase != "train" and (plan.zero or plan.recompute != "none"):
+        key = "zero" if plan.zero else "recompute"
+        probs.append(_bad(f"{key} applies to training only (phase {phase})", key))
+    if probs:
+        raise WorkloadError(probs)
+    return batch // per
+
+
+def block_counts(s: TransformerShape) -> tuple[int, int]:
+    """(dense blocks, MoE blocks)."""
+    if not s.is_moe:
+        return s.layers, 0
+    dense = min(s.dense_layers, s.layers)
+    return dense, s.layers - dense
+
+
+def block_graphs(s: TransformerShape, plan: ParallelPlan, phase: str, micro_batch: int,
+                 seq: int | None, context: int | None) -> dict[str, Workload]:
+    """The per-device graphs a plan's step is made of, for one microbatch:
+
+    ``base`` (embedding, final norm and head, no blocks), ``dense`` (base + one dense block)
+    and, for MoE models, ``moe`` (base + one MoE block). Tokens are the device's own
+    (``seq / cp``); decode with ``cp`` holds ``context / cp`` of the cache.
+    """
+    seq_l = None if seq is None else seq // plan.cp if phase != "decode" else seq
+    ctx_l = None if context is None else max(0, context // plan.cp)
+    if phase == "decode" and plan.cp > 1 and ctx_l is None:
+        ctx_l = (s.context // 2) // plan.cp
+    out: dict[str, Workload] = {}
+    zero = replace(s, layers=0)
+    out["base"] = build_transformer(zero, phase, micro_batch, seq_l, ctx_l, plan.tp)
+    dense, moe = block_counts(s)
+    if dense:
+        one = replace(s, layers=1, dense_layers=1) if s.is_moe else replace(s, layers=1)
+        out["dense"] = build_transformer(one, phase, micro_batch, seq_l, ctx_l, plan.tp)
+    if moe:
+        one = replace(s, layers=1, dense_layers=0)
+        out["moe"] = build_transformer(one, phase, micro_batch, seq_l, ctx_l, plan.tp,
+                                       plan.ep)
+    return out
+
+
+def without_collectives(w: Workload) -> Workload:
+    """A copy of ``w`` without its all-reduce ops (their consumers depend on their producers
+    instead): a plan prices collectives on the cluster, and a device family without a link
+    model (PIM, FPGA, spatial arrays) can then run a tensor-parallel shard."""
+    from workloads.ops import AllReduce
+
+    out = Workload(w.name, w.phase, w.batch, w.seq, w.context, w.parameters, w.family,
+                   tied=w.tied, devices=w.devices)
+    deps: dict[str, list[str]] = {}
+    for op in w.ops():
+        pre: list[str] = []
+        for p in w.graph.predecessors(op.name):
+            pre.extend(deps.get(p, [p]))
+        if isinstance(op, AllReduce):
+            deps[op.name] = pre
+            continue
+        out.add(op, list(dict.fromkeys(pre)))
+    return out
+
+
+def layer_comms(s: TransformerShape, plan: ParallelPlan, phase: str, micro_batch: int,
+                seq: int, moe: bool) -> list[Comm]:
+    """Collectives of one block for one microbatch on one device (forward, then backward
+    for training; full recomputation repeats the forward tensor-parallel ones).
+
+    * tp: two all-reduces of ``tokens x d`` (attention output, FFN output), each an
+      all-gather + reduce-scatter pair with sequence parallelism;
+    * ep (MoE blocks): dispatch and combine all-to-all of ``tokens/tp x top_k x d``;
+    * cp (prefill/train): the ring passes K and V of every other device:
+      an all-gather of ``cp x`` the device's K/V block; decode: an all-reduce of the partial
+      attention outputs (``tokens x d``).
+    """
+    tokens = micro_batch * (seq // plan.cp if phase != "decode" else 1)
+    out: list[Comm] = []
+    passes = ["fwd"] + (["bwd_data"] if phase == "train" else [])
+    if phase == "train" and plan.recompute == "full":
+        passes.append("bwd_data")   # the recomputed forward runs inside the backward pass
+    hl, kvl = _tp_heads(s, plan.tp)
+    for i, p in enumerate(passes):
+        grad = i == 1
+        if plan.tp > 1:
+            full = tokens * s.d_model
+            for part in ("attn", "ffn"):
+                if plan.sequence_parallel:
+                    out.append(AllGather(name=f"{part}.tp.ag", elements=full, devices=plan.tp,
+                                         group="tp", pass_=p))
+                    out.append(ReduceScatter(name=f"{part}.tp.rs", elements=full,
+                                             devices=plan.tp, group="tp", pass_=p))
+                else:
+                    out.append(GroupAllReduce(name=f"{part}.tp", elements=full,
+                                              devices=plan.tp, group="tp", pass_=p))
+        if moe and plan.ep > 1:
+            disp = -(-tokens // plan.tp) * s.top_k * s.d_model
+            for nm in ("moe.dispatch", "moe.combine"):
+                out.append(AllToAll(name=nm, elements=disp, devices=plan.ep, group="ep",
+                                    pass_=p))
+        if plan.cp > 1:
+            if phase == "decode":
+                out.append(GroupAllReduce(name="cp.combine", elements=tokens * s.d_model,
+                                          devices=plan.cp, group="cp", pass_=p))
+            else:
+                kv_dim = (s.kv_lora_rank + s.qk_rope_dim) if s.is_mla else 2 * kvl * s.hd
+                block = tokens * kv_dim
+                out.append(AllGather(name="cp.kv", elements=block * plan.cp * (2 if grad else 1),
+                                     devices=plan.cp, group="cp", pass_=p))
+    return out
+
+
+def _layer_activation_bytes(s: TransformerShape, plan: ParallelPlan, micro_batch: int,
+                            seq: int, moe: bool) -> float:
+    """Stored activations of one block for one microbatch (Korthikanti et al. 2022, Sec. 4,
+    generalised; module doc). ``seq`` is the device's tokens per sequence (after cp)."""
+    sb = seq * micro_batch
+    t = plan.tp
+    h = s.d_model
+    hl, kvl = _tp_heads(s, t)
+    if plan.recompute == "full":
+        return 2 * sb * h / (t if plan.sequence_parallel else 1)
+    if s.is_mla:
+        qd = kd = hl * (s.qk_nope_dim + s.qk_rope_dim)
+        vd = pd = hl * s.v_head_dim
+    else:
+        qd, kd, vd, pd = hl * s.hd, kvl * s.hd, kvl * s.hd, hl * s.hd
+    # not split by tp: norm inputs (2 x 2sbh), QKV and FFN inputs (2 x 2sbh), 2 dropout masks
+    unsplit = float((4 + 4 + 2) * sb * h)
+    if plan.sequence_parallel:
+        unsplit /= t
+    split = 2 * sb * (qd + kd + vd + pd)          # Q, K, V, projection input (per shard)
+    if moe:     # gate, up, activation outputs of the routed and shared experts; scores
+        routed = (-(-sb // t) * s.top_k * 3 * s.moe_ffn if plan.ep > 1
+                  else sb * s.top_k * 3 * (-(-s.moe_ffn // t)))
+        shared = sb * 3 * (-(-s.shared_experts * s.moe_ffn // t))
+        split += 2 * (routed + shared + sb * s.experts)
+    elif s.ffn_kind == "swiglu":
+        split += 2 * sb * 3 * (-(-s.ffn // t))     # gate, up, activation outputs
+    else:
+        split += 2 * sb * 2 * (-(-s.ffn // t))     # first linear output, activation output
+    scores = 0.0
+    if plan.recompute == "none":
+        keys = seq * plan.cp                        # ring attention: scores over every key
+        scores = 5 * hl * seq * keys * micro_batch  # softmax out (2) + dropout mask (1) + ...
+    return unsplit + split + scores
+
+
+def memory_per_device(s: TransformerShape, plan: ParallelPlan, phase: str, batch: int,
+                      seq: int, context: int, params: dict[str, int]) -> dict[str, float]:
+    """Bytes resident on the most loaded device (module doc).
+
+    Args:
+        params: parameter counts ``base`` (embedding + head + final norm), ``dense`` and
+            ``moe`` (one block each, experts included) and ``expert`` (the routed experts of
+            one MoE block), from the built graphs.
+
+    Returns:
+        ``weights``, ``grads``, ``optimizer``, ``activations``, ``kv_cache`` and ``total``.
+    """
+    dense, moe = block_counts(s)
+    pp, tp = plan.pp, plan.tp
+    # the stage with the most blocks and, with pp > 1, the head (the embedding's twin)
+    base = params["base"] if pp == 1 else params["base"] / 2
+    nonexp = (dense * params.get("dense", 0) + moe * (params.get("moe", 0) - params.get("expert", 0)))
+    exp = moe * params.get("expert", 0)
+    exp_split = plan.ep if plan.ep > 1 else tp
+    per_dev = (base + nonexp / pp) / tp + exp / pp / exp_split
+    # training keeps bf16 weights; inference serves the blocks in the model's weight format
+    # (embedding and head stay 16-bit)
+    wb = BYTES_PER_PARAM["weights"]
+    if phase != "train":
+        from workloads.formats import get_format
+
+        blk = get_format(s.w_format).bytes_per_element
+        w = (base / tp) * wb + (per_dev - base / tp) * blk
+    else:
+        w = per_dev * wb
+    out = {"weights": w, "grads": 0.0, "optimizer": 0.0, "activations": 0.0, "kv_cache": 0.0}
+    if phase == "train":
+        dp = plan.dp
+        out["optimizer"] = per_dev * BYTES_PER_PARAM["optimizer"] / (dp if plan.zero >= 1 else 1)
+        out["grads"] = per_dev * BYTES_PER_PARAM["grads"] / (dp if plan.zero >= 2 else 1)
+        out["weights"] = w / (dp if plan.zero >= 3 else 1)
+        mb = batch // (plan.dp * plan.microbatches)
+        seq_l = seq // plan.cp
+        per_layer = (dense * _layer_activation_bytes(s, plan, mb, seq_l, False)
+                     + moe * _layer_activation_bytes(s, plan, mb, seq_l, True)) / s.layers
+        inflight = float(min(plan.microbatches, pp))
+        if plan.interleave > 1:
+            inflight *= 1 + (pp - 1) / (pp * plan.interleave)
+        act = per_layer * (s.layers / pp) * inflight
+        if plan.recompute == "full":     # one block's full activations while it recomputes
+            act += _layer_activation_bytes(s, replace(plan, recompute="none"), mb, seq_l,
+                                           moe > 0)
+        # fp32 logits of the vocabulary shard on the last stage
+        act += 4 * mb * seq_l * (-(-s.vocab // tp))
+        out["activations"] = act
+    else:
+        b_dev = batch // plan.dp
+        ctx = (context + 1 if phase == "decode" else seq) / plan.cp
+        _, kvl = _tp_heads(s, tp)
+        per_tok = (s.kv_lora_rank + s.qk_rope_dim) if s.is_mla else 2 * kvl * s.hd
+        out["kv_cache"] = 2 * (s.layers / pp) * b_dev * ctx * per_tok
+    out["total"] = sum(out.values())
+    return out
