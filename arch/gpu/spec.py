@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from arch.gpu.power import PowerSpec
 from arch.memory import MemorySpec
 from arch.spec import param
 
@@ -144,10 +145,24 @@ class GpuSpec:
     dequant_ops_per_weight: float = param(
         1.0, doc="CUDA-core instructions per dequantised weight element (Marlin-style lop3 + "
                  "fma on packed halves)", min=0)
+    power: PowerSpec | None = param(
+        None, doc="power limit, V-f curve and calibrated power constants (arch/gpu/power.py); "
+                  "with it the SM clock of each kernel emerges from the power cap and "
+                  "tensor_clock_mhz must equal clock_mhz (the top of the curve); null = one "
+                  "fixed tensor_clock_mhz and library energies")
+    runtime: str = param(
+        "ideal", doc="host software stack that launches the kernels (arch/gpu/host.py): ideal "
+                     "(no host cost), cuda_graph, eager (PyTorch eager), eager_hf (Hugging "
+                     "Face generate)", choices=("ideal", "cuda_graph", "eager", "eager_hf"))
     source: str = param("", doc="where the numbers come from")
 
     def check(self) -> list[tuple[str, str]]:
         out = []
+        if self.power is not None and not (
+                self.clock_mhz == self.tensor_clock_mhz == self.power.top_mhz):
+            out.append(("power.vf_mhz", f"with a power section clock_mhz ({self.clock_mhz:g}), "
+                        f"tensor_clock_mhz ({self.tensor_clock_mhz:g}) and the top of vf_mhz "
+                        f"({self.power.top_mhz:g}) must be equal"))
         if self.tensor_clock_mhz > self.clock_mhz:
             out.append(("tensor_clock_mhz", f"expected <= clock_mhz ({self.clock_mhz:g}), got "
                                             f"{self.tensor_clock_mhz:g}"))

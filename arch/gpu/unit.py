@@ -56,6 +56,7 @@ _RF_WIDTH_BITS = 1024        # one warp-wide 32-bit register access
 # C 512 B and writes C 512 B.
 _RF_READ_B_PER_MAC = 1280 / 2048
 _RF_WRITE_B_PER_MAC = 512 / 2048
+_RF_AB_B_PER_MAC = 768 / 2048     # the A + B part of the reads
 
 
 @register
@@ -195,6 +196,50 @@ class TensorCoreGpu(Unit):
     def _cycles(self, seconds: float) -> int:
         return cycles_of(seconds * self.clock_hz)
 
+    def _action_pj(self) -> dict[tuple[str, str], float]:
+        """Energy per action (pJ, at the top voltage) of this unit's components, from
+        ``energy/`` (cached; used only by the power model)."""
+        cache = self.__dict__.get("_pj_cache")
+        if cache is None:
+            from energy import Technology
+            from energy.report import energy_per_action_pj
+
+            tech = Technology(node_nm=self.node_nm)
+            cache = {}
+            for c in self.components():
+                if c.cls == "static":
+                    continue
+                for a in ("mac", "op", "read", "write", "cycle"):
+                    try:
+                        cache[(c.name, a)] = energy_per_action_pj(c, a, tech)
+                    except ValueError:
+                        continue
+            self.__dict__["_pj_cache"] = cache
+        return cache
+
+    def _dvfs(self, time_s: float, fixed_s: float, t_clk_s: float, t_mem_s: float,
+              actions: dict[tuple[str, str], float]
+              ) -> tuple[float, dict[tuple[str, str], float], dict[str, float]]:
+        """Apply the power cap (``spec.power``, ``arch.gpu.power``) to a kernel timed at the
+        top clock: ``fixed_s`` (launch, latency) + max(``t_clk_s`` (SM-clock bound), ``t_mem_s``
+        (HBM bound)). Returns (latency s, actions, details). Core-rail action counts come back
+        weighted by (V/V_top)^2 (energy-equivalent actions at the top voltage; HBM unscaled),
+        plus the active-chip clock cycles. Without ``spec.power``: unchanged."""
+        p = self.spec.power
+        if p is None:
+            return time_s, actions, {}
+        from arch.gpu.power import solve_clock
+
+        pj = self._action_pj()
+        hbm = self.cname("hbm")
+        e_core = sum(c * pj.get(k, 0.0) for k, c in actions.items() if k[0] != hbm) * 1e-12
+        e_hbm = sum(c * pj.get(k, 0.0) for k, c in actions.items() if k[0] == hbm) * 1e-12
+        pt = solve_clock(p, self.spec.static_power_w, t_clk_s, t_mem_s, e_core, e_hbm)
+        out = {k: (c if k[0] == hbm else c * pt.v2) for k, c in actions.items()}
+        out[(self.cname("clock"), "cycle")] = pt.body_s * pt.clock_mhz * 1e6 * pt.v2
+        return fixed_s + pt.body_s, out, {"clock_mhz": pt.clock_mhz, "power_w": pt.power_w,
+                                          "volts": pt.volts, "power_capped": float(pt.capped)}
+
     # ---- estimate ---------------------------------------------------------------------
     def estimate(self, op: Op, mapping: Any = None) -> Estimate:
         reason = self.supports(op)
@@ -261,8 +306,10 @@ class TensorCoreGpu(Unit):
         if isinstance(k, Estimate):
             return k
         plan, r, fused, sparse = k
-        cycles = self._cycles(r.time_s)
         actions = self._gemm_actions(plan, r)
+        lat_s, actions, dvfs = self._dvfs(r.time_s, r.launch_s, max(r.sm_s, r.l2_s), r.hbm_s,
+                                          actions)
+        cycles = self._cycles(lat_s)
         util = op.effective_macs() / (self.peak_macs_per_cycle(op) * cycles) if cycles else 0.0
         dataflow = ("attn_fused" if fused else plan.path if plan.path != "tc" else
                     "gemm_splitk" if r.split > 1 else "gemm_tc")
@@ -270,6 +317,7 @@ class TensorCoreGpu(Unit):
                    "bm": r.bm, "bn": r.bn, "bk": r.bk, "split_k": r.split, "stages": r.stages,
                    "ctas_per_sm": r.ctas_per_sm, "passes": plan.passes,
                    "sparse_speedup": sparse, "tensor_clock_hz": s.tensor_clock_mhz * 1e6}
+        details.update(dvfs)
         return Estimate(op.name, op.kind, self.name, dataflow, cycles, self.clock_hz,
                         macs=op.macs(), flops=op.flops(), dram_read_bytes=r.hbm_read_bytes,
                         dram_write_bytes=r.hbm_write_bytes,
@@ -280,8 +328,12 @@ class TensorCoreGpu(Unit):
     def _gemm_actions(self, plan: MmaPlan, r: GemmResult) -> dict[tuple[str, str], float]:
         a: dict[tuple[str, str], float] = {}
         if plan.tensor:
+            # A and B fragment bytes per MAC scale with the operand width (fp8/int8 fragments
+            # are half the bytes of fp16 ones); the fp32 accumulator traffic does not
+            w = min(1.0, plan.operand_bits / 16.0) if self.spec.power is not None else 1.0
+            rf_read = _RF_READ_B_PER_MAC - _RF_AB_B_PER_MAC * (1.0 - w)
             a[(self.cname(f"tensor_core_{plan.tc_format}"), "mac")] = r.mma_macs
-            a[(self.cname("regfile"), "read")] = r.mma_macs * _RF_READ_B_PER_MAC / (_RF_WIDTH_BITS / 8)
+            a[(self.cname("regfile"), "read")] = r.mma_macs * rf_read / (_RF_WIDTH_BITS / 8)
             a[(self.cname("regfile"), "write")] = r.mma_macs * _RF_WRITE_B_PER_MAC / (_RF_WIDTH_BITS / 8)
             if r.convert_ops:
                 a[(self.cname("cuda_core"), "op")] = r.convert_ops
@@ -314,7 +366,6 @@ class TensorCoreGpu(Unit):
         body = max(t_mem, t_alu, t_sfu)
         fixed = (s.launch_overhead_us * 1e-6 if launch else 0.0) + (
             s.dram_latency_ns * 1e-9 if read_b else 0.0)
-        cycles = self._cycles(fixed + body)
         bound = "memory" if body == t_mem and t_mem > 0 else "compute"
         if fixed > body:
             bound = "latency"
@@ -326,13 +377,16 @@ class TensorCoreGpu(Unit):
             actions[(self.cname("l2"), "read")] = read_b / (_L2_SECTOR_BITS / 8)
         if write_b:
             actions[(self.cname("hbm"), "write")] = write_b
+        lat_s, actions, dvfs = self._dvfs(fixed + body, fixed, max(t_alu, t_sfu), t_mem, actions)
+        cycles = self._cycles(lat_s)
         peak = s.sm_count * s.cuda_core.fp32_lanes_per_sm
         util = ops / (peak * cycles) if cycles and ops else 0.0
         return Estimate(op.name, op.kind, self.name, dataflow, cycles, self.clock_hz,
                         flops=op.flops(), dram_read_bytes=read_b, dram_write_bytes=write_b,
                         actions=MappingProxyType(actions), utilization=min(1.0, util),
                         bound=bound, mapping=dataflow,
-                        details=MappingProxyType({"mem_s": t_mem, "alu_s": t_alu, "sfu_s": t_sfu}))
+                        details=MappingProxyType({"mem_s": t_mem, "alu_s": t_alu, "sfu_s": t_sfu,
+                                                  **dvfs}))
 
     def _estimate_allreduce(self, op: AllReduce) -> Estimate:
         s = self.spec
@@ -395,6 +449,19 @@ class TensorCoreGpu(Unit):
             Component(self.cname("static"), "static", 1,
                       {"power_w": s.static_power_w, "source": s.source or "config static_power_w"}),
         ]
+        if s.power is not None:
+            # calibrated board (docs/gpu.md): the on-chip library energies times the fitted
+            # scale, the HBM energy times its scale, and the active-chip energy per clock
+            from dataclasses import replace
+
+            scale = {"mac": s.power.core_energy_scale, "vector": s.power.core_energy_scale,
+                     "regfile": s.power.core_energy_scale, "sram": s.power.core_energy_scale,
+                     "dram": s.power.hbm_energy_scale}
+            out = [replace(c, attrs={**c.attrs, "energy_scale": scale[c.cls]})
+                   if c.cls in scale else c for c in out]
+            out.append(Component(self.cname("clock"), "fixed", 1, {
+                "energy_pj": {"cycle": s.power.active_pj_per_cycle}, "area_mm2": 0.0,
+                "leakage_w": 0.0, "source": s.power.source or "config power.active_pj_per_cycle"}))
         return out
 
     # ---- cycle-level lowering ---------------------------------------------------------
