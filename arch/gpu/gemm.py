@@ -22,7 +22,9 @@ does not depend on the shape, so the minimum over it stays monotone in M, N, K):
   epilogue (C tile store) when it cannot overlap another CTA;
 * L2 time: all stage bytes (one operand divided by the cluster multicast) / L2 bandwidth;
 * HBM time: the L2-reuse model below / (bandwidth x efficiency);
-* total = launch overhead + pipeline fill (one DRAM latency) + max(SM, L2, HBM).
+* total = launch overhead + pipeline fill (one DRAM latency) + max(SM, L2, HBM), plus a
+  second launch (the partial-sum reduction kernel) when a grid that underfills the SMs
+  splits K (split-K or stream-K): the GEMV / small-M case.
 
 L2 reuse (HBM bytes): an operand that fits in the usable L2 is fetched once. Otherwise the
 grid is rasterised in groups of ``g`` tile rows (CUTLASS swizzle): B is re-fetched once
@@ -236,7 +238,10 @@ def gemm_time(spec: GpuSpec, g: GemmShape, plan: MmaPlan, *,
             hbm_s = (reads + writes) / hbm_bw
             l2_s = l2_bytes / l2_bw
             body = max(sm_s, l2_s, hbm_s)
-            total = launch_s + body
+            # a grid that underfills the SMs and splits K reduces its fp32 partials in a
+            # second kernel (cuBLAS splitKreduce / stream-K fix-up pass): one more launch
+            fix_s = launch_s if (s > 1 or streamk) and tiles_mn < sms else 0.0
+            total = launch_s + fix_s + body
             if best is None or total < best.time_s - 1e-15:
                 bound = "compute" if body == sm_s else ("memory" if body == hbm_s else "l2")
                 if body == sm_s and t_k > t_mma * 1.0001:
@@ -253,7 +258,7 @@ def gemm_time(spec: GpuSpec, g: GemmShape, plan: MmaPlan, *,
                     epi_bytes=em * en * g.c_bpe,
                     split_bytes=(2 * bm * bn * _ACC_BYTES * 2 if streamk else
                                  (bm * bn * _ACC_BYTES * 2 if s > 1 else 0.0)),
-                    lat_cyc=lat_cyc, launch_s=launch_s)
+                    lat_cyc=lat_cyc, launch_s=launch_s + fix_s)
     if best is None:
         raise ValueError("no feasible CTA tile (shared memory or registers too small)")
     return best

@@ -30,6 +30,7 @@ from arch.gpu.spec import GpuSpec
 from workloads.errors import MappingError, Problem
 from workloads.ops import (
     AllReduce,
+    Attention,
     Conv2d,
     Elementwise,
     Embedding,
@@ -81,6 +82,11 @@ class TensorCoreGpu(Unit):
 
     def supports(self, op: Op) -> str | None:
         if isinstance(op, (Gemm, Conv2d, Softmax, Norm, Elementwise, Embedding)):
+            return None
+        if isinstance(op, Attention):
+            f = "fp16" if op.a_format.name in ("fp16", "fp32") else op.a_format.name
+            if not self.spec.tc_rate_per_sm(f):
+                return f"no tensor-core rate for attention in {op.a_format.name}"
             return None
         if isinstance(op, AllReduce):
             if op.devices > 1 and self.spec.nvlink is None:
@@ -254,7 +260,41 @@ class TensorCoreGpu(Unit):
             return self._estimate_stream(op, "gather", op.weight_bytes(), op.output_bytes(), 0)
         if isinstance(op, AllReduce):
             return self._estimate_allreduce(op)
+        if isinstance(op, Attention):
+            return self._estimate_attention(op)
         return infeasible(op, self.name, f"op kind {op.kind!r} not modelled", self.clock_hz)
+
+    def _estimate_attention(self, op: Attention) -> Estimate:
+        """FlashAttention prefill / split-KV decode (``arch.gpu.kernels``)."""
+        from arch.gpu.kernels import attention_time
+
+        s = self.spec
+        f = "fp16" if op.a_format.name in ("fp16", "fp32") else op.a_format.name
+        rate = float(s.tc_rate_per_sm(f))
+        t = attention_time(s, op, rate)
+        macs = float(op.macs())
+        actions: dict[tuple[str, str], float] = {
+            (self.cname(f"tensor_core_{f}"), "mac"): macs,
+            (self.cname("regfile"), "read"): macs * _RF_READ_B_PER_MAC / (_RF_WIDTH_BITS / 8),
+            (self.cname("regfile"), "write"): macs * _RF_WRITE_B_PER_MAC / (_RF_WIDTH_BITS / 8),
+            (self.cname("cuda_core"), "op"): t.alu_ops + t.sfu_ops,
+            (self.cname("smem"), "read"): macs * op.a_format.bytes_per_element / op.head_dim
+            / (_SMEM_WIDTH_BITS / 8),
+            (self.cname("l2"), "read"): t.read_b / (_L2_SECTOR_BITS / 8),
+            (self.cname("hbm"), "read"): t.read_b,
+            (self.cname("hbm"), "write"): t.write_b}
+        lat_s, actions, dvfs = self._dvfs(t.time_s, t.fixed_s, t.sm_s, t.hbm_s, actions)
+        cycles = self._cycles(lat_s)
+        body = max(t.sm_s, t.hbm_s)
+        bound = "memory" if body == t.hbm_s else "compute"
+        util = op.effective_macs() / (s.sm_count * rate * cycles) if cycles else 0.0
+        df = "attn_decode" if t.decode else "attn_fused"
+        return Estimate(op.name, op.kind, self.name, df, cycles, self.clock_hz,
+                        macs=op.macs(), flops=op.flops(), dram_read_bytes=t.read_b,
+                        dram_write_bytes=t.write_b, actions=MappingProxyType(actions),
+                        utilization=min(1.0, util), bound=bound,
+                        mapping=("split-KV decode" if t.decode else "flash prefill"),
+                        details=MappingProxyType({"sm_s": t.sm_s, "hbm_s": t.hbm_s, **dvfs}))
 
     def _gemm_kernel(self, op: Gemm | Conv2d, df: str, tile: tuple[int, int, int] | None,
                      split: int | None) -> tuple[MmaPlan, GemmResult, bool, float] | Estimate:
@@ -353,16 +393,29 @@ class TensorCoreGpu(Unit):
         if fused:
             return self._estimate_stream(op, "attn_fused", 0.0, 0.0, op.vector_ops(), sfu,
                                          launch=False)
-        return self._estimate_stream(op, "vector", op.input_bytes() + op.weight_bytes(),
+        from arch.gpu.kernels import vector_read_passes
+
+        extra = (vector_read_passes(op) - 1) * op.input_bytes()
+        s = self.spec
+        if extra and op.input_bytes() <= s.l2.l2_bytes * s.l2.usable_fraction:
+            # the re-reads hit L2 (the tensor fits): charged on the L2 at its bandwidth
+            return self._estimate_stream(op, "vector", op.input_bytes() + op.weight_bytes(),
+                                         op.output_bytes(), op.vector_ops(), sfu,
+                                         l2_extra_b=extra)
+        return self._estimate_stream(op, "vector", op.input_bytes() + op.weight_bytes() + extra,
                                      op.output_bytes(), op.vector_ops(), sfu)
 
     def _estimate_stream(self, op: Op, dataflow: str, read_b: float, write_b: float,
-                         ops: float, sfu_ops: float = 0.0, launch: bool = True) -> Estimate:
-        """Streaming kernel: max(bytes / sustained bandwidth, ALU, SFU) + launch + latency."""
+                         ops: float, sfu_ops: float = 0.0, launch: bool = True,
+                         l2_extra_b: float = 0.0) -> Estimate:
+        """Streaming kernel: max(bytes / sustained bandwidth, L2 re-reads, ALU, SFU) + launch
+        + latency."""
         s = self.spec
         t_mem = (read_b + write_b) / s.memory.sustained_bytes_per_s
         t_alu = ops / (s.sm_count * s.cuda_core.fp32_lanes_per_sm * s.clock_hz)
         t_sfu = sfu_ops / (s.sm_count * s.cuda_core.sfu_per_sm * s.clock_hz)
+        t_alu = max(t_alu, (read_b + l2_extra_b) / (s.l2.bandwidth_gbps * 1e9)) if l2_extra_b \
+            else t_alu
         body = max(t_mem, t_alu, t_sfu)
         fixed = (s.launch_overhead_us * 1e-6 if launch else 0.0) + (
             s.dram_latency_ns * 1e-9 if read_b else 0.0)
