@@ -125,12 +125,35 @@ def board_power_w(p: PowerSpec, idle_w: float, mhz: float, t_clk_s: float, t_mem
 
 
 def solve_clock(p: PowerSpec, idle_w: float, t_clk_s: float, t_mem_s: float,
-                e_core_j: float, e_hbm_j: float) -> DvfsPoint:
+                e_core_j: float, e_hbm_j: float, other_j: float = 0.0,
+                other_s: float = 0.0) -> DvfsPoint:
     """Highest clock on the V-f curve (``clock_step_mhz`` grid down from the top) whose
-    board power fits under ``power_limit_w``; the lowest curve point if none does."""
-    f = p.top_mhz
-    while True:
+    board power fits under ``power_limit_w``; the lowest curve point if none does.
+
+    ``other_j`` / ``other_s``: energy and time of other work that alternates with this
+    kernel inside the limiter's averaging window (e.g. a benchmark's L2-flush memset between
+    calls); the limit then applies to the average ``(P(f) T(f) + other_j) / (T(f) + other_s)``.
+    """
+    # P(f) rises with f (V(f) non-decreasing, T(f) non-increasing), so bisect the steps
+    n = int((p.top_mhz - p.min_mhz) // p.clock_step_mhz)
+
+    def at(k: int) -> tuple[float, float, float, float]:
+        f = p.top_mhz - k * p.clock_step_mhz
         pw, body = board_power_w(p, idle_w, f, t_clk_s, t_mem_s, e_core_j, e_hbm_j)
-        if pw <= p.power_limit_w or f - p.clock_step_mhz < p.min_mhz:
-            return DvfsPoint(f, p.voltage(f), p.v2(f), body, pw, f < p.top_mhz)
-        f -= p.clock_step_mhz
+        avg = (pw * body + other_j) / (body + other_s) if body + other_s > 0 else pw
+        return f, pw, body, avg
+
+    f, pw, body, avg = at(0)
+    if avg > p.power_limit_w:
+        lo, hi = 0, n          # at(lo) is over the limit; find the first k that fits
+        if at(hi)[3] > p.power_limit_w:
+            lo = hi
+        else:
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if at(mid)[3] > p.power_limit_w:
+                    lo = mid
+                else:
+                    hi = mid
+        f, pw, body, avg = at(hi)
+    return DvfsPoint(f, p.voltage(f), p.v2(f), body, pw, f < p.top_mhz)

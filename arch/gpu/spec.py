@@ -35,6 +35,11 @@ class TensorCoreSpec:
             "clock (instruction issue / operand-fetch limits; see docs/gpu.md)",
         min=0, max=1, min_exclusive=True)
 
+    library_rate_fraction: dict[str, float] = param(
+        default_factory=dict,
+        doc="fraction of the MMA rate that the kernels the libraries actually ship for a "
+            "format reach, by format (Hopper int8 via PyTorch _int_mm / cuBLASLt runs "
+            "Ampere-style mma.sync kernels, not wgmma); a format not listed: 1")
     sparse_24_speedup: float = param(
         1.0, doc="MMA rate multiplier for 2:4 structured-sparse weights (Ampere+: 2; 1 = none)",
         min=1, max=2)
@@ -49,6 +54,12 @@ class TensorCoreSpec:
                 out.append((f"fma_per_clock.{k}", f"expected an int >= 1, got {v!r}"))
         if not self.fma_per_clock:
             out.append(("fma_per_clock", "expected at least one format"))
+        for k, v in self.library_rate_fraction.items():
+            if k not in self.fma_per_clock:
+                out.append((f"library_rate_fraction.{k}", f"expected a format listed in "
+                            f"fma_per_clock ({', '.join(self.fma_per_clock)})"))
+            elif not 0 < v <= 1:
+                out.append((f"library_rate_fraction.{k}", f"expected 0 < x <= 1, got {v!r}"))
         return out
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
@@ -74,6 +75,18 @@ class TensorCoreGpu(Unit):
     kind = "tensor_core_gpu"
     Spec = GpuSpec
     spec: GpuSpec
+
+    #: (joules, seconds) of other work sharing the power limiter's averaging window with
+    #: each kernel (0, 0 = the kernel runs back to back with itself: sustained).
+    power_window: tuple[float, float] = (0.0, 0.0)
+
+    def in_power_window(self, other_j: float, other_s: float) -> TensorCoreGpu:
+        """A copy of this unit whose kernels alternate with ``other_s`` seconds of other work
+        costing ``other_j`` joules (board energy) inside the power limiter's window, as in a
+        benchmark that flushes L2 between calls (``archsim.silicon``)."""
+        u = TensorCoreGpu(self.name, self.spec, self.node_nm)
+        u.power_window = (float(other_j), float(other_s))
+        return u
 
     # ---- identity / capability ------------------------------------------------------
     @property
@@ -240,7 +253,8 @@ class TensorCoreGpu(Unit):
         hbm = self.cname("hbm")
         e_core = sum(c * pj.get(k, 0.0) for k, c in actions.items() if k[0] != hbm) * 1e-12
         e_hbm = sum(c * pj.get(k, 0.0) for k, c in actions.items() if k[0] == hbm) * 1e-12
-        pt = solve_clock(p, self.spec.static_power_w, t_clk_s, t_mem_s, e_core, e_hbm)
+        pt = solve_clock(p, self.spec.static_power_w, t_clk_s, t_mem_s, e_core, e_hbm,
+                         *self.power_window)
         out = {k: (c if k[0] == hbm else c * pt.v2) for k, c in actions.items()}
         out[(self.cname("clock"), "cycle")] = pt.body_s * pt.clock_mhz * 1e6 * pt.v2
         return fixed_s + pt.body_s, out, {"clock_mhz": pt.clock_mhz, "power_w": pt.power_w,
@@ -307,6 +321,9 @@ class TensorCoreGpu(Unit):
         if plan is None:
             return infeasible(op, self.name, f"no {df} datapath for {g.a_format.name} x "
                               f"{g.b_format.name} on this GPU", self.clock_hz)
+        lib = s.tensor_core.library_rate_fraction.get(plan.tc_format) if plan.tensor else None
+        if lib:   # the library's kernel for this format does not reach the hardware rate
+            plan = replace(plan, rate_per_sm=plan.rate_per_sm * lib)
         fused = self._fused(g, df)
         a_bpe = g.a_format.bytes_per_element
         b_bytes = g.b_bytes()
@@ -335,8 +352,35 @@ class TensorCoreGpu(Unit):
         elif df == "gemm_splitk":
             splits = tuple(x for x in SPLITS if x > 1)
         launch = not (fused and g.role == "av")
+        rank = None
+        if s.power is not None:
+            from arch.gpu.power import solve_clock
+
+            # energy of a candidate is linear in its counts: fold the pJ per count once
+            probe = GemmResult(0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0,
+                               1, 1, 1, 1, 2, 1, 1, "")
+            pj = self._action_pj()
+            hbm = self.cname("hbm")
+            per: dict[str, float] = {}
+            for field_, zero in (("mma_macs", "mma_macs"), ("convert_ops", "convert_ops"),
+                                 ("smem_bytes", "smem_bytes"), ("l2_bytes", "l2_bytes")):
+                only = replace(probe, **{k: (1.0 if k == zero else 0.0) for k in
+                                         ("mma_macs", "convert_ops", "smem_bytes", "l2_bytes",
+                                          "hbm_read_bytes", "hbm_write_bytes")})
+                per[field_] = sum(c * pj.get(key, 0.0) for key, c in
+                                  self._gemm_actions(plan, only).items()) * 1e-12
+            e_hbm_b = pj.get((hbm, "read"), 0.0) * 1e-12
+            pw = s.power
+
+            def rank(c: GemmResult) -> float:   # latency at the candidate's own clock
+                e_core = (c.mma_macs * per["mma_macs"] + c.convert_ops * per["convert_ops"]
+                          + c.smem_bytes * per["smem_bytes"] + c.l2_bytes * per["l2_bytes"])
+                e_mem = (c.hbm_read_bytes + c.hbm_write_bytes) * e_hbm_b
+                pt = solve_clock(pw, s.static_power_w, max(c.sm_s, c.l2_s), c.hbm_s, e_core,
+                                 e_mem, *self.power_window)
+                return c.launch_s + pt.body_s
         r = gemm_time(s, shape, plan, tiles=(tile,) if tile else None, splits=splits,
-                      launch=launch)
+                      launch=launch, rank=rank)
         return plan, r, fused, sparse
 
     def _estimate_gemm(self, op: Gemm | Conv2d, df: str, tile: tuple[int, int, int] | None,
