@@ -193,7 +193,9 @@ def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
         dram += est.dram_bytes
         rows.append(OpResult(op.name, op.kind, a.unit.name, est.dataflow, op.describe(), cycles,
                              lat, e_op, (est.utilization * est.cycles / cycles) if cycles else 0.0,
-                             est.bound, op.macs(), est.dram_bytes, est.mapping))
+                             est.bound, op.macs(), est.dram_bytes, est.mapping,
+                             {k: float(est.details[k]) for k in REPORTED_DETAILS
+                              if k in est.details}))
     latency, transfers = _makespan(acc, sched, durations, fidelity)
     moved = _transfer_actions(acc, comps, sched, transfers, total_actions)
     dram += moved
@@ -216,6 +218,9 @@ def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
     mem = memory_check(acc, wl)
     if mem is not None:
         extra["memory"] = mem
+    host = _host_summary(acc, rows, latency)
+    if host is not None:
+        extra["host"] = host
     rate = (wl.tokens / latency if wl.is_llm else None) if latency > 0 else None
     srate = (wl.batch / latency if not wl.is_llm else None) if latency > 0 else None
     # utilisation: ideal compute time over the makespan, averaged over the units used
@@ -235,6 +240,26 @@ def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
         tokens_per_s=rate, samples_per_s=srate, ops=tuple(rows), macs=macs, flops=flops,
         dram_bytes=dram, archsim_version=VERSION,
         input_hash=input_hash(acc, wl, fidelity, tag), extra=extra)
+
+
+#: Estimate.details keys copied into the per-op table (GPU power/clock, host runtime).
+REPORTED_DETAILS = ("clock_mhz", "power_w", "host_s", "wall_s")
+
+
+def _host_summary(acc: Accelerator, rows: list[OpResult], latency: float
+                  ) -> dict[str, Any] | None:
+    """Wall time when a unit models its host runtime (``wall_s`` in op details): the
+    device makespan plus what the host adds where it is slower than the device."""
+    if not any("wall_s" in r.details for r in rows):
+        return None
+    add = sum(r.details["wall_s"] - r.latency_s for r in rows if "wall_s" in r.details)
+    runtime = next((str(getattr(u.spec, "runtime", "")) for u in acc.units
+                    if getattr(getattr(u, "spec", None), "runtime", "ideal") != "ideal"), "")
+    from arch.gpu.host import RUNTIME_NOTES
+
+    return {"runtime": runtime, "note": RUNTIME_NOTES.get(runtime, ""), "device_s": latency,
+            "wall_s": latency + max(0.0, add),
+            "host_bound_ops": sum(1 for r in rows if r.details.get("wall_s", 0.0) > r.latency_s)}
 
 
 def memory_check(acc: Accelerator, wl: Workload) -> dict[str, Any] | None:

@@ -267,16 +267,29 @@ class TensorCoreGpu(Unit):
             return infeasible(op, self.name, reason, self.clock_hz)
         df, tile, split = self._parse_mapping(mapping)
         if isinstance(op, (Gemm, Conv2d)):
-            return self._estimate_gemm(op, df, tile, split)
+            return self._with_host(self._estimate_gemm(op, df, tile, split))
         if isinstance(op, VectorOp):
-            return self._estimate_vector(op, df)
+            return self._with_host(self._estimate_vector(op, df))
         if isinstance(op, Embedding):
-            return self._estimate_stream(op, "gather", op.weight_bytes(), op.output_bytes(), 0)
+            return self._with_host(self._estimate_stream(op, "gather", op.weight_bytes(),
+                                                         op.output_bytes(), 0))
         if isinstance(op, AllReduce):
-            return self._estimate_allreduce(op)
+            return self._with_host(self._estimate_allreduce(op))
         if isinstance(op, Attention):
-            return self._estimate_attention(op)
+            return self._with_host(self._estimate_attention(op))
         return infeasible(op, self.name, f"op kind {op.kind!r} not modelled", self.clock_hz)
+
+    def _with_host(self, e: Estimate) -> Estimate:
+        """Add the host cost of ``spec.runtime`` (``arch.gpu.host``): ``host_s`` and
+        ``wall_s = max(device, host)`` in the details; the device latency is unchanged. A
+        fused piece that launches nothing (flash AV / softmax) costs no host time."""
+        if self.spec.runtime == "ideal" or not e.feasible:
+            return e
+        from arch.gpu.host import host_s
+
+        h = host_s(self.spec.runtime) * float(e.details.get("launches", 1.0))
+        return replace(e, details=MappingProxyType({**e.details, "host_s": h,
+                                                    "wall_s": max(e.latency_s, h)}))
 
     def _estimate_attention(self, op: Attention) -> Estimate:
         """FlashAttention prefill / split-KV decode (``arch.gpu.kernels``)."""
@@ -402,6 +415,7 @@ class TensorCoreGpu(Unit):
                    "ctas_per_sm": r.ctas_per_sm, "passes": plan.passes,
                    "sparse_speedup": sparse, "tensor_clock_hz": s.tensor_clock_mhz * 1e6}
         details.update(dvfs)
+        details["launches"] = 1.0 if r.launch_s > 0 else 0.0
         return Estimate(op.name, op.kind, self.name, dataflow, cycles, self.clock_hz,
                         macs=op.macs(), flops=op.flops(), dram_read_bytes=r.hbm_read_bytes,
                         dram_write_bytes=r.hbm_write_bytes,
@@ -483,7 +497,7 @@ class TensorCoreGpu(Unit):
                         actions=MappingProxyType(actions), utilization=min(1.0, util),
                         bound=bound, mapping=dataflow,
                         details=MappingProxyType({"mem_s": t_mem, "alu_s": t_alu, "sfu_s": t_sfu,
-                                                  **dvfs}))
+                                                  "launches": 1.0 if launch else 0.0, **dvfs}))
 
     def _estimate_allreduce(self, op: AllReduce) -> Estimate:
         s = self.spec
