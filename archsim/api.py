@@ -66,8 +66,13 @@ def load(config: str | Path | Accelerator, overrides: Iterable[str] = ()) -> Acc
 
 def workload(model: str, phase: str | None = None, batch: int = 1, seq: int | None = None,
              context: int | None = None, a_format: str | NumberFormat | None = None,
-             w_format: str | NumberFormat | None = None, tp: int = 1) -> Workload:
+             w_format: str | NumberFormat | None = None, tp: int = 1,
+             attention: str = "unfused") -> Workload:
     """Build a zoo model (or a Hugging Face ``config.json`` path) for one phase.
+
+    ``attention="fused"`` builds zoo transformers with one ``Attention`` op per layer
+    (FlashAttention) instead of QK / softmax / AV ops; :func:`preferred_attention` says what
+    a design runs.
 
     ``tp`` > 1: Megatron-style tensor parallelism over ``tp`` devices of the design; the
     workload is one device's shard with its all-reduces, and ``evaluate`` reports the step
@@ -80,11 +85,26 @@ def workload(model: str, phase: str | None = None, batch: int = 1, seq: int | No
     else:
         from workloads.zoo import build
 
-        w = build(model, phase=phase, batch=batch, seq=seq, context=context, tp=tp)
+        w = build(model, phase=phase, batch=batch, seq=seq, context=context, tp=tp,
+                  attention=attention)
     if a_format is not None or w_format is not None:
         w = w.with_formats(get_format(a_format, "--a-format") if a_format else None,
                            get_format(w_format, "--w-format") if w_format else None)
     return w
+
+
+def preferred_attention(acc: Accelerator) -> str:
+    """``fused`` when a unit of ``acc`` is configured for fused attention
+    (``attention: fused``, e.g. GPUs from Ampere on) and runs the ``Attention`` op, else
+    ``unfused``."""
+    from workloads.ops import Attention
+
+    probe = Attention(name="probe", batch=1, heads=1, kv_heads=1, q_len=1, kv_len=1,
+                      head_dim=64)
+    for u in acc.units:
+        if getattr(getattr(u, "spec", None), "attention", "") == "fused" and not u.supports(probe):
+            return "fused"
+    return "unfused"
 
 
 def gemm_workload(m: int, n: int, k: int, batch: int = 1, a_format: str = "fp16",

@@ -531,8 +531,11 @@ class Attention(Op):
         return q * kv - (q * (q - 1) // 2 if self.causal else 0)
 
     def macs(self) -> int:
-        # QK^T and PV: head_dim MACs per score pair each
-        return 2 * self.batch * self.heads * self.pairs() * self.head_dim
+        # forward: QK^T and PV, head_dim MACs per score pair each. Backward (pass bwd_data,
+        # FlashAttention-2 Alg. 2): QK^T recomputed, dV = P^T dO, dP = dO V^T, dQ = dS K,
+        # dK = dS^T Q: five GEMMs of the same size (Dao 2023, Section 3.2)
+        gemms = 5 if self.pass_ == "bwd_data" else 2
+        return gemms * self.batch * self.heads * self.pairs() * self.head_dim
 
     def vector_ops(self) -> int:
         return self.batch * self.heads * self.pairs() * VECTOR_OPS_PER_ELEMENT["softmax"]
@@ -541,13 +544,18 @@ class Attention(Op):
         return 2 * self.macs() + self.vector_ops()
 
     def input_bytes(self) -> float:
+        # forward: Q, K, V; backward: Q, K, V, O and dO
         bpe = self.a_format.bytes_per_element
         q = self.batch * self.heads * self.q_len * self.head_dim
         kv = 2 * self.batch * self.kv_heads * self.kv_len * self.head_dim
-        return (q + kv) * bpe
+        return ((3 * q if self.pass_ == "bwd_data" else q) + kv) * bpe
 
     def output_bytes(self) -> float:
-        return self.batch * self.heads * self.q_len * self.head_dim * self.a_format.bytes_per_element
+        # forward: O; backward: dQ, dK, dV
+        bpe = self.a_format.bytes_per_element
+        q = self.batch * self.heads * self.q_len * self.head_dim
+        kv = 2 * self.batch * self.kv_heads * self.kv_len * self.head_dim
+        return (q + kv if self.pass_ == "bwd_data" else q) * bpe
 
     def describe(self) -> str:
         c = " causal" if self.causal else ""

@@ -185,7 +185,7 @@ def transformer_shape(name: str) -> TransformerShape:
 
 
 def build(name: str, phase: str | None = None, batch: int = 1, seq: int | None = None,
-          context: int | None = None, tp: int = 1) -> Workload:
+          context: int | None = None, tp: int = 1, attention: str = "unfused") -> Workload:
     """Build a zoo model's op graph.
 
     Args:
@@ -195,6 +195,8 @@ def build(name: str, phase: str | None = None, batch: int = 1, seq: int | None =
         seq: tokens per sequence (prefill/train/inference); ignored for CNNs.
         context: KV-cache tokens for decode; ignored for CNNs.
         tp: tensor-parallel degree (transformers only): one device's shard of the graph.
+        attention: transformers: ``unfused`` (QK, softmax, AV ops) or ``fused`` (one
+            ``Attention`` op per layer, FlashAttention); ignored for CNNs.
 
     Returns:
         The workload with ``parameters`` counted from its op shapes.
@@ -204,7 +206,7 @@ def build(name: str, phase: str | None = None, batch: int = 1, seq: int | None =
             batch/seq/context out of range; the message lists the valid values.
     """
     if name in _SHAPES:
-        return build_transformer(_SHAPES[name], phase, batch, seq, context, tp)
+        return build_transformer(_SHAPES[name], phase, batch, seq, context, tp, attention)
     if name in CNN_BUILDERS:
         if tp != 1:
             raise WorkloadError(Problem(f"tensor parallelism applies to transformers; {name} "

@@ -120,6 +120,9 @@ class TensorCoreGpu(Unit):
     def peak_macs_per_cycle(self, op: Op) -> float:
         """Dense MACs/cycle of the fastest datapath for the op's formats at ``clock_hz``
         (vector ops: FP32 lanes)."""
+        if isinstance(op, Attention):
+            f = "fp16" if op.a_format.name in ("fp16", "fp32") else op.a_format.name
+            return float(self.spec.sm_count * self.spec.tc_rate_per_sm(f))
         if op.is_matrix:
             plan = self._plan(op)
             assert plan is not None
