@@ -24,7 +24,7 @@ from workloads.errors import ConfigError, Problem
 from workloads.formats import FORMATS
 from workloads.ops import Elementwise, Gemm, Norm, Op, Softmax
 
-__all__ = ["Row", "load_rows", "row_class", "row_op", "predict_ms", "score", "ClassScore",
+__all__ = ["Row", "load_rows", "row_class", "row_op", "predict_ms", "score", "ClassScore", "model_rows",
            "fit_power", "PowerFit", "energy_prediction"]
 
 _DTYPES = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8_e4m3", "int8": "int8"}
@@ -302,3 +302,38 @@ def energy_prediction(acc: Any, row: dict[str, Any]) -> tuple[float, float, floa
     res = evaluate(acc, Workload.single(op))
     return (res.energy_j * 1e3, float(e.details.get("power_w", math.nan)),
             float(e.details.get("clock_mhz", math.nan)))
+
+
+def model_rows(acc: Any, rows: Iterable[Row | dict[str, Any]]) -> list[dict[str, Any]]:
+    """Whole-model rows (``cnn_infer``, ``cnn_train``, ``train_step``) on design ``acc``:
+    measured and predicted device and wall time (ms). The wall time uses the ``eager``
+    runtime (PyTorch eager, ``arch.gpu.host``); transformers are built with the design's
+    attention (``archsim.api.preferred_attention``)."""
+    from archsim.api import evaluate, preferred_attention, workload
+
+    unit = acc.units[0]
+    eager = type(unit)(unit.name, replace(unit.spec, runtime="eager"), unit.node_nm)
+    acc_e = type(acc)(acc.name, [eager], acc.technology)
+    out = []
+    for r in rows:
+        d = r.data if isinstance(r, Row) else r
+        k = d.get("kind")
+        if k == "cnn_infer":
+            wl = workload(str(d["model"]), batch=int(d["batch"]), a_format="fp16",
+                          w_format="fp16")
+        elif k == "cnn_train":
+            wl = workload(str(d["model"]), phase="train", batch=int(d["batch"]))
+        elif k == "train_step":
+            wl = workload(str(d["model"]), phase="train", batch=int(d["batch"]),
+                          seq=int(d["seq"]), a_format="bf16", w_format="bf16",
+                          attention=preferred_attention(acc))
+        else:
+            continue
+        res = evaluate(acc_e, wl)
+        host = res.extra.get("host", {})
+        out.append({"kind": k, "label": f"{d['model']} batch {d['batch']}",
+                    "device_ms": res.latency_s * 1e3,
+                    "wall_ms": float(host.get("wall_s", res.latency_s)) * 1e3,
+                    "measured_ms": float(d["ms"]),
+                    "measured_kernel_ms": float(d["kernel_ms"]) if "kernel_ms" in d else None})
+    return out

@@ -40,6 +40,10 @@ class TensorCoreSpec:
         doc="fraction of the MMA rate that the kernels the libraries actually ship for a "
             "format reach, by format (Hopper int8 via PyTorch _int_mm / cuBLASLt runs "
             "Ampere-style mma.sync kernels, not wgmma); a format not listed: 1")
+    unaligned_rate_fraction: float = param(
+        1.0, doc="fraction of the MMA rate reached when a GEMM's N or K row is not a multiple "
+                 "of 16 bytes: no TMA / 16-byte vector loads, the libraries fall back to "
+                 "older, narrower kernels (1 = no penalty)", min=0, max=1, min_exclusive=True)
     sparse_24_speedup: float = param(
         1.0, doc="MMA rate multiplier for 2:4 structured-sparse weights (Ampere+: 2; 1 = none)",
         min=1, max=2)

@@ -61,6 +61,13 @@ _RF_WRITE_B_PER_MAC = 512 / 2048
 _RF_AB_B_PER_MAC = 768 / 2048     # the A + B part of the reads
 
 
+def _unaligned(g: Gemm) -> bool:
+    """True when a row of B (N) or of A (K) is not a multiple of 16 bytes: TMA and 16-byte
+    vector loads need 16-byte aligned rows (CUDA TMA descriptor rule; cuBLAS picks its
+    alignment-1/2 kernels otherwise)."""
+    return ((g.n * g.b_format.bits) % 128 != 0 or (g.k * g.a_format.bits) % 128 != 0)
+
+
 @register
 class TensorCoreGpu(Unit):
     """A tensor-core GPU (A100 / H100 / H200 / T4 class).
@@ -340,6 +347,9 @@ class TensorCoreGpu(Unit):
         lib = s.tensor_core.library_rate_fraction.get(plan.tc_format) if plan.tensor else None
         if lib:   # the library's kernel for this format does not reach the hardware rate
             plan = replace(plan, rate_per_sm=plan.rate_per_sm * lib)
+        if plan.tensor and _unaligned(g):   # no TMA / vector loads: the fallback kernels
+            plan = replace(plan, rate_per_sm=plan.rate_per_sm
+                           * s.tensor_core.unaligned_rate_fraction)
         fused = self._fused(g, df)
         a_bpe = g.a_format.bytes_per_element
         b_bytes = g.b_bytes()
