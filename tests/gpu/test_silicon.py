@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,11 @@ from tests.gpu.gpu_helpers import gpu
 DATA = Path(__file__).resolve().parents[1] / "data" / "silicon"
 CAL = silicon.load_rows(DATA / "h100_calibration.jsonl")
 HELD = silicon.load_rows(DATA / "h100_heldout.jsonl")
+
+
+@cache
+def _held_scores() -> dict[str, silicon.ClassScore]:
+    return silicon.score(gpu("h100"), HELD)
 
 
 def _energy_rows(rows: list[silicon.Row]) -> list[silicon.Row]:
@@ -64,7 +70,7 @@ def test_config_power_constants_are_the_calibration_fit() -> None:
                                  "attention", "vector", "copy"])
 def test_heldout_latency_per_class(cls: str) -> None:
     """Held-out kernels: class median |error| <= 10% (issue 16 "Must show")."""
-    sc = silicon.score(gpu("h100"), HELD)[cls]
+    sc = _held_scores()[cls]
     assert sc.median_abs <= 0.10, (cls, sorted(round(e, 3) for e in sc.errors))
 
 
