@@ -22,9 +22,7 @@ does not depend on the shape, so the minimum over it stays monotone in M, N, K):
   epilogue (C tile store) when it cannot overlap another CTA;
 * L2 time: all stage bytes (one operand divided by the cluster multicast) / L2 bandwidth;
 * HBM time: the L2-reuse model below / (bandwidth x efficiency);
-* total = launch overhead + pipeline fill (one DRAM latency) + max(SM, L2, HBM), plus a
-  second launch (the partial-sum reduction kernel) when a grid that underfills the SMs
-  splits K (split-K or stream-K): the GEMV / small-M case.
+* total = launch overhead + pipeline fill (one DRAM latency) + max(SM, L2, HBM).
 
 L2 reuse (HBM bytes): an operand that fits in the usable L2 is fetched once. Otherwise the
 grid is rasterised in groups of ``g`` tile rows (CUTLASS swizzle): B is re-fetched once
@@ -243,10 +241,7 @@ def gemm_time(spec: GpuSpec, g: GemmShape, plan: MmaPlan, *,
             hbm_s = (reads + writes) / hbm_bw
             l2_s = l2_bytes / l2_bw
             body = max(sm_s, l2_s, hbm_s)
-            # a grid that underfills the SMs and splits K reduces its fp32 partials in a
-            # second kernel (cuBLAS splitKreduce / stream-K fix-up pass): one more launch
-            fix_s = launch_s if (s > 1 or streamk) and tiles_mn < sms else 0.0
-            total = launch_s + fix_s + body
+            total = launch_s + body
             # rank(c) >= c.time_s (a capped clock only slows a kernel): prune on the time
             if best is not None and total >= best_key - 1e-15:
                 continue
@@ -265,7 +260,7 @@ def gemm_time(spec: GpuSpec, g: GemmShape, plan: MmaPlan, *,
                 epi_bytes=em * en * g.c_bpe,
                 split_bytes=(2 * bm * bn * _ACC_BYTES * 2 if streamk else
                              (bm * bn * _ACC_BYTES * 2 if s > 1 else 0.0)),
-                lat_cyc=lat_cyc, launch_s=launch_s + fix_s)
+                lat_cyc=lat_cyc, launch_s=launch_s)
             key = rank(cand) if rank is not None else total
             if best is None or key < best_key - 1e-15:
                 best, best_key = cand, key
