@@ -58,12 +58,12 @@ class TensorCoreSpec:
                 out.append((f"fma_per_clock.{k}", f"expected an int >= 1, got {v!r}"))
         if not self.fma_per_clock:
             out.append(("fma_per_clock", "expected at least one format"))
-        for k, v in self.library_rate_fraction.items():
+        for k, frac in self.library_rate_fraction.items():
             if k not in self.fma_per_clock:
                 out.append((f"library_rate_fraction.{k}", f"expected a format listed in "
                             f"fma_per_clock ({', '.join(self.fma_per_clock)})"))
-            elif not 0 < v <= 1:
-                out.append((f"library_rate_fraction.{k}", f"expected 0 < x <= 1, got {v!r}"))
+            elif not 0 < frac <= 1:
+                out.append((f"library_rate_fraction.{k}", f"expected 0 < x <= 1, got {frac!r}"))
         return out
 
 

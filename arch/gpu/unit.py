@@ -388,11 +388,14 @@ class TensorCoreGpu(Unit):
             pj = self._action_pj()
             hbm = self.cname("hbm")
             per: dict[str, float] = {}
-            for field_, zero in (("mma_macs", "mma_macs"), ("convert_ops", "convert_ops"),
-                                 ("smem_bytes", "smem_bytes"), ("l2_bytes", "l2_bytes")):
-                only = replace(probe, **{k: (1.0 if k == zero else 0.0) for k in
-                                         ("mma_macs", "convert_ops", "smem_bytes", "l2_bytes",
-                                          "hbm_read_bytes", "hbm_write_bytes")})
+            for field_ in ("mma_macs", "convert_ops", "smem_bytes", "l2_bytes"):
+                unit_counts = {f: float(f == field_) for f in
+                               ("mma_macs", "convert_ops", "smem_bytes", "l2_bytes")}
+                only = replace(probe, hbm_read_bytes=0.0, hbm_write_bytes=0.0,
+                               mma_macs=unit_counts["mma_macs"],
+                               convert_ops=unit_counts["convert_ops"],
+                               smem_bytes=unit_counts["smem_bytes"],
+                               l2_bytes=unit_counts["l2_bytes"])
                 per[field_] = sum(c * pj.get(key, 0.0) for key, c in
                                   self._gemm_actions(plan, only).items()) * 1e-12
             e_hbm_b = pj.get((hbm, "read"), 0.0) * 1e-12
