@@ -145,3 +145,26 @@ def test_bad_power_and_runtime_keys_name_the_key(override: str, where: str) -> N
     with pytest.raises(ConfigError) as exc:
         load("gpu/h100", [override])
     assert where in exc.value.render()
+
+
+def test_measure_script_refuses_cleanly_without_a_gpu(tmp_path: Path) -> None:
+    """benchmarks/silicon/measure.py: bad suite -> exit 2; no torch / no CUDA -> exit 2 and
+    no output file (it only runs on a GPU machine)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "silicon" / "measure.py"
+    spec = importlib.util.spec_from_file_location("measure", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    out = tmp_path / "m.jsonl"
+    assert mod.main(["--out", str(out), "--only", "nope"]) == 2
+    try:
+        import torch
+
+        has_gpu = torch.cuda.is_available()
+    except ImportError:
+        has_gpu = False
+    if not has_gpu:
+        assert mod.main(["--out", str(out), "--only", "launch"]) == 2
+        assert not out.exists()
