@@ -28,7 +28,12 @@ Host cost per op of each runtime (per op of the workload graph, one kernel each)
 
 from __future__ import annotations
 
-__all__ = ["RUNTIMES", "host_s", "RUNTIME_NOTES"]
+__all__ = ["RUNTIMES", "host_s", "RUNTIME_NOTES", "EAGER_OPS_PER_ATTENTION"]
+
+#: The eager host costs are per op of the graphs they were fitted on, where attention is three
+#: ops (QK, softmax, AV); a fused ``Attention`` op still runs that module's Python, so under
+#: ``eager`` / ``eager_hf`` it is charged three ops of host time (one kernel under a graph).
+EAGER_OPS_PER_ATTENTION = 3
 
 #: Host cost per op (seconds) by runtime (sources in the module docstring).
 RUNTIMES: dict[str, float] = {

@@ -295,9 +295,11 @@ class TensorCoreGpu(Unit):
         fused piece that launches nothing (flash AV / softmax) costs no host time."""
         if self.spec.runtime == "ideal" or not e.feasible:
             return e
-        from arch.gpu.host import host_s
+        from arch.gpu.host import EAGER_OPS_PER_ATTENTION, host_s
 
         h = host_s(self.spec.runtime) * float(e.details.get("launches", 1.0))
+        if e.op_kind == "attention" and self.spec.runtime.startswith("eager"):
+            h *= EAGER_OPS_PER_ATTENTION
         return replace(e, details=MappingProxyType({**e.details, "host_s": h,
                                                     "wall_s": max(e.latency_s, h)}))
 
