@@ -25,10 +25,17 @@ Causal masking skips the masked triangle (``Attention.pairs``).
 
 from __future__ import annotations
 
+from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+from arch.base import Estimate
 from arch.gpu.spec import GpuSpec
+
+if TYPE_CHECKING:
+    from arch.gpu.unit import TensorCoreGpu
 from workloads.ops import Attention, Norm, Op, Softmax
 
-__all__ = ["AttentionTime", "attention_time", "vector_read_passes"]
+__all__ = ["AttentionTime", "attention_time", "vector_read_passes", "estimate_attention"]
 
 #: PyTorch keeps a softmax row in registers (one read) up to this many columns
 #: (``dispatch_softmax_forward``: persistent warp softmax for dim <= 1024); longer rows
@@ -98,3 +105,46 @@ def attention_time(spec: GpuSpec, op: Attention, mma_per_clock_sm: float) -> Att
     read = q_b + (kv_b if fits else kv_b * qblocks / 2.0)
     return AttentionTime(launch + spec.dram_latency_ns * 1e-9, t_mma + t_soft,
                          (read + o_b) / bw, read, o_b, pairs, 4.0 * pairs, False)
+
+
+# register bytes per MAC of an m16n8k16 MMA (A 512 B + B 256 B + C 512 B read, C 512 B
+# written per 2048 MACs) and the access widths of the energy components (arch.gpu.unit)
+_RF_READ_B_PER_MAC = 1280 / 2048
+_RF_WRITE_B_PER_MAC = 512 / 2048
+_RF_WIDTH_B = 128
+_SMEM_WIDTH_B = 128
+_L2_SECTOR_B = 32
+
+
+def estimate_attention(unit: TensorCoreGpu, op: Attention) -> Estimate:
+    """The Estimate of a fused attention call on ``unit``: :func:`attention_time`, the
+    action counts of its two GEMMs (tensor-core MACs, register traffic, K/V tiles from shared
+    memory), the softmax on the CUDA cores, the HBM / L2 traffic, and the power cap."""
+    s = unit.spec
+    f = "fp16" if op.a_format.name in ("fp16", "fp32") else op.a_format.name
+    rate = float(s.tc_rate_per_sm(f))
+    t = attention_time(s, op, rate)
+    macs = float(op.macs())
+    actions: dict[tuple[str, str], float] = {
+        (unit.cname(f"tensor_core_{f}"), "mac"): macs,
+        (unit.cname("regfile"), "read"): macs * _RF_READ_B_PER_MAC / _RF_WIDTH_B,
+        (unit.cname("regfile"), "write"): macs * _RF_WRITE_B_PER_MAC / _RF_WIDTH_B,
+        (unit.cname("cuda_core"), "op"): t.alu_ops + t.sfu_ops,
+        # each K / V element read from shared memory serves head_dim MACs of one query row
+        (unit.cname("smem"), "read"): macs * op.a_format.bytes_per_element / op.head_dim
+        / _SMEM_WIDTH_B,
+        (unit.cname("l2"), "read"): t.read_b / _L2_SECTOR_B,
+        (unit.cname("hbm"), "read"): t.read_b,
+        (unit.cname("hbm"), "write"): t.write_b}
+    lat_s, actions, dvfs = unit._dvfs(t.time_s, t.fixed_s, t.sm_s, t.hbm_s, actions)
+    cycles = unit._cycles(lat_s)
+    body = max(t.sm_s, t.hbm_s)
+    bound = "memory" if body == t.hbm_s else "compute"
+    util = op.effective_macs() / (s.sm_count * rate * cycles) if cycles else 0.0
+    df = "attn_decode" if t.decode else "attn_fused"
+    return Estimate(op.name, op.kind, unit.name, df, cycles, unit.clock_hz,
+                    macs=op.macs(), flops=op.flops(), dram_read_bytes=t.read_b,
+                    dram_write_bytes=t.write_b, actions=MappingProxyType(actions),
+                    utilization=min(1.0, util), bound=bound,
+                    mapping=("split-KV decode" if t.decode else "flash prefill"),
+                    details=MappingProxyType({"sm_s": t.sm_s, "hbm_s": t.hbm_s, **dvfs}))

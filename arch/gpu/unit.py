@@ -305,35 +305,9 @@ class TensorCoreGpu(Unit):
 
     def _estimate_attention(self, op: Attention) -> Estimate:
         """FlashAttention prefill / split-KV decode (``arch.gpu.kernels``)."""
-        from arch.gpu.kernels import attention_time
+        from arch.gpu.kernels import estimate_attention
 
-        s = self.spec
-        f = "fp16" if op.a_format.name in ("fp16", "fp32") else op.a_format.name
-        rate = float(s.tc_rate_per_sm(f))
-        t = attention_time(s, op, rate)
-        macs = float(op.macs())
-        actions: dict[tuple[str, str], float] = {
-            (self.cname(f"tensor_core_{f}"), "mac"): macs,
-            (self.cname("regfile"), "read"): macs * _RF_READ_B_PER_MAC / (_RF_WIDTH_BITS / 8),
-            (self.cname("regfile"), "write"): macs * _RF_WRITE_B_PER_MAC / (_RF_WIDTH_BITS / 8),
-            (self.cname("cuda_core"), "op"): t.alu_ops + t.sfu_ops,
-            (self.cname("smem"), "read"): macs * op.a_format.bytes_per_element / op.head_dim
-            / (_SMEM_WIDTH_BITS / 8),
-            (self.cname("l2"), "read"): t.read_b / (_L2_SECTOR_BITS / 8),
-            (self.cname("hbm"), "read"): t.read_b,
-            (self.cname("hbm"), "write"): t.write_b}
-        lat_s, actions, dvfs = self._dvfs(t.time_s, t.fixed_s, t.sm_s, t.hbm_s, actions)
-        cycles = self._cycles(lat_s)
-        body = max(t.sm_s, t.hbm_s)
-        bound = "memory" if body == t.hbm_s else "compute"
-        util = op.effective_macs() / (s.sm_count * rate * cycles) if cycles else 0.0
-        df = "attn_decode" if t.decode else "attn_fused"
-        return Estimate(op.name, op.kind, self.name, df, cycles, self.clock_hz,
-                        macs=op.macs(), flops=op.flops(), dram_read_bytes=t.read_b,
-                        dram_write_bytes=t.write_b, actions=MappingProxyType(actions),
-                        utilization=min(1.0, util), bound=bound,
-                        mapping=("split-KV decode" if t.decode else "flash prefill"),
-                        details=MappingProxyType({"sm_s": t.sm_s, "hbm_s": t.hbm_s, **dvfs}))
+        return estimate_attention(self, op)
 
     def _gemm_kernel(self, op: Gemm | Conv2d, df: str, tile: tuple[int, int, int] | None,
                      split: int | None) -> tuple[MmaPlan, GemmResult, bool, float] | Estimate:
