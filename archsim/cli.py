@@ -194,7 +194,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         wl = archsim.workload(args.model, phase=args.phase, batch=args.batch, seq=args.seq,
                               context=args.context, tp=args.tp, a_format=args.a_format,
                               w_format=args.w_format,
-                              attention=archsim.api.preferred_attention(acc))
+                              attention=(archsim.api.preferred_attention(acc)
+                                         if args.fidelity == "analytical" else "unfused"))
     if args.sparsity:
         wl = wl.with_sparsity(*args.sparsity)
     mode = "search" if args.cmd == "map" else args.mapping
