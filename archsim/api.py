@@ -68,8 +68,13 @@ def load(config: str | Path | Accelerator, overrides: Iterable[str] = ()) -> Acc
 
 def workload(model: str, phase: str | None = None, batch: int = 1, seq: int | None = None,
              context: int | None = None, a_format: str | NumberFormat | None = None,
-             w_format: str | NumberFormat | None = None, tp: int = 1, ep: int = 1) -> Workload:
+             w_format: str | NumberFormat | None = None, tp: int = 1, ep: int = 1,
+             attention: str = "unfused") -> Workload:
     """Build a zoo model (or a Hugging Face ``config.json`` path) for one phase.
+
+    ``attention="fused"`` builds zoo transformers with one ``Attention`` op per layer
+    (FlashAttention) instead of QK / softmax / AV ops; :func:`preferred_attention` says what
+    a design runs.
 
     ``tp`` > 1: Megatron-style tensor parallelism over ``tp`` devices of the design; the
     workload is one device's shard with its all-reduces, and ``evaluate`` reports the step
@@ -86,11 +91,26 @@ def workload(model: str, phase: str | None = None, batch: int = 1, seq: int | No
     else:
         from workloads.zoo import build
 
-        w = build(model, phase=phase, batch=batch, seq=seq, context=context, tp=tp, ep=ep)
+        w = build(model, phase=phase, batch=batch, seq=seq, context=context, tp=tp, ep=ep,
+                  attention=attention)
     if a_format is not None or w_format is not None:
         w = w.with_formats(get_format(a_format, "--a-format") if a_format else None,
                            get_format(w_format, "--w-format") if w_format else None)
     return w
+
+
+def preferred_attention(acc: Accelerator) -> str:
+    """``fused`` when a unit of ``acc`` is configured for fused attention
+    (``attention: fused``, e.g. GPUs from Ampere on) and runs the ``Attention`` op, else
+    ``unfused``."""
+    from workloads.ops import Attention
+
+    probe = Attention(name="probe", batch=1, heads=1, kv_heads=1, q_len=1, kv_len=1,
+                      head_dim=64)
+    for u in acc.units:
+        if getattr(getattr(u, "spec", None), "attention", "") == "fused" and not u.supports(probe):
+            return "fused"
+    return "unfused"
 
 
 def gemm_workload(m: int, n: int, k: int, batch: int = 1, a_format: str = "fp16",
@@ -263,7 +283,9 @@ def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
         dram += est.dram_bytes
         rows.append(OpResult(op.name, op.kind, a.unit.name, est.dataflow, op.describe(), cycles,
                              lat, e_op, (est.utilization * est.cycles / cycles) if cycles else 0.0,
-                             est.bound, op.macs(), est.dram_bytes, est.mapping))
+                             est.bound, op.macs(), est.dram_bytes, est.mapping,
+                             {k: float(est.details[k]) for k in REPORTED_DETAILS
+                              if k in est.details}))
     latency, transfers = _makespan(acc, sched, durations, fidelity)
     moved = _transfer_actions(acc, comps, sched, transfers, total_actions)
     dram += moved
@@ -286,6 +308,9 @@ def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
     mem = memory_check(acc, wl)
     if mem is not None:
         extra["memory"] = mem
+    host = _host_summary(acc, rows, latency)
+    if host is not None:
+        extra["host"] = host
     rate = (wl.tokens / latency if wl.is_llm else None) if latency > 0 else None
     srate = (wl.batch / latency if not wl.is_llm else None) if latency > 0 else None
     # utilisation: ideal compute time over the makespan, averaged over the units used
@@ -305,6 +330,26 @@ def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
         tokens_per_s=rate, samples_per_s=srate, ops=tuple(rows), macs=macs, flops=flops,
         dram_bytes=dram, archsim_version=VERSION,
         input_hash=input_hash(acc, wl, fidelity, tag), extra=extra)
+
+
+#: Estimate.details keys copied into the per-op table (GPU power/clock, host runtime).
+REPORTED_DETAILS = ("clock_mhz", "power_w", "host_s", "wall_s")
+
+
+def _host_summary(acc: Accelerator, rows: list[OpResult], latency: float
+                  ) -> dict[str, Any] | None:
+    """Wall time when a unit models its host runtime (``wall_s`` in op details): the
+    device makespan plus what the host adds where it is slower than the device."""
+    if not any("wall_s" in r.details for r in rows):
+        return None
+    add = sum(r.details["wall_s"] - r.latency_s for r in rows if "wall_s" in r.details)
+    runtime = next((str(getattr(u.spec, "runtime", "")) for u in acc.units
+                    if getattr(getattr(u, "spec", None), "runtime", "ideal") != "ideal"), "")
+    from arch.gpu.host import RUNTIME_NOTES
+
+    return {"runtime": runtime, "note": RUNTIME_NOTES.get(runtime, ""), "device_s": latency,
+            "wall_s": latency + max(0.0, add),
+            "host_bound_ops": sum(1 for r in rows if r.details.get("wall_s", 0.0) > r.latency_s)}
 
 
 def memory_check(acc: Accelerator, wl: Workload) -> dict[str, Any] | None:

@@ -121,6 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "timeline; see 'archsim trace --help'", add_help=False)
     sub.add_parser("plan", help="search parallel plans of a model on a cluster; see "
                    "'archsim plan --help'", add_help=False)
+    sub.add_parser("calibrate", help="fit a GPU config to measured silicon rows (JSON lines); "
+                   "see 'archsim calibrate --help'", add_help=False)
     sub.add_parser("cosearch", help="co-search networks and (heterogeneous) hardware under "
                    "design specs; see 'archsim cosearch --help'", add_help=False)
     sub.add_parser("plot", help="plots: pareto | heatmap | breakdown | roofline; see "
@@ -136,7 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 _EXPLORE = {"sweep": "sweep_main", "results": "results_main", "cosearch": "cosearch_main",
             "plot": "plot_main", "report": "report_main", "trace": "trace_main",
-            "plan": "plan_main"}
+            "plan": "plan_main", "calibrate": "main"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -146,6 +148,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             from archsim.trace_cmd import main as entry_fn
         elif argv[0] == "plan":
             from archsim.plan_cmd import main as entry_fn
+        elif argv[0] == "calibrate":
+            from archsim.calibrate_cmd import main as entry_fn
         else:
             import archsim.explore as explore
 
@@ -200,7 +204,9 @@ def _dispatch(args: argparse.Namespace) -> int:
     else:
         wl = archsim.workload(args.model, phase=args.phase, batch=args.batch, seq=args.seq,
                               context=args.context, tp=args.tp, a_format=args.a_format,
-                              w_format=args.w_format)
+                              w_format=args.w_format,
+                              attention=(archsim.api.preferred_attention(acc)
+                                         if args.fidelity == "analytical" else "unfused"))
     if args.sparsity:
         wl = wl.with_sparsity(*args.sparsity)
     mode = "search" if args.cmd == "map" else args.mapping

@@ -30,6 +30,9 @@ class OpResult:
     macs: int
     dram_bytes: float
     mapping: str = ""
+    #: unit-specific per-op numbers worth reporting (GPU: ``clock_mhz``, ``power_w``,
+    #: ``host_s``, ``wall_s``); empty for units that have none
+    details: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -115,6 +118,11 @@ class Result:
             verdict = "fits" if mem["fits"] else "DOES NOT FIT"
             lines.append(f"memory   {mem['resident_bytes'] / 1e9:.4g} GB resident of "
                          f"{mem['capacity_bytes'] / 1e9:.4g} GB ({verdict})")
+        host = self.extra.get("host")
+        if host:
+            lines.append(f"wall     {_t(host['wall_s'])}   (device {_t(host['device_s'])}; "
+                         f"runtime {host['runtime']}: {host['note']}; "
+                         f"{host['host_bound_ops']} of {len(self.ops)} ops host-bound)")
         lines.append("")
         ops = list(self.ops)
         shown = ops
@@ -125,11 +133,25 @@ class Result:
             note = f"  ({len(ops) - max_ops} smaller ops not shown; --json has all)"
         hdr = f"{'op':<34} {'kind':<11} {'unit':<10} {'dataflow':<9} {'shape':<22} " \
               f"{'latency':>10} {'energy':>10} {'util':>6} {'bound':<7}"
+        # optional columns: the unit's clock and power per op, the wall time per op
+        power_cols = any("clock_mhz" in o.details for o in shown)
+        wall_col = any("wall_s" in o.details for o in shown)
+        if power_cols:
+            hdr += f" {'clock':>9} {'power':>7}"
+        if wall_col:
+            hdr += f" {'wall':>10}"
         lines += [hdr, "-" * len(hdr)]
         for o in shown:
-            lines.append(f"{o.name[:34]:<34} {o.kind:<11} {o.unit[:10]:<10} {o.dataflow[:9]:<9} "
-                         f"{o.shape[:22]:<22} {_t(o.latency_s):>10} {_e(o.energy_j):>10} "
-                         f"{o.utilization:>6.1%} {o.bound:<7}")
+            row = (f"{o.name[:34]:<34} {o.kind:<11} {o.unit[:10]:<10} {o.dataflow[:9]:<9} "
+                   f"{o.shape[:22]:<22} {_t(o.latency_s):>10} {_e(o.energy_j):>10} "
+                   f"{o.utilization:>6.1%} {o.bound:<7}")
+            if power_cols:
+                d = o.details
+                row += (f" {d['clock_mhz']:>5.0f} MHz {d['power_w']:>5.0f} W" if "clock_mhz" in d
+                        else f" {'':>9} {'':>7}")
+            if wall_col:
+                row += f" {_t(o.details['wall_s']):>10}" if "wall_s" in o.details else ""
+            lines.append(row)
         if note:
             lines.append(note)
         lines += ["", "energy breakdown"]

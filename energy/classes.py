@@ -144,11 +144,23 @@ def register_component_class(cls_obj: ComponentClass) -> ComponentClass:
 # ------------------------------------------------------------------ arithmetic
 
 
+#: Optional attribute of the mac / vector / sram / regfile / dram classes: a multiplier on
+#: the bottom-up energy per action, fitted from measured silicon energy (e.g. a GPU's
+#: ``power.core_energy_scale``, see docs/gpu.md). 1.0 = the library value.
+_SCALE: Mapping[str, Any] = MappingProxyType({"energy_scale": 1.0})
+
+
+def _scale_of(attrs: Mapping[str, Any]) -> float:
+    return _number(attrs, "energy_scale") if "energy_scale" in attrs else 1.0
+
+
 class _FormatClass(ComponentClass):
     required = ("format",)
+    optional: ClassVar[Mapping[str, Any]] = _SCALE
 
     def check(self, attrs: Mapping[str, Any]) -> None:
         _format(attrs)
+        _scale_of(attrs)
 
     def leakage_w(self, attrs: Mapping[str, Any], tech: Technology) -> float:
         return _leakage_w(self._um2(attrs), tech)
@@ -167,7 +179,7 @@ class MacClass(_FormatClass):
     fixed_actions = ("mac",)
 
     def energy_pj(self, attrs: Mapping[str, Any], action: str, tech: Technology) -> float:
-        return _energy(arith.mac_pj(_format(attrs)), tech)
+        return _energy(arith.mac_pj(_format(attrs)), tech) * _scale_of(attrs)
 
     def _um2(self, attrs: Mapping[str, Any]) -> float:
         return arith.mac_um2(_format(attrs))
@@ -214,7 +226,7 @@ class VectorClass(_FormatClass):
         fmt = _format(attrs)
         rf_access = sram_read_64bit_pj(tables.VECTOR_RF_BANK_BYTES.value) * fmt.bits / 64.0
         overhead = tables.INSTRUCTION_OVERHEAD_PJ.value / tables.SIMD_LANES.value
-        return _energy(arith.mac_pj(fmt) + 4.0 * rf_access + overhead, tech)
+        return _energy(arith.mac_pj(fmt) + 4.0 * rf_access + overhead, tech) * _scale_of(attrs)
 
     def _um2(self, attrs: Mapping[str, Any]) -> float:
         fmt = _format(attrs)
@@ -244,7 +256,7 @@ def sram_read_64bit_pj(capacity_bytes: float) -> float:
 
 class _ArrayClass(ComponentClass):
     required = ("capacity_bytes", "width_bits")
-    optional: ClassVar[Mapping[str, Any]] = MappingProxyType({"ports": 1})
+    optional: ClassVar[Mapping[str, Any]] = MappingProxyType({"ports": 1, "energy_scale": 1.0})
     fixed_actions = ("read", "write")
     cell_factor: ClassVar[float] = 1.0
     efficiency: ClassVar[float] = 1.0
@@ -253,13 +265,14 @@ class _ArrayClass(ComponentClass):
         _number(attrs, "capacity_bytes")
         _integer(attrs, "width_bits")
         _integer(attrs, "ports")
+        _scale_of(attrs)
 
     def energy_pj(self, attrs: Mapping[str, Any], action: str, tech: Technology) -> float:
         # read and write cost the same (Horowitz gives reads; CACTI writes are within ~20%).
         # Per-access energy grows ~linearly with ports (longer word/bit lines; Rixner et al.,
         # HPCA 2000).
         e64 = sram_read_64bit_pj(attrs["capacity_bytes"])
-        return _energy(e64 * attrs["width_bits"] / 64.0 * attrs["ports"], tech)
+        return _energy(e64 * attrs["width_bits"] / 64.0 * attrs["ports"], tech) * _scale_of(attrs)
 
     def _um2(self, attrs: Mapping[str, Any]) -> float:
         # area ~ ports² (one extra word line and bit line per port; Rixner et al., HPCA 2000)
@@ -337,6 +350,7 @@ class DramClass(ComponentClass):
 
     name = "dram"
     required = ("tech",)
+    optional: ClassVar[Mapping[str, Any]] = _SCALE
     fixed_actions = ("read", "write", "activate", "mac")
 
     def check(self, attrs: Mapping[str, Any]) -> None:
@@ -345,12 +359,13 @@ class DramClass(ComponentClass):
                 f"attribute 'tech': unknown DRAM technology {attrs['tech']!r}; "
                 f"allowed: {', '.join(tables.DRAM_TECHS)}"
             )
+        _scale_of(attrs)
 
     def energy_pj(self, attrs: Mapping[str, Any], action: str, tech: Technology) -> float:
         row = tables.DRAM_TECHS[attrs["tech"]]
         vdd = float(row["core_vdd_v"])
         if action in ("read", "write"):
-            return float(row["pj_per_bit"]) * 8.0
+            return float(row["pj_per_bit"]) * 8.0 * _scale_of(attrs)
         if action == "activate":
             return (
                 tables.DRAM_ACT_PJ_PER_ROW_BIT.value

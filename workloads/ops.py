@@ -23,7 +23,7 @@ from workloads.formats import FORMATS, NumberFormat
 
 __all__ = [
     "Sparsity", "Op", "Gemm", "Conv2d", "Softmax", "Norm", "Elementwise", "Embedding",
-    "AllReduce", "VectorOp", "VECTOR_OPS_PER_ELEMENT", "PASSES", "MATRIX_OPS",
+    "AllReduce", "VectorOp", "VECTOR_OPS_PER_ELEMENT", "PASSES", "MATRIX_OPS", "Attention",
 ]
 
 PASSES = ("fwd", "bwd_data", "bwd_weight", "update")
@@ -496,6 +496,76 @@ class AllReduce(Op):
 
     def describe(self) -> str:
         return f"{self.elements} x{self.devices}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Attention(Op):
+    """Scaled dot-product attention as one op: ``softmax(Q K^T / sqrt(d)) V``.
+
+    Q is ``batch x heads x q_len x head_dim``; K and V are ``batch x kv_heads x kv_len x
+    head_dim`` (grouped-query attention when ``kv_heads < heads``). ``causal``: query ``i``
+    (of the last ``q_len`` positions) sees keys ``0 .. kv_len - q_len + i``. Units may run it
+    fused (FlashAttention: the scores never leave the chip) or as QK, softmax and AV kernels.
+    """
+
+    kind: ClassVar[str] = "attention"
+    batch: int
+    heads: int
+    kv_heads: int
+    q_len: int
+    kv_len: int
+    head_dim: int
+    causal: bool = False
+
+    def _positive_fields(self) -> tuple[str, ...]:
+        return ("batch", "heads", "kv_heads", "q_len", "kv_len", "head_dim")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.heads % self.kv_heads:
+            raise WorkloadError(Problem(f"kv_heads ({self.kv_heads}) must divide heads "
+                                        f"({self.heads})", self.name))
+        if self.causal and self.q_len > self.kv_len:
+            raise WorkloadError(Problem(f"causal attention needs q_len ({self.q_len}) <= "
+                                        f"kv_len ({self.kv_len})", self.name))
+
+    def pairs(self) -> int:
+        """(query, key) score pairs per head computed: q*kv, or with the causal mask
+        q*kv - q(q-1)/2 (the masked triangle is skipped)."""
+        q, kv = self.q_len, self.kv_len
+        return q * kv - (q * (q - 1) // 2 if self.causal else 0)
+
+    def macs(self) -> int:
+        # forward: QK^T and PV, head_dim MACs per score pair each. Backward (pass bwd_data,
+        # FlashAttention-2 Alg. 2): QK^T recomputed, dV = P^T dO, dP = dO V^T, dQ = dS K,
+        # dK = dS^T Q: five GEMMs of the same size (Dao 2023, Section 3.2)
+        gemms = 5 if self.pass_ == "bwd_data" else 2
+        return gemms * self.batch * self.heads * self.pairs() * self.head_dim
+
+    def vector_ops(self) -> int:
+        return self.batch * self.heads * self.pairs() * VECTOR_OPS_PER_ELEMENT["softmax"]
+
+    def flops(self) -> int:
+        return 2 * self.macs() + self.vector_ops()
+
+    def input_bytes(self) -> float:
+        # forward: Q, K, V; backward: Q, K, V, O and dO
+        bpe = self.a_format.bytes_per_element
+        q = self.batch * self.heads * self.q_len * self.head_dim
+        kv = 2 * self.batch * self.kv_heads * self.kv_len * self.head_dim
+        return ((3 * q if self.pass_ == "bwd_data" else q) + kv) * bpe
+
+    def output_bytes(self) -> float:
+        # forward: O; backward: dQ, dK, dV
+        bpe = self.a_format.bytes_per_element
+        q = self.batch * self.heads * self.q_len * self.head_dim
+        kv = 2 * self.batch * self.kv_heads * self.kv_len * self.head_dim
+        return (q + kv if self.pass_ == "bwd_data" else q) * bpe
+
+    def describe(self) -> str:
+        c = " causal" if self.causal else ""
+        return (f"b{self.batch} h{self.heads}/{self.kv_heads} q{self.q_len} kv{self.kv_len} "
+                f"d{self.head_dim}{c}")
 
 
 MATRIX_OPS = (Gemm, Conv2d)

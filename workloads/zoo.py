@@ -213,7 +213,8 @@ def transformer_shape(name: str) -> TransformerShape:
 
 
 def build(name: str, phase: str | None = None, batch: int = 1, seq: int | None = None,
-          context: int | None = None, tp: int = 1, ep: int = 1) -> Workload:
+          context: int | None = None, tp: int = 1, ep: int = 1,
+          attention: str = "unfused") -> Workload:
     """Build a zoo model's op graph.
 
     Args:
@@ -224,6 +225,8 @@ def build(name: str, phase: str | None = None, batch: int = 1, seq: int | None =
         context: KV-cache tokens for decode; ignored for CNNs.
         tp: tensor-parallel degree (transformers only): one device's shard of the graph.
         ep: expert-parallel degree (mixture-of-experts transformers only).
+        attention: transformers: ``unfused`` (QK, softmax, AV ops) or ``fused`` (one
+            ``Attention`` op per layer, FlashAttention); ignored for CNNs.
 
     Returns:
         The workload with ``parameters`` counted from its op shapes.
@@ -233,7 +236,8 @@ def build(name: str, phase: str | None = None, batch: int = 1, seq: int | None =
             batch/seq/context out of range; the message lists the valid values.
     """
     if name in _SHAPES:
-        return build_transformer(_SHAPES[name], phase, batch, seq, context, tp, ep)
+        return build_transformer(_SHAPES[name], phase, batch, seq, context, tp, ep,
+                                 attention=attention)
     if name in CNN_BUILDERS:
         if ep != 1:
             raise WorkloadError(Problem(f"expert parallelism applies to mixture-of-experts "

@@ -34,6 +34,7 @@ is taken. See ``docs/gpu.md``.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from arch.base import ceil_div
@@ -146,11 +147,14 @@ def _hbm_reads(spec: GpuSpec, g: GemmShape, bm: int, bn: int, conc: int) -> floa
 
 def gemm_time(spec: GpuSpec, g: GemmShape, plan: MmaPlan, *,
               tiles: tuple[tuple[int, int, int], ...] | None = None,
-              splits: tuple[int, ...] = SPLITS, launch: bool = True) -> GemmResult:
+              splits: tuple[int, ...] = SPLITS, launch: bool = True,
+              rank: Callable[[GemmResult], float] | None = None) -> GemmResult:
     """Best (fastest) candidate for ``g`` with ``plan``; ``tiles``/``splits`` restrict the search.
 
     ``tiles`` entries are ``(bm, bn, bk_bytes)``; ``launch=False`` for a GEMM fused into
-    the previous kernel (flash attention's AV).
+    the previous kernel (flash attention's AV). ``rank`` (default: the time at the tensor
+    clock) orders the candidates; a power-capped GPU ranks by the latency at each
+    candidate's own sustained clock (``arch.gpu.power``).
     """
     tcs = spec.tensor_core
     f_hz = (spec.tensor_clock_mhz if plan.tensor else spec.clock_mhz) * 1e6
@@ -167,6 +171,7 @@ def gemm_time(spec: GpuSpec, g: GemmShape, plan: MmaPlan, *,
     if tiles is None:
         tiles = tuple((bm, bn, kb) for bm in TILE_M for bn in TILE_N for kb in TILE_K_BYTES)
     best: GemmResult | None = None
+    best_key = math.inf
     for bm, bn, kb in tiles:
         bk = max(1, kb * 8 // plan.operand_bits)
         acc = bm * bn * _ACC_BYTES
@@ -237,23 +242,28 @@ def gemm_time(spec: GpuSpec, g: GemmShape, plan: MmaPlan, *,
             l2_s = l2_bytes / l2_bw
             body = max(sm_s, l2_s, hbm_s)
             total = launch_s + body
-            if best is None or total < best.time_s - 1e-15:
-                bound = "compute" if body == sm_s else ("memory" if body == hbm_s else "l2")
-                if body == sm_s and t_k > t_mma * 1.0001:
-                    bound = "feed"
-                best = GemmResult(
-                    total, sm_s, l2_s, hbm_s, reads, writes, l2_bytes,
-                    n_work * smem_k,
-                    float(n_work) * bm * bn * bk * plan.passes,
-                    float(n_work) * conv, bm, bn, bk, s, stages, co,
-                    ceil_div(n_cta, sms * co), bound, streamk,
-                    f_hz=f_hz, t_core=max(t_mma, t_smem, t_cvt), stage_bytes=moved,
-                    ksteps=(ceil_div(tiles_mn * ksteps_full, sms) if streamk else ksteps),
-                    n_cta=(min(tiles_mn, sms) if streamk else n_cta),
-                    epi_bytes=em * en * g.c_bpe,
-                    split_bytes=(2 * bm * bn * _ACC_BYTES * 2 if streamk else
-                                 (bm * bn * _ACC_BYTES * 2 if s > 1 else 0.0)),
-                    lat_cyc=lat_cyc, launch_s=launch_s)
+            # rank(c) >= c.time_s (a capped clock only slows a kernel): prune on the time
+            if best is not None and total >= best_key - 1e-15:
+                continue
+            bound = "compute" if body == sm_s else ("memory" if body == hbm_s else "l2")
+            if body == sm_s and t_k > t_mma * 1.0001:
+                bound = "feed"
+            cand = GemmResult(
+                total, sm_s, l2_s, hbm_s, reads, writes, l2_bytes,
+                n_work * smem_k,
+                float(n_work) * bm * bn * bk * plan.passes,
+                float(n_work) * conv, bm, bn, bk, s, stages, co,
+                ceil_div(n_cta, sms * co), bound, streamk,
+                f_hz=f_hz, t_core=max(t_mma, t_smem, t_cvt), stage_bytes=moved,
+                ksteps=(ceil_div(tiles_mn * ksteps_full, sms) if streamk else ksteps),
+                n_cta=(min(tiles_mn, sms) if streamk else n_cta),
+                epi_bytes=em * en * g.c_bpe,
+                split_bytes=(2 * bm * bn * _ACC_BYTES * 2 if streamk else
+                             (bm * bn * _ACC_BYTES * 2 if s > 1 else 0.0)),
+                lat_cyc=lat_cyc, launch_s=launch_s)
+            key = rank(cand) if rank is not None else total
+            if best is None or key < best_key - 1e-15:
+                best, best_key = cand, key
     if best is None:
         raise ValueError("no feasible CTA tile (shared memory or registers too small)")
     return best

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from arch.gpu.power import PowerSpec
 from arch.memory import MemorySpec
 from arch.spec import param
 
@@ -34,6 +35,15 @@ class TensorCoreSpec:
             "clock (instruction issue / operand-fetch limits; see docs/gpu.md)",
         min=0, max=1, min_exclusive=True)
 
+    library_rate_fraction: dict[str, float] = param(
+        default_factory=dict,
+        doc="fraction of the MMA rate that the kernels the libraries actually ship for a "
+            "format reach, by format (Hopper int8 via PyTorch _int_mm / cuBLASLt runs "
+            "Ampere-style mma.sync kernels, not wgmma); a format not listed: 1")
+    unaligned_rate_fraction: float = param(
+        1.0, doc="fraction of the MMA rate reached when a GEMM's N or K row is not a multiple "
+                 "of 16 bytes: no TMA / 16-byte vector loads, the libraries fall back to "
+                 "older, narrower kernels (1 = no penalty)", min=0, max=1, min_exclusive=True)
     sparse_24_speedup: float = param(
         1.0, doc="MMA rate multiplier for 2:4 structured-sparse weights (Ampere+: 2; 1 = none)",
         min=1, max=2)
@@ -48,6 +58,12 @@ class TensorCoreSpec:
                 out.append((f"fma_per_clock.{k}", f"expected an int >= 1, got {v!r}"))
         if not self.fma_per_clock:
             out.append(("fma_per_clock", "expected at least one format"))
+        for k, frac in self.library_rate_fraction.items():
+            if k not in self.fma_per_clock:
+                out.append((f"library_rate_fraction.{k}", f"expected a format listed in "
+                            f"fma_per_clock ({', '.join(self.fma_per_clock)})"))
+            elif not 0 < frac <= 1:
+                out.append((f"library_rate_fraction.{k}", f"expected 0 < x <= 1, got {frac!r}"))
         return out
 
 
@@ -144,10 +160,24 @@ class GpuSpec:
     dequant_ops_per_weight: float = param(
         1.0, doc="CUDA-core instructions per dequantised weight element (Marlin-style lop3 + "
                  "fma on packed halves)", min=0)
+    power: PowerSpec | None = param(
+        None, doc="power limit, V-f curve and calibrated power constants (arch/gpu/power.py); "
+                  "with it the SM clock of each kernel emerges from the power cap and "
+                  "tensor_clock_mhz must equal clock_mhz (the top of the curve); null = one "
+                  "fixed tensor_clock_mhz and library energies")
+    runtime: str = param(
+        "ideal", doc="host software stack that launches the kernels (arch/gpu/host.py): ideal "
+                     "(no host cost), cuda_graph, eager (PyTorch eager), eager_hf (Hugging "
+                     "Face generate)", choices=("ideal", "cuda_graph", "eager", "eager_hf"))
     source: str = param("", doc="where the numbers come from")
 
     def check(self) -> list[tuple[str, str]]:
         out = []
+        if self.power is not None and not (
+                self.clock_mhz == self.tensor_clock_mhz == self.power.top_mhz):
+            out.append(("power.vf_mhz", f"with a power section clock_mhz ({self.clock_mhz:g}), "
+                        f"tensor_clock_mhz ({self.tensor_clock_mhz:g}) and the top of vf_mhz "
+                        f"({self.power.top_mhz:g}) must be equal"))
         if self.tensor_clock_mhz > self.clock_mhz:
             out.append(("tensor_clock_mhz", f"expected <= clock_mhz ({self.clock_mhz:g}), got "
                                             f"{self.tensor_clock_mhz:g}"))

@@ -19,7 +19,7 @@ Kernels modelled (equations in ``docs/gpu.md``):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -31,6 +31,7 @@ from arch.gpu.spec import GpuSpec
 from workloads.errors import MappingError, Problem
 from workloads.ops import (
     AllReduce,
+    Attention,
     Conv2d,
     Elementwise,
     Embedding,
@@ -57,6 +58,14 @@ _RF_WIDTH_BITS = 1024        # one warp-wide 32-bit register access
 # C 512 B and writes C 512 B.
 _RF_READ_B_PER_MAC = 1280 / 2048
 _RF_WRITE_B_PER_MAC = 512 / 2048
+_RF_AB_B_PER_MAC = 768 / 2048     # the A + B part of the reads
+
+
+def _unaligned(g: Gemm) -> bool:
+    """True when a row of B (N) or of A (K) is not a multiple of 16 bytes: TMA and 16-byte
+    vector loads need 16-byte aligned rows (CUDA TMA descriptor rule; cuBLAS picks its
+    alignment-1/2 kernels otherwise)."""
+    return ((g.n * g.b_format.bits) % 128 != 0 or (g.k * g.a_format.bits) % 128 != 0)
 
 
 @dataclass(frozen=True)
@@ -85,6 +94,18 @@ class TensorCoreGpu(Unit[GpuMapping]):
     Mapping = GpuMapping
     spec: GpuSpec
 
+    #: (joules, seconds) of other work sharing the power limiter's averaging window with
+    #: each kernel (0, 0 = the kernel runs back to back with itself: sustained).
+    power_window: tuple[float, float] = (0.0, 0.0)
+
+    def in_power_window(self, other_j: float, other_s: float) -> TensorCoreGpu:
+        """A copy of this unit whose kernels alternate with ``other_s`` seconds of other work
+        costing ``other_j`` joules (board energy) inside the power limiter's window, as in a
+        benchmark that flushes L2 between calls (``archsim.silicon``)."""
+        u = TensorCoreGpu(self.name, self.spec, self.node_nm)
+        u.power_window = (float(other_j), float(other_s))
+        return u
+
     # ---- identity / capability ------------------------------------------------------
     @property
     def clock_hz(self) -> float:
@@ -92,6 +113,11 @@ class TensorCoreGpu(Unit[GpuMapping]):
 
     def supports(self, op: Op) -> str | None:
         if isinstance(op, (Gemm, Conv2d, Softmax, Norm, Elementwise, Embedding)):
+            return None
+        if isinstance(op, Attention):
+            f = "fp16" if op.a_format.name in ("fp16", "fp32") else op.a_format.name
+            if not self.spec.tc_rate_per_sm(f):
+                return f"no tensor-core rate for attention in {op.a_format.name}"
             return None
         if isinstance(op, AllReduce):
             if op.devices > 1 and self.spec.nvlink is None:
@@ -112,6 +138,9 @@ class TensorCoreGpu(Unit[GpuMapping]):
     def peak_macs_per_cycle(self, op: Op) -> float:
         """Dense MACs/cycle of the fastest datapath for the op's formats at ``clock_hz``
         (vector ops: FP32 lanes)."""
+        if isinstance(op, Attention):
+            f = "fp16" if op.a_format.name in ("fp16", "fp32") else op.a_format.name
+            return float(self.spec.sm_count * self.spec.tc_rate_per_sm(f))
         if op.is_matrix:
             plan = self._plan(op)
             assert plan is not None
@@ -204,6 +233,51 @@ class TensorCoreGpu(Unit[GpuMapping]):
     def _cycles(self, seconds: float) -> int:
         return cycles_of(seconds * self.clock_hz)
 
+    def _action_pj(self) -> dict[tuple[str, str], float]:
+        """Energy per action (pJ, at the top voltage) of this unit's components, from
+        ``energy/`` (cached; used only by the power model)."""
+        cache = self.__dict__.get("_pj_cache")
+        if cache is None:
+            from energy import Technology
+            from energy.report import energy_per_action_pj
+
+            tech = Technology(node_nm=self.node_nm)
+            cache = {}
+            for c in self.components():
+                if c.cls == "static":
+                    continue
+                for a in ("mac", "op", "read", "write", "cycle"):
+                    try:
+                        cache[(c.name, a)] = energy_per_action_pj(c, a, tech)
+                    except ValueError:
+                        continue
+            self.__dict__["_pj_cache"] = cache
+        return cache
+
+    def _dvfs(self, time_s: float, fixed_s: float, t_clk_s: float, t_mem_s: float,
+              actions: dict[tuple[str, str], float]
+              ) -> tuple[float, dict[tuple[str, str], float], dict[str, float]]:
+        """Apply the power cap (``spec.power``, ``arch.gpu.power``) to a kernel timed at the
+        top clock: ``fixed_s`` (launch, latency) + max(``t_clk_s`` (SM-clock bound), ``t_mem_s``
+        (HBM bound)). Returns (latency s, actions, details). Core-rail action counts come back
+        weighted by (V/V_top)^2 (energy-equivalent actions at the top voltage; HBM unscaled),
+        plus the active-chip clock cycles. Without ``spec.power``: unchanged."""
+        p = self.spec.power
+        if p is None:
+            return time_s, actions, {}
+        from arch.gpu.power import solve_clock
+
+        pj = self._action_pj()
+        hbm = self.cname("hbm")
+        e_core = sum(c * pj.get(k, 0.0) for k, c in actions.items() if k[0] != hbm) * 1e-12
+        e_hbm = sum(c * pj.get(k, 0.0) for k, c in actions.items() if k[0] == hbm) * 1e-12
+        pt = solve_clock(p, self.spec.static_power_w, t_clk_s, t_mem_s, e_core, e_hbm,
+                         *self.power_window)
+        out = {k: (c if k[0] == hbm else c * pt.v2) for k, c in actions.items()}
+        out[(self.cname("clock"), "cycle")] = pt.body_s * pt.clock_mhz * 1e6 * pt.v2
+        return fixed_s + pt.body_s, out, {"clock_mhz": pt.clock_mhz, "power_w": pt.power_w,
+                                          "volts": pt.volts, "power_capped": float(pt.capped)}
+
     # ---- estimate ---------------------------------------------------------------------
     def estimate(self, op: Op, mapping: Any = None) -> Estimate:
         reason = self.supports(op)
@@ -211,14 +285,37 @@ class TensorCoreGpu(Unit[GpuMapping]):
             return infeasible(op, self.name, reason, self.clock_hz)
         df, tile, split = self._parse_mapping(mapping)
         if isinstance(op, (Gemm, Conv2d)):
-            return self._estimate_gemm(op, df, tile, split)
+            return self._with_host(self._estimate_gemm(op, df, tile, split))
         if isinstance(op, VectorOp):
-            return self._estimate_vector(op, df)
+            return self._with_host(self._estimate_vector(op, df))
         if isinstance(op, Embedding):
-            return self._estimate_stream(op, "gather", op.weight_bytes(), op.output_bytes(), 0)
+            return self._with_host(self._estimate_stream(op, "gather", op.weight_bytes(),
+                                                         op.output_bytes(), 0))
         if isinstance(op, AllReduce):
-            return self._estimate_allreduce(op)
+            return self._with_host(self._estimate_allreduce(op))
+        if isinstance(op, Attention):
+            return self._with_host(self._estimate_attention(op))
         return infeasible(op, self.name, f"op kind {op.kind!r} not modelled", self.clock_hz)
+
+    def _with_host(self, e: Estimate) -> Estimate:
+        """Add the host cost of ``spec.runtime`` (``arch.gpu.host``): ``host_s`` and
+        ``wall_s = max(device, host)`` in the details; the device latency is unchanged. A
+        fused piece that launches nothing (flash AV / softmax) costs no host time."""
+        if self.spec.runtime == "ideal" or not e.feasible:
+            return e
+        from arch.gpu.host import EAGER_OPS_PER_ATTENTION, host_s
+
+        h = host_s(self.spec.runtime) * float(e.details.get("launches", 1.0))
+        if e.op_kind == "attention" and self.spec.runtime.startswith("eager"):
+            h *= EAGER_OPS_PER_ATTENTION
+        return replace(e, details=MappingProxyType({**e.details, "host_s": h,
+                                                    "wall_s": max(e.latency_s, h)}))
+
+    def _estimate_attention(self, op: Attention) -> Estimate:
+        """FlashAttention prefill / split-KV decode (``arch.gpu.kernels``)."""
+        from arch.gpu.kernels import estimate_attention
+
+        return estimate_attention(self, op)
 
     def _gemm_kernel(self, op: Gemm | Conv2d, df: str, tile: tuple[int, int, int] | None,
                      split: int | None) -> tuple[MmaPlan, GemmResult, bool, float] | Estimate:
@@ -231,6 +328,12 @@ class TensorCoreGpu(Unit[GpuMapping]):
         if plan is None:
             return infeasible(op, self.name, f"no {df} datapath for {g.a_format.name} x "
                               f"{g.b_format.name} on this GPU", self.clock_hz)
+        lib = s.tensor_core.library_rate_fraction.get(plan.tc_format) if plan.tensor else None
+        if lib:   # the library's kernel for this format does not reach the hardware rate
+            plan = replace(plan, rate_per_sm=plan.rate_per_sm * lib)
+        if plan.tensor and _unaligned(g):   # no TMA / vector loads: the fallback kernels
+            plan = replace(plan, rate_per_sm=plan.rate_per_sm
+                           * s.tensor_core.unaligned_rate_fraction)
         fused = self._fused(g, df)
         a_bpe = g.a_format.bytes_per_element
         b_bytes = g.b_bytes()
@@ -259,8 +362,38 @@ class TensorCoreGpu(Unit[GpuMapping]):
         elif df == "gemm_splitk":
             splits = tuple(x for x in SPLITS if x > 1)
         launch = not (fused and g.role == "av")
+        rank = None
+        if s.power is not None:
+            from arch.gpu.power import solve_clock
+
+            # energy of a candidate is linear in its counts: fold the pJ per count once
+            probe = GemmResult(0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0,
+                               1, 1, 1, 1, 2, 1, 1, "")
+            pj = self._action_pj()
+            hbm = self.cname("hbm")
+            per: dict[str, float] = {}
+            for field_ in ("mma_macs", "convert_ops", "smem_bytes", "l2_bytes"):
+                unit_counts = {f: float(f == field_) for f in
+                               ("mma_macs", "convert_ops", "smem_bytes", "l2_bytes")}
+                only = replace(probe, hbm_read_bytes=0.0, hbm_write_bytes=0.0,
+                               mma_macs=unit_counts["mma_macs"],
+                               convert_ops=unit_counts["convert_ops"],
+                               smem_bytes=unit_counts["smem_bytes"],
+                               l2_bytes=unit_counts["l2_bytes"])
+                per[field_] = sum(c * pj.get(key, 0.0) for key, c in
+                                  self._gemm_actions(plan, only).items()) * 1e-12
+            e_hbm_b = pj.get((hbm, "read"), 0.0) * 1e-12
+            pw = s.power
+
+            def rank(c: GemmResult) -> float:   # latency at the candidate's own clock
+                e_core = (c.mma_macs * per["mma_macs"] + c.convert_ops * per["convert_ops"]
+                          + c.smem_bytes * per["smem_bytes"] + c.l2_bytes * per["l2_bytes"])
+                e_mem = (c.hbm_read_bytes + c.hbm_write_bytes) * e_hbm_b
+                pt = solve_clock(pw, s.static_power_w, max(c.sm_s, c.l2_s), c.hbm_s, e_core,
+                                 e_mem, *self.power_window)
+                return c.launch_s + pt.body_s
         r = gemm_time(s, shape, plan, tiles=(tile,) if tile else None, splits=splits,
-                      launch=launch)
+                      launch=launch, rank=rank)
         return plan, r, fused, sparse
 
     def _estimate_gemm(self, op: Gemm | Conv2d, df: str, tile: tuple[int, int, int] | None,
@@ -270,8 +403,10 @@ class TensorCoreGpu(Unit[GpuMapping]):
         if isinstance(k, Estimate):
             return k
         plan, r, fused, sparse = k
-        cycles = self._cycles(r.time_s)
         actions = self._gemm_actions(plan, r)
+        lat_s, actions, dvfs = self._dvfs(r.time_s, r.launch_s, max(r.sm_s, r.l2_s), r.hbm_s,
+                                          actions)
+        cycles = self._cycles(lat_s)
         util = op.effective_macs() / (self.peak_macs_per_cycle(op) * cycles) if cycles else 0.0
         dataflow = ("attn_fused" if fused else plan.path if plan.path != "tc" else
                     "gemm_splitk" if r.split > 1 else "gemm_tc")
@@ -279,6 +414,8 @@ class TensorCoreGpu(Unit[GpuMapping]):
                    "bm": r.bm, "bn": r.bn, "bk": r.bk, "split_k": r.split, "stages": r.stages,
                    "ctas_per_sm": r.ctas_per_sm, "passes": plan.passes,
                    "sparse_speedup": sparse, "tensor_clock_hz": s.tensor_clock_mhz * 1e6}
+        details.update(dvfs)
+        details["launches"] = 1.0 if r.launch_s > 0 else 0.0
         return Estimate(op.name, op.kind, self.name, dataflow, cycles, self.clock_hz,
                         macs=op.macs(), flops=op.flops(), dram_read_bytes=r.hbm_read_bytes,
                         dram_write_bytes=r.hbm_write_bytes,
@@ -289,8 +426,12 @@ class TensorCoreGpu(Unit[GpuMapping]):
     def _gemm_actions(self, plan: MmaPlan, r: GemmResult) -> dict[tuple[str, str], float]:
         a: dict[tuple[str, str], float] = {}
         if plan.tensor:
+            # A and B fragment bytes per MAC scale with the operand width (fp8/int8 fragments
+            # are half the bytes of fp16 ones); the fp32 accumulator traffic does not
+            w = min(1.0, plan.operand_bits / 16.0) if self.spec.power is not None else 1.0
+            rf_read = _RF_READ_B_PER_MAC - _RF_AB_B_PER_MAC * (1.0 - w)
             a[(self.cname(f"tensor_core_{plan.tc_format}"), "mac")] = r.mma_macs
-            a[(self.cname("regfile"), "read")] = r.mma_macs * _RF_READ_B_PER_MAC / (_RF_WIDTH_BITS / 8)
+            a[(self.cname("regfile"), "read")] = r.mma_macs * rf_read / (_RF_WIDTH_BITS / 8)
             a[(self.cname("regfile"), "write")] = r.mma_macs * _RF_WRITE_B_PER_MAC / (_RF_WIDTH_BITS / 8)
             if r.convert_ops:
                 a[(self.cname("cuda_core"), "op")] = r.convert_ops
@@ -310,20 +451,32 @@ class TensorCoreGpu(Unit[GpuMapping]):
         if fused:
             return self._estimate_stream(op, "attn_fused", 0.0, 0.0, op.vector_ops(), sfu,
                                          launch=False)
-        return self._estimate_stream(op, "vector", op.input_bytes() + op.weight_bytes(),
+        from arch.gpu.kernels import vector_read_passes
+
+        extra = (vector_read_passes(op) - 1) * op.input_bytes()
+        s = self.spec
+        if extra and op.input_bytes() <= s.l2.l2_bytes * s.l2.usable_fraction:
+            # the re-reads hit L2 (the tensor fits): charged on the L2 at its bandwidth
+            return self._estimate_stream(op, "vector", op.input_bytes() + op.weight_bytes(),
+                                         op.output_bytes(), op.vector_ops(), sfu,
+                                         l2_extra_b=extra)
+        return self._estimate_stream(op, "vector", op.input_bytes() + op.weight_bytes() + extra,
                                      op.output_bytes(), op.vector_ops(), sfu)
 
     def _estimate_stream(self, op: Op, dataflow: str, read_b: float, write_b: float,
-                         ops: float, sfu_ops: float = 0.0, launch: bool = True) -> Estimate:
-        """Streaming kernel: max(bytes / sustained bandwidth, ALU, SFU) + launch + latency."""
+                         ops: float, sfu_ops: float = 0.0, launch: bool = True,
+                         l2_extra_b: float = 0.0) -> Estimate:
+        """Streaming kernel: max(bytes / sustained bandwidth, L2 re-reads, ALU, SFU) + launch
+        + latency."""
         s = self.spec
         t_mem = (read_b + write_b) / s.memory.sustained_bytes_per_s
         t_alu = ops / (s.sm_count * s.cuda_core.fp32_lanes_per_sm * s.clock_hz)
         t_sfu = sfu_ops / (s.sm_count * s.cuda_core.sfu_per_sm * s.clock_hz)
+        t_alu = max(t_alu, (read_b + l2_extra_b) / (s.l2.bandwidth_gbps * 1e9)) if l2_extra_b \
+            else t_alu
         body = max(t_mem, t_alu, t_sfu)
         fixed = (s.launch_overhead_us * 1e-6 if launch else 0.0) + (
             s.dram_latency_ns * 1e-9 if read_b else 0.0)
-        cycles = self._cycles(fixed + body)
         bound = "memory" if body == t_mem and t_mem > 0 else "compute"
         if fixed > body:
             bound = "latency"
@@ -335,13 +488,16 @@ class TensorCoreGpu(Unit[GpuMapping]):
             actions[(self.cname("l2"), "read")] = read_b / (_L2_SECTOR_BITS / 8)
         if write_b:
             actions[(self.cname("hbm"), "write")] = write_b
+        lat_s, actions, dvfs = self._dvfs(fixed + body, fixed, max(t_alu, t_sfu), t_mem, actions)
+        cycles = self._cycles(lat_s)
         peak = s.sm_count * s.cuda_core.fp32_lanes_per_sm
         util = ops / (peak * cycles) if cycles and ops else 0.0
         return Estimate(op.name, op.kind, self.name, dataflow, cycles, self.clock_hz,
                         flops=op.flops(), dram_read_bytes=read_b, dram_write_bytes=write_b,
                         actions=MappingProxyType(actions), utilization=min(1.0, util),
                         bound=bound, mapping=dataflow,
-                        details=MappingProxyType({"mem_s": t_mem, "alu_s": t_alu, "sfu_s": t_sfu}))
+                        details=MappingProxyType({"mem_s": t_mem, "alu_s": t_alu, "sfu_s": t_sfu,
+                                                  "launches": 1.0 if launch else 0.0, **dvfs}))
 
     def _estimate_allreduce(self, op: AllReduce) -> Estimate:
         s = self.spec
@@ -401,6 +557,19 @@ class TensorCoreGpu(Unit[GpuMapping]):
             Component(self.cname("static"), "static", 1,
                       {"power_w": s.static_power_w, "source": s.source or "config static_power_w"}),
         ]
+        if s.power is not None:
+            # calibrated board (docs/gpu.md): the on-chip library energies times the fitted
+            # scale, the HBM energy times its scale, and the active-chip energy per clock
+            from dataclasses import replace
+
+            scale = {"mac": s.power.core_energy_scale, "vector": s.power.core_energy_scale,
+                     "regfile": s.power.core_energy_scale, "sram": s.power.core_energy_scale,
+                     "dram": s.power.hbm_energy_scale}
+            out = [replace(c, attrs={**c.attrs, "energy_scale": scale[c.cls]})
+                   if c.cls in scale else c for c in out]
+            out.append(Component(self.cname("clock"), "fixed", 1, {
+                "energy_pj": {"cycle": s.power.active_pj_per_cycle}, "area_mm2": 0.0,
+                "leakage_w": 0.0, "source": s.power.source or "config power.active_pj_per_cycle"}))
         return out
 
     # ---- cycle-level lowering ---------------------------------------------------------

@@ -19,9 +19,9 @@ ROOT = Path(__file__).resolve().parents[2]
 DATA = yaml.safe_load((ROOT / "tests" / "data" / "cluster" / "megatron_selene.yaml").read_text())
 MODELS = {m["name"]: m for m in DATA["models"]}
 #: known gap (docs/validation.md): the 22B model (one pipeline stage, one microbatch of 4) is
-#: predicted 21% (selective) and 16.5% (full) fast; its 41.5% MFU is lower than the GEMM-bound
-#: model reaches (framework overheads on the small model are not modelled)
-GAP = {("22b", "selective"), ("22b", "full")}
+#: predicted 19% fast with selective recompute (full: -14%, inside); its 41.5% MFU is lower
+#: than the GEMM-bound model reaches (framework overheads on the small model are not modelled)
+GAP = {("22b", "selective")}
 
 
 @pytest.fixture(scope="module")

@@ -115,3 +115,18 @@ def test_w4a16_speedup_memory_to_compute_transition() -> None:
         assert min(sp[:5]) >= 3.2, (name, sp)
         assert max(sp[-3:]) <= 1.2, (name, sp)
         assert all(b <= a * 1.02 for a, b in zip(sp, sp[1:])), (name, sp)
+
+
+@settings(max_examples=30, deadline=None)
+@given(m=dims, n=dims, k=dims, fmt=st.sampled_from(["bf16", "fp16", "fp8_e4m3", "int8"]))
+def test_power_capped_gpu_never_exceeds_its_limit(m, n, k, fmt) -> None:
+    """H100 (power section): every GEMM's board power is at most the 700 W limit, at a clock
+    on the V-f curve, and a kernel below the limit runs at the top clock."""
+    u = gpu("h100")
+    f = FORMATS[fmt]
+    e = u.estimate(Gemm(name="g", m=m, n=n, k=k, a_format=f, w_format=f))
+    p = u.spec.power
+    assert e.details["power_w"] <= p.power_limit_w + 1e-9
+    assert p.min_mhz <= e.details["clock_mhz"] <= p.top_mhz
+    if e.details["power_capped"] == 0.0:
+        assert e.details["clock_mhz"] == p.top_mhz

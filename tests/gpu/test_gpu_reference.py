@@ -76,7 +76,14 @@ def test_h200_device_to_device_copy() -> None:
     assert tbps == pytest.approx(ref, rel=0.10)
 
 
-@pytest.mark.parametrize("name,key", [("a100", "a100_sxm"), ("h100", "h100_sxm")])
+@pytest.mark.parametrize("name,key", [
+    ("a100", "a100_sxm"),
+    pytest.param("h100", "h100_sxm", marks=pytest.mark.xfail(strict=True, reason=(
+        "known gap (docs/validation.md): the power-capped H100 predicts 663 TFLOP/s; the "
+        "measured H100 of silicon/h100.jsonl never exceeds 748 on any bf16 shape and "
+        "sustains 1.25-1.4 GHz under dense GEMM, so a 794.5 best-of-sweep on another card "
+        "is not reproduced; the H100 is checked against silicon in tests/gpu/test_silicon.py"))),
+])
 def test_best_case_bf16_gemm(name: str, key: str) -> None:
     """gpus.yaml measured_best_gemm_tflops.<key>.bf16 at shape_mnk (ml-engineering sweep).
 

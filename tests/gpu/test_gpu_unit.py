@@ -44,11 +44,12 @@ def test_copy_closed_form() -> None:
 
 
 def test_ring_allreduce_closed_form() -> None:
-    # 8 GPUs, 256 MiB fp16: 2*7/8 x 256 MiB / (450 GB/s x 0.8) + 14 x 2 us + 4 us launch
+    # 8 GPUs, 256 MiB fp16: 2*7/8 x 256 MiB / (450 GB/s x 0.8) + 14 x 2 us + 5 us launch
+    # (h100.yaml launch_overhead_us = 5, measured: silicon/h100.jsonl 1 MiB copy)
     op = AllReduce(name="ar", elements=128 * 2**20, devices=8)
     e = gpu("h100").estimate(op)
     link = 2 * 7 / 8 * 256 * 2**20 / (450e9 * 0.8) + 14 * 2e-6
-    assert e.latency_s == pytest.approx(link + 4e-6, rel=1e-6)
+    assert e.latency_s == pytest.approx(link + 5e-6, rel=1e-6)
     assert not gpu("t4").estimate(op).feasible  # no NVLink on T4
 
 
@@ -59,7 +60,7 @@ def test_small_allreduce_takes_the_tree() -> None:
     e = gpu("h100").estimate(op)
     tree = 2 * 128 * 2**10 / (450e9 * 0.8) + 6 * 2e-6
     assert e.mapping.startswith("tree")
-    assert e.latency_s == pytest.approx(tree + 4e-6, rel=1e-4)   # whole cycles
+    assert e.latency_s == pytest.approx(tree + 5e-6, rel=1e-4)   # whole cycles; 5 us launch
 
 
 def test_datapath_selection() -> None:
@@ -93,7 +94,8 @@ def test_fused_attention_keeps_scores_on_chip() -> None:
     u = gpu("h100")
     qk = Gemm(name="attn.qk", m=4096, n=4096, k=128, batch=32, b_is_weight=False, role="qk")
     sm = Softmax(name="attn.softmax", rows=32 * 4096, cols=4096, role="attn")
-    unf = u.estimate(qk).latency_s + u.estimate(sm).latency_s
+    # h100.yaml runs attention fused by default: ask for the unfused kernels explicitly
+    unf = u.estimate(qk, "attn_unfused").latency_s + u.estimate(sm, "attn_unfused").latency_s
     fus = u.estimate(qk, "attn_fused").latency_s + u.estimate(sm, "attn_fused").latency_s
     assert fus < 0.5 * unf
     assert u.estimate(qk, "attn_fused").dram_write_bytes == 0

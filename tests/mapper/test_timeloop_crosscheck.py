@@ -1,4 +1,4 @@
-"""Timeloop Eyeriss conv2_x cross-check (archsim/validation_mapper.py)."""
+"""Timeloop Eyeriss conv2_x cross-check (archsim/validation/mapper.py)."""
 
 from __future__ import annotations
 

@@ -31,7 +31,17 @@ from dataclasses import dataclass, field, replace
 
 from workloads.formats import FORMATS, NumberFormat
 from workloads.graph import Workload
-from workloads.ops import AllReduce, Conv2d, Elementwise, Embedding, Gemm, Norm, Op, Softmax
+from workloads.ops import (
+    AllReduce,
+    Attention,
+    Conv2d,
+    Elementwise,
+    Embedding,
+    Gemm,
+    Norm,
+    Op,
+    Softmax,
+)
 
 __all__ = ["op_parameters", "GraphBuilder", "to_training", "FP16", "FP32"]
 
@@ -124,6 +134,10 @@ def _backward_ops(op: Op) -> tuple[list[Op], list[Op]]:
     if isinstance(op, AllReduce):
         # tensor parallelism (Megatron): the conjugate of a forward all-reduce is an
         # all-reduce of the same size in the backward pass
+        return [replace(op, name=f"{op.name}.bwd", pass_="bwd_data")], []
+    if isinstance(op, Attention):
+        # FlashAttention backward: one kernel recomputing the scores (Attention.macs counts
+        # its five GEMMs for pass bwd_data); dQ, dK, dV all flow upstream
         return [replace(op, name=f"{op.name}.bwd", pass_="bwd_data")], []
     if isinstance(op, Embedding):
         grad = Elementwise(name=f"{op.name}.bwd", rows=op.tokens, cols=op.dim, fn="add",

@@ -59,7 +59,17 @@ from workloads.errors import Problem, WorkloadError
 from workloads.formats import get_format
 from workloads.graph import Workload
 from workloads.models.common import FP16, FP32, GraphBuilder, to_training
-from workloads.ops import AllReduce, Conv2d, Elementwise, Embedding, Gemm, Norm, Op, Softmax
+from workloads.ops import (
+    AllReduce,
+    Attention,
+    Conv2d,
+    Elementwise,
+    Embedding,
+    Gemm,
+    Norm,
+    Op,
+    Softmax,
+)
 
 __all__ = ["TransformerShape", "build_transformer", "resolve_phase"]
 
@@ -226,7 +236,7 @@ def _tokens(s: TransformerShape, phase: str, seq: int | None, context: int | Non
 
 def build_transformer(s: TransformerShape, phase: str | None = None, batch: int = 1,
                       seq: int | None = None, context: int | None = None,
-                      tp: int = 1, ep: int = 1) -> Workload:
+                      tp: int = 1, ep: int = 1, attention: str = "unfused") -> Workload:
     """The op graph of transformer ``s`` for one phase.
 
     Args:
@@ -238,6 +248,9 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
         context: KV-cache length for decode (default half the model context).
         tp: tensor-parallel degree (devices); the graph is one device's shard (module doc).
         ep: expert-parallel degree (MoE models): ``experts / ep`` whole experts per device.
+        attention: ``unfused`` (QK, softmax and AV ops; dense scores) or ``fused``: one
+            ``Attention`` op per layer (``{L}.attn.core``; causal in prefill/train of
+            decoders), as FlashAttention runs it (multi-head latent attention stays unfused).
 
     Returns:
         The workload, ``parameters`` counted from the op shapes.
@@ -247,6 +260,9 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
     """
     ph = resolve_phase(s.name, phase, s.phases)
     _check_int(batch, "batch", 1)
+    if attention not in ("unfused", "fused"):
+        raise WorkloadError(Problem(f"attention must be unfused or fused, got {attention!r}",
+                                    "attention"))
     q, keys, ctx = _tokens(s, ph, seq, context)
     hl, kvl = _tp_heads(s, tp)
     _check_ep(s, ep)
@@ -401,19 +417,25 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
             qk_in: Op = qkv
             if s.positions == "rope":
                 qk_in = add(f"{L}.attn.rope", L, m, (h + kv) * hd, [qkv], fn="mul")
-            scores = b.add(Gemm(name=f"{L}.attn.qk", m=q, n=keys, k=hd, batch=batch * h,
-                                b_is_weight=False, b_shared=h // kv, role="qk", layer=L),
-                           [qk_in])
-            if s.positions == "alibi":
-                scores = add(f"{L}.attn.alibi", L, batch * h * q, keys, [scores])
-            probs = b.add(Softmax(name=f"{L}.attn.softmax", rows=batch * h * q, cols=keys,
-                                  role="attn", layer=L), [scores])
-            if drop:
-                probs = add(f"{L}.attn.dropout", L, batch * h * q, keys, [probs], fn="mul",
-                            more=1)
-            ctx_op = b.add(Gemm(name=f"{L}.attn.av", m=q, n=hd, k=keys, batch=batch * h,
-                                b_is_weight=False, b_shared=h // kv, role="av", layer=L),
-                           [probs, qkv])
+            if attention == "fused":     # FlashAttention: one kernel, scores stay on chip
+                ctx_op: Op = b.add(Attention(
+                    name=f"{L}.attn.core", batch=batch, heads=h, kv_heads=kv, q_len=q,
+                    kv_len=keys, head_dim=hd, causal=(s.kind == "decoder" and ph != "decode"),
+                    layer=L), [qk_in, qkv])
+            else:
+                scores = b.add(Gemm(name=f"{L}.attn.qk", m=q, n=keys, k=hd, batch=batch * h,
+                                    b_is_weight=False, b_shared=h // kv, role="qk", layer=L),
+                               [qk_in])
+                if s.positions == "alibi":
+                    scores = add(f"{L}.attn.alibi", L, batch * h * q, keys, [scores])
+                probs = b.add(Softmax(name=f"{L}.attn.softmax", rows=batch * h * q,
+                                      cols=keys, role="attn", layer=L), [scores])
+                if drop:
+                    probs = add(f"{L}.attn.dropout", L, batch * h * q, keys, [probs],
+                                fn="mul", more=1)
+                ctx_op = b.add(Gemm(name=f"{L}.attn.av", m=q, n=hd, k=keys, batch=batch * h,
+                                    b_is_weight=False, b_shared=h // kv, role="av", layer=L),
+                               [probs, qkv])
             proj = lin(f"{L}.attn.proj", L, m, d, h * hd, "proj", [ctx_op], bias=row_bias)
         proj = all_reduce(f"{L}.attn.allreduce", L, proj)
         x = add(f"{L}.attn.residual", L, m, d, [proj, res], more=int(drop))
@@ -454,7 +476,8 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
         b.add(Gemm(name="pooler", m=batch, n=d, k=d, role="pooler", layer="head"), [x], bias=d)
 
     if tp > 1 or ep > 1:       # the model's parameter count, not one shard's
-        w.parameters = build_transformer(s, phase, batch, seq, context).parameters
+        w.parameters = build_transformer(s, phase, batch, seq, context,
+                                         attention=attention).parameters
     if ph == "train":
         return to_training(w, b.params, b.tied, "adam")
     return w

@@ -1,0 +1,150 @@
+"""Kernel-class models of the tensor-core GPU beyond the GEMM tile model.
+
+FlashAttention (``workloads.ops.Attention``), as PyTorch SDPA runs it:
+
+* **prefill** (FlashAttention-2 style, one CTA per (batch, head, 128-query block)): per tile
+  the QK^T and PV MMAs, then the online softmax (one ``exp`` per score on the SFUs plus the
+  max/sum/rescale on the FP32 lanes). The softmax is issued by the same warps between the two
+  MMAs, so it does not overlap them::
+
+      t_sm  = macs / (SMs x MMA rate x eta) + pairs x max(1 / sfu_rate, 4 / fp32_rate)
+      t_hbm = (Q + K + V + O bytes; one head's K/V re-read per query block if it
+               does not fit in L2) / BW
+      T     = launch + max(t_sm, t_hbm)
+
+* **decode** (split-KV, FlashDecoding): ``q_len`` is tiny, the kernel streams K and V once
+  at the HBM rate, split over the SMs along the key axis, then a second kernel combines
+  the partial softmax sums (one more launch)::
+
+      T = 2 x launch + dram_latency + (K + V + Q + O bytes) / BW
+
+Vector kernels (softmax, norms) read their input ``vector_read_passes`` times.
+
+Causal masking skips the masked triangle (``Attention.pairs``).
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+from arch.base import Estimate
+from arch.gpu.spec import GpuSpec
+
+if TYPE_CHECKING:
+    from arch.gpu.unit import TensorCoreGpu
+from workloads.ops import Attention, Norm, Op, Softmax
+
+__all__ = ["AttentionTime", "attention_time", "vector_read_passes", "estimate_attention"]
+
+#: PyTorch keeps a softmax row in registers (one read) up to this many columns
+#: (``dispatch_softmax_forward``: persistent warp softmax for dim <= 1024); longer rows
+#: are read three times: max, sum of exp, normalise (``cunn_SoftMaxForward``).
+_SOFTMAX_PERSISTENT_COLS = 1024
+
+
+def vector_read_passes(op: Op) -> int:
+    """Times a vector kernel reads its input (PyTorch CUDA kernels): softmax 1 (rows up to
+    1024 columns) or 3 (max, sum, normalise); layer/RMS norm 2 (row moments, then apply:
+    ``vectorized_layer_norm_kernel`` re-reads the row); element-wise 1. Re-reads hit L2 when
+    the tensor fits in it, else HBM."""
+    if isinstance(op, Softmax):
+        return 1 if op.cols <= _SOFTMAX_PERSISTENT_COLS else 3
+    if isinstance(op, Norm):
+        return 2
+    return 1
+
+_FA_BLOCK_Q = 128       # query rows per CTA (FlashAttention-2 forward, head_dim 128)
+_DECODE_Q_MAX = 16      # q_len up to this runs the split-KV decode kernel
+
+
+class AttentionTime:
+    """Timing parts of one attention call (seconds at the top clock) and its traffic."""
+
+    def __init__(self, fixed_s: float, sm_s: float, hbm_s: float, read_b: float,
+                 write_b: float, sfu_ops: float, alu_ops: float, decode: bool) -> None:
+        self.fixed_s = fixed_s
+        self.sm_s = sm_s
+        self.hbm_s = hbm_s
+        self.read_b = read_b
+        self.write_b = write_b
+        self.sfu_ops = sfu_ops
+        self.alu_ops = alu_ops
+        self.decode = decode
+
+    @property
+    def time_s(self) -> float:
+        return self.fixed_s + max(self.sm_s, self.hbm_s)
+
+
+def attention_time(spec: GpuSpec, op: Attention, mma_per_clock_sm: float) -> AttentionTime:
+    """Fused attention on ``spec`` (see module docstring); ``mma_per_clock_sm`` = dense MACs
+    per clock per SM of the operand format."""
+    f = spec.tensor_clock_mhz * 1e6
+    bw = spec.memory.sustained_bytes_per_s
+    launch = spec.launch_overhead_us * 1e-6
+    bpe = op.a_format.bytes_per_element
+    pairs = float(op.batch * op.heads * op.pairs())
+    q_b = op.batch * op.heads * op.q_len * op.head_dim * bpe
+    kv_b = 2.0 * op.batch * op.kv_heads * op.kv_len * op.head_dim * bpe
+    o_b = op.output_bytes()
+    sfu_rate = spec.sm_count * spec.cuda_core.sfu_per_sm * f
+    alu_rate = spec.sm_count * spec.cuda_core.fp32_lanes_per_sm * f
+    mma_rate = spec.sm_count * mma_per_clock_sm * spec.tensor_core.mma_efficiency * f
+    t_soft = max(pairs / sfu_rate, 4.0 * pairs / alu_rate)   # SFU and FP32 pipes overlap
+    t_mma = op.macs() / mma_rate
+    if op.q_len <= _DECODE_Q_MAX:
+        read = q_b + kv_b
+        return AttentionTime(2 * launch + spec.dram_latency_ns * 1e-9, t_mma + t_soft,
+                             (read + o_b) / bw, read, o_b, pairs, 4.0 * pairs, True)
+    # K/V of one (batch, kv head) are re-read by every query block unless they stay in L2
+    qblocks = -(-op.q_len // _FA_BLOCK_Q)
+    # the query blocks of one head run concurrently (adjacent CTAs), so that head's K/V
+    # (not the whole tensor) must fit in the usable L2 to be fetched once
+    fits = kv_b / (op.batch * op.kv_heads) <= spec.l2.l2_bytes * spec.l2.usable_fraction
+    read = q_b + (kv_b if fits else kv_b * qblocks / 2.0)
+    return AttentionTime(launch + spec.dram_latency_ns * 1e-9, t_mma + t_soft,
+                         (read + o_b) / bw, read, o_b, pairs, 4.0 * pairs, False)
+
+
+# register bytes per MAC of an m16n8k16 MMA (A 512 B + B 256 B + C 512 B read, C 512 B
+# written per 2048 MACs) and the access widths of the energy components (arch.gpu.unit)
+_RF_READ_B_PER_MAC = 1280 / 2048
+_RF_WRITE_B_PER_MAC = 512 / 2048
+_RF_WIDTH_B = 128
+_SMEM_WIDTH_B = 128
+_L2_SECTOR_B = 32
+
+
+def estimate_attention(unit: TensorCoreGpu, op: Attention) -> Estimate:
+    """The Estimate of a fused attention call on ``unit``: :func:`attention_time`, the
+    action counts of its two GEMMs (tensor-core MACs, register traffic, K/V tiles from shared
+    memory), the softmax on the CUDA cores, the HBM / L2 traffic, and the power cap."""
+    s = unit.spec
+    f = "fp16" if op.a_format.name in ("fp16", "fp32") else op.a_format.name
+    rate = float(s.tc_rate_per_sm(f))
+    t = attention_time(s, op, rate)
+    macs = float(op.macs())
+    actions: dict[tuple[str, str], float] = {
+        (unit.cname(f"tensor_core_{f}"), "mac"): macs,
+        (unit.cname("regfile"), "read"): macs * _RF_READ_B_PER_MAC / _RF_WIDTH_B,
+        (unit.cname("regfile"), "write"): macs * _RF_WRITE_B_PER_MAC / _RF_WIDTH_B,
+        (unit.cname("cuda_core"), "op"): t.alu_ops + t.sfu_ops,
+        # each K / V element read from shared memory serves head_dim MACs of one query row
+        (unit.cname("smem"), "read"): macs * op.a_format.bytes_per_element / op.head_dim
+        / _SMEM_WIDTH_B,
+        (unit.cname("l2"), "read"): t.read_b / _L2_SECTOR_B,
+        (unit.cname("hbm"), "read"): t.read_b,
+        (unit.cname("hbm"), "write"): t.write_b}
+    lat_s, actions, dvfs = unit._dvfs(t.time_s, t.fixed_s, t.sm_s, t.hbm_s, actions)
+    cycles = unit._cycles(lat_s)
+    body = max(t.sm_s, t.hbm_s)
+    bound = "memory" if body == t.hbm_s else "compute"
+    util = op.effective_macs() / (s.sm_count * rate * cycles) if cycles else 0.0
+    df = "attn_decode" if t.decode else "attn_fused"
+    return Estimate(op.name, op.kind, unit.name, df, cycles, unit.clock_hz,
+                    macs=op.macs(), flops=op.flops(), dram_read_bytes=t.read_b,
+                    dram_write_bytes=t.write_b, actions=MappingProxyType(actions),
+                    utilization=min(1.0, util), bound=bound,
+                    mapping=("split-KV decode" if t.decode else "flash prefill"),
+                    details=MappingProxyType({"sm_s": t.sm_s, "hbm_s": t.hbm_s, **dvfs}))

@@ -1,0 +1,209 @@
+"""``archsim calibrate``: fit a GPU config's measured constants to silicon rows.
+
+    archsim calibrate DATA.jsonl --config gpu/h100 [--out h100_calibrated.yaml]
+
+``DATA.jsonl`` is what ``benchmarks/silicon/measure.py`` writes (format in
+``../shared/reference/silicon/README.md``). Fitted, in this order (``archsim.silicon``):
+
+1. power: ``power.active_pj_per_cycle`` and ``power.core_energy_scale`` by least squares on
+   the ``energy`` rows (measured board energy at the measured clock and time);
+2. ``tensor_core.mma_efficiency``: the prior times the median of (model time at the
+   measured clock / measured time) over the compute-bound GEMM ``energy`` rows (sustained:
+   their clock is known);
+3. ``tensor_core.library_rate_fraction.<fmt>`` for each format the config lists: the value
+   on a 0.05 grid that minimises the median |log(pred / measured)| of that format's GEMM
+   rows.
+
+It prints the error per kernel class before and after, the fitted constants with their
+residuals, and writes the config (the input file with only those values replaced, comments
+kept). The config must already have a ``power:`` section (see ``docs/gpu.md``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import re
+import statistics
+import sys
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, NoReturn
+
+from workloads.errors import ArchsimError, ConfigError, Problem
+
+__all__ = ["main", "build_parser", "calibrate", "Calibration"]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # one line, exit 2
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="archsim calibrate", description="Fit a GPU config's power, MMA-efficiency "
+                "and library-rate constants to measured silicon rows (JSON lines) and write "
+                "the calibrated config.")
+    p.add_argument("data", help="measurement file (JSON lines, benchmarks/silicon/measure.py)")
+    p.add_argument("--config", required=True, help="GPU config YAML or reference name "
+                   "(e.g. gpu/h100); it must have a power: section")
+    p.add_argument("--out", help="calibrated config to write (default: <name>_calibrated.yaml)")
+    return p
+
+
+class Calibration:
+    """Fitted values (key path -> value), the residual notes, and the config text."""
+
+    def __init__(self, values: dict[str, float], notes: list[str], text: str) -> None:
+        self.values = values
+        self.notes = notes
+        self.text = text
+
+
+def _set_value(text: str, path: tuple[str, ...], value: float, where: str) -> str:
+    """Replace the scalar at ``path`` (nested block keys) in YAML ``text``, keeping comments."""
+    lines = text.splitlines(keepends=True)
+    start, indent = 0, -1
+    for depth, key in enumerate(path):
+        pat = re.compile(rf"^(\s*)(-\s+)?{re.escape(key)}\s*:")
+        for i in range(start, len(lines)):
+            m = pat.match(lines[i])
+            if m and len(m.group(1)) + len(m.group(2) or "") > indent:
+                indent = len(m.group(1)) + len(m.group(2) or "")
+                start = i
+                break
+        else:
+            raise ConfigError(Problem(f"key {'.'.join(path[:depth + 1])} not found; calibrate "
+                                      "needs it in the config", where))
+    line = lines[start]
+    m = re.match(r"^(\s*(?:-\s+)?[\w.]+\s*:\s*)([^#\n]*?)(\s*)(#.*)?$", line.rstrip("\n"))
+    assert m is not None
+    new = f"{value:.6g}"
+    comment = m.group(4) or ""
+    col = len(m.group(1)) + len(m.group(2)) + len(m.group(3))   # keep the comment column
+    pad = " " * max(1, col - len(m.group(1)) - len(new)) if comment else ""
+    lines[start] = m.group(1) + new + pad + comment + "\n"
+    return "".join(lines)
+
+
+def _table(title: str, scores: dict[str, Any]) -> list[str]:
+    out = [title, f"  {'class':14s} {'n':>3s} {'median |err|':>13s} {'worst |err|':>12s}"]
+    for c in sorted(scores):
+        s = scores[c]
+        out.append(f"  {c:14s} {len(s.errors):3d} {s.median_abs:13.1%} {s.worst_abs:12.1%}")
+    return out
+
+
+def calibrate(data: str | Path, config: str | Path) -> tuple[Calibration, list[str]]:
+    """Fit the constants; returns the calibration and the printed report lines."""
+    from archsim import silicon
+    from archsim.api import find_config, load
+    from workloads.formats import FORMATS
+
+    rows = silicon.load_rows(data)
+    path = find_config(config)
+    acc = load(path)
+    unit = acc.units[0]
+    spec = getattr(unit, "spec", None)
+    if spec is None or not hasattr(spec, "tensor_core"):
+        raise ConfigError(Problem("expected a tensor_core_gpu config", str(path)))
+    if spec.power is None:
+        raise ConfigError(Problem("the config has no power: section (power_limit_w, vf_mhz, "
+                                  "vf_volts, active_pj_per_cycle); see docs/gpu.md",
+                                  f"{path} units[0].power"))
+    text = Path(path).read_text()
+    report = _table(f"before ({path.name}, {len(rows)} rows):", silicon.score(unit, rows))
+    values: dict[str, float] = {}
+    notes: list[str] = []
+    idle = [r.data for r in rows if r.kind == "energy" and r.data.get("op") == "idle"]
+    idle_w = float(idle[0]["avg_w"]) if idle else spec.static_power_w
+    energy = [r for r in rows if r.kind == "energy" and silicon.row_op(r.data) is not None
+              and "mj_per_call" in r.data and "sm_mhz" in r.data]
+    if len(energy) >= 2:
+        fit = silicon.fit_power(unit, energy, idle_w)
+        values["static_power_w"] = idle_w
+        values["power.active_pj_per_cycle"] = fit.active_pj_per_cycle
+        values["power.core_energy_scale"] = fit.core_energy_scale
+        notes += [f"  energy residual {lab}: {res:+.1%}" for lab, res in fit.residuals]
+        spec = replace(spec, static_power_w=idle_w, power=replace(
+            spec.power, active_pj_per_cycle=fit.active_pj_per_cycle,
+            core_energy_scale=fit.core_energy_scale))
+    else:
+        notes.append("  fewer than 2 energy rows: power constants left as they are")
+    # MMA efficiency from sustained compute-bound GEMM rows (their clock is measured)
+    ratios = []
+    for r in energy:
+        d = r.data
+        if d.get("op") != "gemm" or min(d["m"], d["n"], d["k"]) < 1024:
+            continue
+        raw = type(unit)(unit.name, replace(spec, power=None,
+                                            tensor_clock_mhz=float(d["sm_mhz"])), unit.node_nm)
+        op = silicon.row_op(d)
+        assert op is not None
+        ratios.append(raw.estimate(op).latency_s / (float(d["ms"]) * 1e-3))
+    if ratios:
+        eta = min(1.0, spec.tensor_core.mma_efficiency * statistics.median(ratios))
+        values["tensor_core.mma_efficiency"] = eta
+        notes.append(f"  mma_efficiency: {len(ratios)} sustained GEMM rows, time ratios "
+                     + ", ".join(f"{x:.3f}" for x in ratios))
+        spec = replace(spec, tensor_core=replace(spec.tensor_core, mma_efficiency=eta))
+    # library rate fraction per listed format
+    inv = {v: k for k, v in silicon._DTYPES.items()}
+    for fmt in sorted(spec.tensor_core.library_rate_fraction):
+        frows = [r.data for r in rows if r.kind == "gemm" and r.data.get("dtype") == inv.get(fmt)
+                 and min(r.data["m"], r.data["n"]) > 64]
+        if not frows or fmt not in FORMATS:
+            continue
+        best: tuple[float, float] | None = None
+        for i in range(6, 21):
+            x = i * 0.05
+            lrf = {**spec.tensor_core.library_rate_fraction, fmt: x}
+            trial = type(unit)(unit.name, replace(spec, tensor_core=replace(
+                spec.tensor_core, library_rate_fraction=lrf)), unit.node_nm)
+            errs = [abs(math.log(silicon.predict_ms(trial, d) / float(d["ms"])))  # type: ignore[operator]
+                    for d in frows]
+            med = statistics.median(errs)
+            if best is None or med < best[1] - 1e-12:
+                best = (x, med)
+        assert best is not None
+        values[f"tensor_core.library_rate_fraction.{fmt}"] = best[0]
+        notes.append(f"  library_rate_fraction.{fmt}: {len(frows)} rows, median |log err| "
+                     f"{best[1]:.3f}")
+        spec = replace(spec, tensor_core=replace(spec.tensor_core, library_rate_fraction={
+            **spec.tensor_core.library_rate_fraction, fmt: best[0]}))
+    for key, v in values.items():
+        text = _set_value(text, ("units", *key.split(".")), v, str(path))
+    after = type(unit)(unit.name, spec, unit.node_nm)
+    report += _table("after:", silicon.score(after, rows))
+    report += ["fitted constants:"] + [f"  {k} = {v:.6g}" for k, v in values.items()] + notes
+    return Calibration(values, notes, text), report
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``archsim calibrate``; returns the exit code."""
+    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
+    from archsim.api import find_config
+
+    try:
+        cal, report = calibrate(args.data, args.config)
+        out = Path(args.out) if args.out else Path(f"{find_config(args.config).stem}_calibrated.yaml")
+        # check the written config loads before it replaces anything (no partial output)
+        from archsim.api import load
+
+        fd, tmp = tempfile.mkstemp(suffix=".yaml", dir=str(out.parent.resolve()))
+        try:
+            with os.fdopen(fd, "w") as fh:
+                fh.write(cal.text)
+            load(tmp)
+            os.replace(tmp, out)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    except ArchsimError as exc:
+        print(exc.render(), file=sys.stderr)
+        return 2
+    print("\n".join(report))
+    print(f"wrote {out}")
+    return 0

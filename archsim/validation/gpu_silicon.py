@@ -1,0 +1,94 @@
+"""Validation family ``gpu_silicon``: the H100 model against measured silicon.
+
+Data: ``tests/data/silicon/h100_heldout.jsonl`` — the rows of
+``shared/reference/silicon/h100.jsonl`` (tag M; how each was measured: ``SOURCE.md`` next to
+it) that ``configs/gpu/h100.yaml`` was *not* fitted on (the fit used
+``h100_calibration.jsonl``: idle power, the bf16 GEMM 4096^3 / 16384^3 and 1 GiB copy energy
+rows, two int8 GEMMs, ResNet-50 batch 1 eager wall time). Registered by
+``archsim.validation.core`` (imports every module of this package).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from arch.reference import Comparison, Gap, checks
+
+_DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "silicon"
+_SRC = "silicon/h100.jsonl (held out)"
+
+
+@checks("gpu_silicon")
+def _gpu_silicon() -> tuple[list[Comparison], list[Gap]]:
+    """Per kernel class median |error|, board energy, sustained clock, whole models."""
+    from archsim import silicon
+    from archsim.api import load
+
+    acc = load("gpu/h100")
+    unit = acc.units[0]
+    rows = silicon.load_rows(_DATA / "h100_heldout.jsonl")
+    comps: list[Comparison] = []
+    gaps: list[Gap] = []
+    for cls, sc in sorted(silicon.score(unit, rows).items()):
+        comps.append(Comparison(
+            "gpu_silicon", f"{cls}: 1 + median |latency error| ({len(sc.errors)} kernels, "
+            f"worst {sc.worst_abs:.0%})", _SRC, "M", 1.0, 1.0 + sc.median_abs, "ratio", 0.10,
+            "issue 16 target: class median within 10%", design="h100"))
+    for r in rows:
+        d = r.data
+        if r.kind != "energy" or silicon.row_op(d) is None:
+            continue
+        pred = silicon.energy_prediction(acc, d)
+        assert pred is not None
+        mj, _, mhz = pred
+        lab = silicon._label(d)
+        comps.append(Comparison("gpu_silicon", f"board energy per call, {lab}", _SRC, "M",
+                                float(d["mj_per_call"]), mj, "mJ", 0.15,
+                                "issue 16 target: energy per call within 15%", design="h100"))
+        comps.append(Comparison("gpu_silicon", f"sustained SM clock, {lab}", _SRC, "M",
+                                float(d["sm_mhz"]), mhz, "MHz", 0.10,
+                                "NVML clock read at the end of a ~4 s loop", design="h100"))
+    for m in silicon.model_rows(acc, rows):
+        if m["kind"] == "train_step":
+            gaps.append(Gap("gpu_silicon", f"training step {m['label']} (Hugging Face, bf16 "
+                            "autocast, fused AdamW)",
+                            f"measured {m['measured_ms']:.1f} ms, predicted {m['device_ms']:.1f} ms "
+                            f"of kernels ({m['wall_ms']:.1f} ms wall with the eager runtime). "
+                            "Not modelled: autocast's fp32 element-wise ops and weight casts, "
+                            "the fp32 cross-entropy over 50257 logits, dropout, HF's Python "
+                            "per module in the backward pass"))
+            continue
+        comps.append(Comparison("gpu_silicon", f"{m['kind']} {m['label']} wall time (eager)",
+                                _SRC, "M", m["measured_ms"], m["wall_ms"], "ms", 0.25,
+                                "issue 16: whole-model class within 25%", design="h100"))
+    gaps += _paper_baselines()
+    return comps, gaps
+
+
+def _paper_baselines() -> list[Gap]:
+    """Which host stack the papers' GPU baselines ran, and whether their ratios emerge."""
+    import archsim
+    from arch.pim.reference import pim_vs_gpu
+    from archsim.validation import load_reference
+
+    lo, hi = load_reference("pim.yaml")["pim_gpt"]["results"]["speedup_vs_gpu"]["range"]
+    parts = []
+    for model in ("gpt2-small", "gpt2-xl"):
+        pim = pim_vs_gpu(model)["pim_latency_s"]
+        walls = {}
+        for rt in ("ideal", "eager_hf"):
+            acc = archsim.load("gpu/t4", [f"units[0].runtime={rt}"])
+            res = archsim.evaluate(acc, archsim.workload(model, phase="decode", batch=1,
+                                                         context=128))
+            walls[rt] = float(res.extra.get("host", {}).get("wall_s", res.latency_s))
+        parts.append(f"{model}: {walls['ideal'] / pim:.0f}x with device time only, "
+                     f"{walls['eager_hf'] / pim:.0f}x with the eager_hf runtime")
+    return [Gap("gpu_silicon", f"PIM-GPT's T4 baseline (published speedups {lo}-{hi}x)",
+                "a Hugging Face eager stack (runtime eager_hf: 114 us of host per op, "
+                "arch/gpu/host.py) makes the published ratios emerge where a lean runtime "
+                "cannot: " + "; ".join(parts) + " (PIM 1 token, context 128). The large "
+                "models fall below the range: the host time grows with the op count (gpt2-xl: 581 "
+                "ops), PIM's time with the weights."),
+            Gap("gpu_silicon", "LUT Tensor Core's Accel-Sim A100 baseline",
+                "a cycle simulator's device time: runtime ideal is the matching setting; "
+                "the remaining gap is the simulated GEMM efficiency (family lut)")]

@@ -1,0 +1,172 @@
+"""Host runtime, the Attention op and `archsim calibrate` on the GPU family."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import archsim
+from arch.gpu.host import RUNTIMES
+from archsim.api import load, preferred_attention, workload
+from tests.gpu.gpu_helpers import gpu
+from workloads.errors import WorkloadError
+from workloads.formats import FORMATS
+from workloads.ops import Attention
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "silicon"
+BF16 = FORMATS["bf16"]
+
+
+def _decode(runtime: str) -> archsim.Result:
+    acc = load("gpu/h100", [f"units[0].runtime={runtime}"])
+    return archsim.evaluate(acc, workload("gpt2-xl", phase="decode", batch=1, context=128,
+                                          attention=preferred_attention(acc)))
+
+
+def test_eager_hf_and_cuda_graph_decode_differ_on_wall_not_device() -> None:
+    """Same kernels, same device time; the wall time is max(device, host) per op:
+    HF eager (114 us per op) makes every small decode op host-bound, a CUDA graph (1 us per
+    kernel) hides behind the device."""
+    hf, graph = _decode("eager_hf"), _decode("cuda_graph")
+    assert hf.latency_s == pytest.approx(graph.latency_s, rel=1e-12)
+    n = len(hf.ops)
+    h = RUNTIMES["eager_hf"]
+    wall_hf = sum(max(o.latency_s, o.details["host_s"]) for o in hf.ops)
+    # one op = h; a fused Attention op = the three ops (QK, softmax, AV) HF's Python runs
+    assert all(o.details["host_s"] == pytest.approx(3 * h if o.kind == "attention" else h)
+               for o in hf.ops)
+    assert hf.extra["host"]["wall_s"] == pytest.approx(wall_hf, rel=1e-9)
+    assert hf.extra["host"]["host_bound_ops"] == n            # every op waits for Python
+    assert graph.extra["host"]["wall_s"] == pytest.approx(graph.latency_s, rel=0.02)
+    assert hf.extra["host"]["wall_s"] > 5 * graph.extra["host"]["wall_s"]
+    text = hf.table()
+    assert "wall" in text and "eager_hf" in text and "host-bound" in text
+
+
+def test_ideal_runtime_reports_no_host() -> None:
+    res = archsim.evaluate(load("gpu/a100"), archsim.gemm_workload(256, 256, 256))
+    assert "host" not in res.extra and "wall_s" not in res.ops[0].details
+
+
+def test_gemm_cli_json_reports_power_clock_energy(capsys: pytest.CaptureFixture[str]) -> None:
+    from archsim.cli import main
+
+    assert main(["gemm", "gpu/h100", "--m", "8192", "--n", "8192", "--k", "8192",
+                 "--a-format", "bf16", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    op = d["ops"][0]["details"]
+    assert 1100 < op["clock_mhz"] < 1500          # power-capped (measured 1245-1395 MHz)
+    assert 600 < op["power_w"] <= 700             # at the 700 W limit
+    assert d["energy_j"] == pytest.approx(1.14, rel=0.15)    # issue 16: 1.14 J measured
+
+
+def test_attention_decode_closed_form() -> None:
+    """Split-KV decode, b=1, h=32, L=32768, d=128, bf16: K+V = 2 x 32 x 32768 x 128 x 2 B =
+    512 MiB (+ Q, O 16 KiB); T = 2 x 5 us launch + 0.6 us + bytes / (3350 GB/s x 0.9).
+    Measured (silicon/h100.jsonl): 0.1936 ms."""
+    op = Attention(name="a", batch=1, heads=32, kv_heads=32, q_len=1, kv_len=32768,
+                   head_dim=128, a_format=BF16, w_format=BF16)
+    e = gpu("h100").estimate(op)
+    read = (32 * 128 + 2 * 32 * 32768 * 128) * 2
+    expect = 2 * 5e-6 + 600e-9 + (read + 32 * 128 * 2) / (3350e9 * 0.9)
+    assert e.latency_s == pytest.approx(expect, rel=1e-4)
+    assert e.latency_s == pytest.approx(0.1936e-3, rel=0.10)
+
+
+def test_attention_causal_halves_the_work() -> None:
+    full = Attention(name="a", batch=1, heads=8, kv_heads=8, q_len=4096, kv_len=4096,
+                     head_dim=128)
+    causal = Attention(name="a", batch=1, heads=8, kv_heads=8, q_len=4096, kv_len=4096,
+                       head_dim=128, causal=True)
+    # pairs: 4096^2 vs 4096^2 - 4096 x 4095 / 2
+    assert causal.macs() == 2 * 8 * (4096 * 4096 - 4096 * 4095 // 2) * 128
+    assert full.macs() == 2 * 8 * 4096 * 4096 * 128
+    u = gpu("h100")
+    assert u.estimate(causal).latency_s < 0.6 * u.estimate(full).latency_s
+    with pytest.raises(WorkloadError, match="kv_heads"):
+        Attention(name="x", batch=1, heads=6, kv_heads=4, q_len=1, kv_len=1, head_dim=8)
+
+
+def test_zoo_uses_attention_op_when_design_is_fused() -> None:
+    assert preferred_attention(load("gpu/h100")) == "fused"
+    assert preferred_attention(load("gpu/a100")) == "unfused"
+    fused = workload("llama2-7b", phase="prefill", batch=1, seq=512, attention="fused")
+    plain = workload("llama2-7b", phase="prefill", batch=1, seq=512)
+    assert sum(o.kind == "attention" for o in fused) == 32
+    assert not any(o.kind == "attention" for o in plain)
+    assert len(plain) - len(fused) == 32 * 2        # qk + softmax + av -> one op
+    train = workload("gpt2-small", phase="train", batch=1, seq=128, attention="fused")
+    bwd = [o for o in train if o.kind == "attention" and o.pass_ == "bwd_data"]
+    fwd = [o for o in train if o.kind == "attention" and o.pass_ == "fwd"]
+    assert len(bwd) == len(fwd) == 12
+    assert bwd[0].macs() == fwd[0].macs() * 5 // 2    # five GEMMs against two
+
+
+def test_calibrate_cli_fits_and_writes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from archsim.cli import main
+
+    out = tmp_path / "h100_cal.yaml"
+    assert main(["calibrate", str(DATA / "h100_calibration.jsonl"), "--config", "gpu/h100",
+                 "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "before" in text and "after" in text and "power.core_energy_scale" in text
+    acc = load(out)
+    assert acc.units[0].spec.power.core_energy_scale == pytest.approx(
+        gpu("h100").spec.power.core_energy_scale, rel=1e-3)
+
+
+def test_calibrate_cli_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from archsim.cli import main
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"kind": "device"}\nnot json\n')
+    out = tmp_path / "x.yaml"
+    assert main(["calibrate", str(bad), "--config", "gpu/h100", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"{bad}:2" in err and "Traceback" not in err
+    assert not out.exists()
+    # a config without a power section
+    assert main(["calibrate", str(DATA / "h100_calibration.jsonl"), "--config", "gpu/a100",
+                 "--out", str(out)]) == 2
+    assert "power" in capsys.readouterr().err and not out.exists()
+
+
+@pytest.mark.parametrize("override,where", [
+    ("units[0].power.vf_volts=[1.0]", "units[0].power.vf_mhz"),
+    ("units[0].power.vf_mhz=[1980,345,1000,1400,1755]", "units[0].power.vf_mhz"),
+    ("units[0].clock_mhz=1900", "units[0].power.vf_mhz"),
+    ("units[0].runtime=lazy", "units[0].runtime"),
+    ("units[0].tensor_core.library_rate_fraction.int4=0.5",
+     "units[0].tensor_core.library_rate_fraction.int4"),
+])
+def test_bad_power_and_runtime_keys_name_the_key(override: str, where: str) -> None:
+    from workloads.errors import ConfigError
+
+    with pytest.raises(ConfigError) as exc:
+        load("gpu/h100", [override])
+    assert where in exc.value.render()
+
+
+def test_measure_script_refuses_cleanly_without_a_gpu(tmp_path: Path) -> None:
+    """benchmarks/silicon/measure.py: bad suite -> exit 2; no torch / no CUDA -> exit 2 and
+    no output file (it only runs on a GPU machine)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "silicon" / "measure.py"
+    spec = importlib.util.spec_from_file_location("measure", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    out = tmp_path / "m.jsonl"
+    assert mod.main(["--out", str(out), "--only", "nope"]) == 2
+    try:
+        import torch
+
+        has_gpu = torch.cuda.is_available()
+    except ImportError:
+        has_gpu = False
+    if not has_gpu:
+        assert mod.main(["--out", str(out), "--only", "launch"]) == 2
+        assert not out.exists()
