@@ -117,6 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("trace", help="simulate a model at cycle fidelity and write a Chrome/Perfetto "
                    "timeline; see 'archsim trace --help'", add_help=False)
+    sub.add_parser("serve", help="simulate LLM serving (traces, batching, KV, SLOs, energy per "
+                   "token); see 'archsim serve --help'", add_help=False)
     sub.add_parser("cosearch", help="co-search networks and (heterogeneous) hardware under "
                    "design specs; see 'archsim cosearch --help'", add_help=False)
     sub.add_parser("plot", help="plots: pareto | heatmap | breakdown | roofline; see "
@@ -130,7 +132,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 _EXPLORE = {"sweep": "sweep_main", "results": "results_main", "cosearch": "cosearch_main",
-            "plot": "plot_main", "report": "report_main", "trace": "trace_main"}
+            "plot": "plot_main", "report": "report_main", "trace": "trace_main",
+            "serve": "main"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -138,6 +141,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv and argv[0] in _EXPLORE:   # these subcommands have their own parsers
         if argv[0] == "trace":
             from archsim.trace_cmd import main as entry_fn
+        elif argv[0] == "serve":
+            from archsim.serve.cli import main as entry_fn
         else:
             import archsim.explore as explore
 

@@ -211,7 +211,7 @@ class IterationCost:
         rep = wl.op("blocks.0.attn.qkv")
         f = b = 0.0
         for u in self.acc.units:
-            if u.supports(rep):
+            if u.supports(rep) is None:
                 f += 2 * u.peak_macs_per_cycle(rep) * u.clock_hz
             b += u.peak_bytes_per_cycle() * u.clock_hz
         return f, b
