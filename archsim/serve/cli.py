@@ -100,8 +100,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--order", choices=ORDERS, default="fcfs")
     s.add_argument("--preemption", choices=PREEMPTIONS, default="recompute")
     s.add_argument("--block-size", type=_pos_int, default=16, help="KV block (tokens)")
+    s.add_argument("--iteration-overhead-ms", type=float, default=0.0,
+                   help="engine time per iteration outside the ops (ms; default 0)")
     o = p.add_argument_group("metrics and output")
-    o.add_argument("--slo", default="", help="e.g. ttft=2s,tpot=100ms[,e2e=..][,tbt_p99=..]")
+    o.add_argument("--slo", default="", help="per request: ttft=2s,tpot=100ms[,e2e=..]; "
+                   "run percentiles: tbt_p99=100ms, ttft_p90=200ms, ...")
     o.add_argument("--attainment", type=_pos_float, default=0.9,
                    help="SLO attainment target for meets/capacity (0-1]")
     o.add_argument("--find-capacity", action="store_true",
@@ -249,7 +252,10 @@ def _run(args: argparse.Namespace) -> int:
     acc = archsim.load(args.design, args.overrides)
     sch = SchedulerSpec(args.scheduler, args.chunk, args.max_num_seqs,
                         args.max_batched_tokens or 0, args.order, args.preemption,
-                        args.block_size)
+                        args.block_size, overhead_s=args.iteration_overhead_ms * 1e-3)
+    if not 0 <= args.iteration_overhead_ms < 1e4:
+        raise WorkloadError(Problem(f"expected 0 <= ms < 10000, got "
+                                    f"{args.iteration_overhead_ms}", "--iteration-overhead-ms"))
     decode = None
     if args.decode_replicas:
         decode = PoolSpec(args.decode_replicas, args.decode_tp or args.tp, sch)

@@ -244,7 +244,7 @@ class Simulation:
                 chunks, dec, swap_t = rep.schedule()
                 if chunks or dec:
                     b, c = rep.run(chunks, dec)
-                    dt = c.time_s + swap_t
+                    dt = c.time_s + swap_t + rep.spec.overhead_s
                     rep.account(c, dt)
                     timeline.append((rep.index, now, dt, b.tokens - b.decodes, b.decodes,
                                      rep.kv.used, c.energy_j))

@@ -14,6 +14,10 @@ Definitions (as in the serving papers):
 * KV utilisation — time-weighted mean (and peak) of used / total KV blocks per replica;
 * MFU — model FLOPs / (busy time x peak FLOP/s); MBU — off-chip bytes / (busy time x peak
   bytes/s), both per device over the busy iterations (vLLM/PaLM definitions);
+* sustained — the load is sustainable: requests complete, over the second half of the
+  arrival window, at >= 90 % of the arrival rate (an overloaded system completes at its
+  service rate while its queue grows; ``completion_ratio`` is that ratio). The capacity
+  search requires it, so a short run cannot pass on a transient;
 * energy — iteration energies (dynamic + leakage, from ``archsim.evaluate``) plus the
   leakage of idle devices; per output token and per request; average power over the span.
 """
@@ -36,17 +40,32 @@ _UNITS = {"ms": 1e-3, "us": 1e-6, "s": 1.0}
 
 @dataclass(frozen=True)
 class SLO:
-    """Latency targets (s); None = not checked. ``attainment``: target share for capacity."""
+    """Latency targets (s); None = not checked.
+
+    Attributes:
+        ttft_s, tpot_s, e2e_s: per-request targets (a request attains the SLO when it meets
+            all of them); ``attainment`` is the share of requests that must.
+        percentiles: run-level targets ``(metric, q, seconds)``: the ``q``-th percentile of
+            ``ttft``, ``tpot``, ``tbt`` (every token gap) or ``e2e`` over the run must be at
+            most ``seconds``.
+    """
 
     ttft_s: float | None = None
     tpot_s: float | None = None
     e2e_s: float | None = None
-    tbt_p99_s: float | None = None
+    percentiles: tuple[tuple[str, float, float], ...] = ()
     attainment: float = 0.9
 
     def any(self) -> bool:
-        return any(v is not None for v in (self.ttft_s, self.tpot_s, self.e2e_s,
-                                           self.tbt_p99_s))
+        return self.per_request() or self.run_level()
+
+    def per_request(self) -> bool:
+        """Any target checked on each request (ttft, tpot, e2e)."""
+        return any(v is not None for v in (self.ttft_s, self.tpot_s, self.e2e_s))
+
+    def run_level(self) -> bool:
+        """Any target on a percentile of the run's distribution (``tbt_p99`` ...)."""
+        return bool(self.percentiles)
 
 
 def _dur(text: str, key: str) -> float:
@@ -64,31 +83,44 @@ def _dur(text: str, key: str) -> float:
 
 
 def parse_slo(text: str, attainment: float = 0.9) -> SLO:
-    """``ttft=2s,tpot=100ms[,e2e=..][,tbt_p99=..]``.
+    """``ttft=2s,tpot=100ms[,e2e=..][,METRIC_pQ=..]``.
 
-    ``tbt_p99`` is a run-level target (Sarathi-Serve: P99 of all token gaps); the others are
-    per request.
+    ``ttft``, ``tpot``, ``e2e`` are checked on each request (attainment = share of requests
+    meeting all of them). ``METRIC_pQ`` (``tbt_p99``, ``ttft_p90``, ``tpot_p90``, ``ttft_p50``,
+    ``e2e_p99``) is a run-level target on the Q-th percentile: Sarathi-Serve's capacity is
+    ``tbt_p99=100ms,ttft_p50=2s`` (P99 TBT under the SLO, median scheduling delay under
+    2 s); DistServe's is ``ttft_p90=200ms,tpot_p90=100ms``.
 
     Raises:
         WorkloadError: names ``--slo``, the bad key and the accepted forms.
     """
     vals: dict[str, float] = {}
-    keys = ("ttft", "tpot", "e2e", "tbt_p99")
+    pct: list[tuple[str, float, float]] = []
+    keys = ("ttft", "tpot", "e2e")
+    metrics = ("ttft", "tpot", "tbt", "e2e")
     for part in filter(None, (x.strip() for x in text.split(","))):
         if "=" not in part:
             raise WorkloadError(Problem(f"expected KEY=DURATION with KEY in "
-                                        f"{', '.join(keys)}, got {part!r}", "--slo"))
-        k, v = part.split("=", 1)
-        k = k.strip()
-        if k not in keys:
+                                        f"{', '.join(keys)} or METRIC_pQ, got {part!r}",
+                                        "--slo"))
+        k, v = (x.strip() for x in part.split("=", 1))
+        if k in keys:
+            vals[k] = _dur(v, k)
+            continue
+        m, _, q = k.partition("_p")
+        try:
+            qv = float(q)
+        except ValueError:
+            qv = -1.0
+        if m not in metrics or not 0 < qv < 100:
             raise WorkloadError(Problem(f"unknown SLO {k!r}; expected one of "
-                                        f"{', '.join(keys)}", "--slo"))
-        vals[k] = _dur(v.strip(), k)
+                                        f"{', '.join(keys)} or METRIC_pQ with METRIC in "
+                                        f"{', '.join(metrics)} and 0 < Q < 100", "--slo"))
+        pct.append((m, qv, _dur(v, k)))
     if not 0 < attainment <= 1:
         raise WorkloadError(Problem(f"expected an attainment in (0, 1], got {attainment!r}",
                                     "--attainment"))
-    return SLO(vals.get("ttft"), vals.get("tpot"), vals.get("e2e"), vals.get("tbt_p99"),
-               attainment)
+    return SLO(vals.get("ttft"), vals.get("tpot"), vals.get("e2e"), tuple(pct), attainment)
 
 
 def percentiles(x: Any) -> dict[str, float]:
@@ -135,6 +167,8 @@ class ServeResult:
     area_mm2: float
     devices: int
     mean_in_system: float
+    completion_ratio: float
+    sustained: bool
     kv_transfer: dict[str, float]
     evaluations: int
     archsim_version: str
@@ -191,8 +225,10 @@ class ServeResult:
 
     def _slo_text(self) -> str:
         parts = []
-        for k in ("ttft_s", "tpot_s", "e2e_s", "tbt_p99_s"):
+        for k in ("ttft_s", "tpot_s", "e2e_s"):
             v = self.slo.get(k)
             if v is not None:
                 parts.append(f"{k[:-2]}={v * 1e3:g}ms")
+        for m, q, v in self.slo.get("percentiles", ()):
+            parts.append(f"{m}_p{q:g}={v * 1e3:g}ms")
         return ",".join(parts)

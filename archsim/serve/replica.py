@@ -59,6 +59,9 @@ class SchedulerSpec:
         block_size: KV block (tokens).
         host_gbps: host link for swapping (GB/s per device; 64 = PCIe 5.0 x16 one way,
             NVIDIA H100 SXM datasheet "PCIe Gen5: 128 GB/s" bidirectional).
+        overhead_s: serving-engine time per iteration outside the model's ops (CPU
+            scheduling, sampling, kernel launches), added to every iteration; 0 by default
+            (a hardware model has none). docs/serving.md fits it for DistServe's engine.
     """
 
     policy: str = "vllm"
@@ -69,6 +72,7 @@ class SchedulerSpec:
     preemption: str = "recompute"
     block_size: int = 16
     host_gbps: float = 64.0
+    overhead_s: float = 0.0
 
 
 class State:
