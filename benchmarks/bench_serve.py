@@ -20,8 +20,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import archsim  # noqa: E402
-from archsim.serve import (LengthDist, PoolSpec, SchedulerSpec, ServeSetup, parse_slo,  # noqa: E402
-                           serve, synthesize)
+from archsim.serve import (  # noqa: E402
+    LengthDist,
+    PoolSpec,
+    SchedulerSpec,
+    ServeSetup,
+    parse_slo,
+    serve,
+    synthesize,
+)
 from archsim.serve.cost import IterationCost  # noqa: E402
 
 

@@ -15,8 +15,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import archsim  # noqa: E402
-from archsim.serve import (LengthDist, PoolSpec, SchedulerSpec, ServeSetup, find_capacity,  # noqa: E402
-                           parse_slo, serve, synthesize)
+from archsim.serve import (  # noqa: E402
+    LengthDist,
+    PoolSpec,
+    SchedulerSpec,
+    ServeSetup,
+    find_capacity,
+    parse_slo,
+    serve,
+    synthesize,
+)
 from archsim.serve.cluster import LINKS  # noqa: E402
 from archsim.serve.cost import IterationCost  # noqa: E402
 from archsim.serve.requests import load_trace, trace_path  # noqa: E402
@@ -51,7 +59,6 @@ def sarathi() -> None:
     a100 = archsim.load("gpu/a100")
     for model, tp, tbt, pub in (("mistral-7b", 1, "100ms", 2.6), ("yi-34b", 2, "200ms", 3.7)):
         slo = parse_slo(f"tbt_p99={tbt},ttft_p50=2s")
-        costs: dict[int, IterationCost] = {}
         caps = {}
         for name, sch in (("vllm-32", SchedulerSpec("vllm", max_num_seqs=32)),
                           ("vllm-64", SchedulerSpec("vllm", max_num_seqs=64)),
@@ -64,8 +71,6 @@ def sarathi() -> None:
             rate, _ = find_capacity(a100, setup, slo, make, steps=7)
             caps[name] = rate
             print(f"  {model} TP{tp} {name}: capacity {rate:.3f} req/s")
-            del costs
-            costs = {}
         best_v = max(v for k, v in caps.items() if k.startswith("vllm"))
         gain = caps["sarathi-512"] / best_v if best_v else float("inf")
         print(f"  -> {model}: Sarathi/vLLM = {gain:.2f}x (published {pub}x, "

@@ -118,8 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _requests(args: argparse.Namespace) -> Callable[[float | None], list[Any]]:
-    from archsim.serve.requests import (Request, load_trace, parse_length, synthesize,
-                                        trace_path)
+    from archsim.serve.requests import Request, load_trace, parse_length, synthesize, trace_path
 
     if args.trace:
         base = load_trace(trace_path(args.trace))
@@ -130,7 +129,7 @@ def _requests(args: argparse.Namespace) -> Callable[[float | None], list[Any]]:
             k = 1.0
             if rate is not None and mean_rate:
                 k = mean_rate / rate
-            out = []
+            out: list[Request] = []
             for q in base:
                 t = (q.arrival_s - base[0].arrival_s) * k
                 if args.duration is not None and t >= args.duration:
@@ -213,7 +212,7 @@ def _plot(res: Any, raw: dict[str, Any], path: str) -> None:
         pts = [(x[1], x[5] / max(1, tot[rep])) for x in tl if x[0] == rep]
         ax[2].plot([p[0] for p in pts], [p[1] for p in pts], lw=0.8, label=f"replica {rep}")
     ax[2].set_xlabel("time (s)")
-    ax[2].set_ylabel("KV blocks used")
+    ax[2].set_ylabel("KV blocks used (fraction)")
     ax[2].legend(fontsize=7)
     fig.suptitle(f"{res.model} on {res.design} ({res.deployment['summary']})")
     fig.tight_layout()

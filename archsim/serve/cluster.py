@@ -299,10 +299,21 @@ class Simulation:
                     else:
                         tbt.append(now - s.last_t)
                     s.last_t = now
+            leaving = bool(chunks) and rep.role == "prefill"
+            tbt_add = tbt.append
             for s in dec:
-                s.g += 1
-                tbt.append(now - s.last_t)
+                g = s.g + 1
+                s.g = g
+                tbt_add(now - s.last_t)
                 s.last_t = now
+                if g >= s.output:
+                    leaving = True
+            for s, _ in chunks:
+                if s.done >= s.target and s.g >= s.output:
+                    leaving = True
+            if not leaving:             # nobody finished or hands off: running unchanged
+                start(rep, now)
+                continue
             keep: list[State] = []
             for s in rep.running:
                 if s.done >= s.target and s.g >= s.output:

@@ -143,6 +143,7 @@ class Replica:
         self.dram = 0.0
         self.kv_area = 0.0      # integral of used blocks over time (block-seconds)
         self.iterations = 0
+        self.decode_keys = 0
 
     # ---- queues ------------------------------------------------------------------------------
     def outstanding(self) -> int:
@@ -208,6 +209,7 @@ class Replica:
         """Form the next batch: (prefill chunks (state, tokens), decodes, swap time s)."""
         p = self.spec.policy
         swap_t = self._swap_in() if self.swapped else 0.0
+        chunks: list[tuple[State, int]]
         if p == "vllm":
             chunks = self._admit_whole(0, reserve=False) if not self.swapped else []
             if chunks:
@@ -221,7 +223,7 @@ class Replica:
         # sarathi: decodes, then ongoing prefills, then new ones, within the token budget
         dec, t = self._decodes()
         budget = self.max_tokens - len(dec)
-        chunks: list[tuple[State, int]] = []
+        chunks = []
         for s in self.running:
             if budget <= 0:
                 break
@@ -260,38 +262,62 @@ class Replica:
 
     def _decodes(self) -> tuple[list[State], float]:
         """Running requests that decode this iteration, growing their KV by a block where
-        needed and preempting from the back when the cache is full."""
-        swap_t = 0.0
+        needed and preempting from the back when the cache is full. Also sets
+        ``self.decode_keys`` (sum of keys attended by the decodes). Hot loop: kept lean."""
         dec: list[State] = []
-        i = 0
+        keys = 0
         bs = self.kv.block_size
-        while i < len(self.running):
-            s = self.running[i]
-            if s.done < s.target:       # still prefilling (chunked)
+        kv = self.kv
+        append = dec.append
+        for i, s in enumerate(self.running):      # fast path: no preemption needed
+            if s.done < s.target:                 # still prefilling (chunked)
+                continue
+            need = s.prompt + s.g                 # tokens in the cache after this step
+            if need > s.blocks * bs:
+                if not kv.alloc(1):
+                    return self._decodes_slow(i, dec, keys)
+                s.blocks += 1
+            append(s)
+            keys += need
+        self.decode_keys = keys
+        return dec, 0.0
+
+    def _decodes_slow(self, i: int, dec: list[State], keys: int) -> tuple[list[State], float]:
+        """:meth:`_decodes` from index ``i`` on, preempting from the back of ``running``."""
+        swap_t = 0.0
+        bs = self.kv.block_size
+        running = self.running
+        while i < len(running):
+            s = running[i]
+            if s.done < s.target:
                 i += 1
                 continue
-            need = s.prompt + s.g       # tokens in the cache after this step
+            need = s.prompt + s.g
+            preempted_self = False
             while need > s.blocks * bs:
                 if self.kv.alloc(1):
                     s.blocks += 1
                     continue
-                victim = self.running.pop()
+                victim = running.pop()
                 swap_t += self._preempt(victim)
                 if victim is s:
+                    preempted_self = True
                     break
-            else:
-                dec.append(s)
-                i += 1
-                continue
-            break                       # s itself was preempted (it was the last one)
+            if preempted_self:
+                break                             # s was the last one
+            dec.append(s)
+            keys += need
+            i += 1
+        self.decode_keys = keys
         return dec, swap_t
 
     def run(self, chunks: list[tuple[State, int]], dec: list[State]) -> tuple[Batch, Cost]:
-        """Price the batch (no state change)."""
-        keys = 0
-        for s in dec:
-            keys += s.prompt + s.g
-        emit = len(dec) + sum(1 for s, c in chunks if s.done + c >= s.target)
+        """Price the batch (no state change); call right after :meth:`schedule`."""
+        keys = self.decode_keys if dec else 0
+        emit = len(dec)
+        for s, c in chunks:
+            if s.done + c >= s.target:
+                emit += 1
         b = Batch([(c, s.done) for s, c in chunks], len(dec), keys, emit)
         return b, self.cost.cost(b)
 

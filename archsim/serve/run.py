@@ -107,14 +107,12 @@ def summarise(sim: Simulation, raw: dict[str, Any], setup: ServeSetup, slo: SLO,
     out_tokens = float(out.sum())
     kv_u = [r.kv_area / (span * r.kv.total) for r in reps if r.kv.total]
     kv_peak = max((r.kv.peak / r.kv.total for r in reps if r.kv.total), default=0.0)
-    f_peak = b_peak = 0.0
     mfu_num = mbu_num = busy = 0.0
     for r in reps:
         fp, bp = r.cost.peaks()
         busy += r.busy_s
         mfu_num += r.flops / fp if fp else 0.0
         mbu_num += r.dram / bp if bp else 0.0
-        f_peak, b_peak = fp, bp
     devices = sum(r.cost.tp for r in reps)
     area = sum(_area(r.cost) for r in reps)
     xn = sum(1 for s in states if s.decode_replica >= 0)

@@ -10,8 +10,15 @@ from __future__ import annotations
 import pytest
 
 import archsim
-from archsim.serve import (LengthDist, PoolSpec, SchedulerSpec, ServeSetup, parse_slo, serve,
-                           synthesize)
+from archsim.serve import (
+    LengthDist,
+    PoolSpec,
+    SchedulerSpec,
+    ServeSetup,
+    parse_slo,
+    serve,
+    synthesize,
+)
 from archsim.serve.cluster import LINKS
 from archsim.serve.cost import IterationCost
 from archsim.serve.requests import Request

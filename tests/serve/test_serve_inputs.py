@@ -8,8 +8,15 @@ import numpy as np
 import pytest
 
 from archsim.serve.cli import main
-from archsim.serve.requests import (LengthDist, load_trace, parse_length, shipped_traces,
-                                    synthesize, trace_path, write_trace)
+from archsim.serve.requests import (
+    LengthDist,
+    load_trace,
+    parse_length,
+    shipped_traces,
+    synthesize,
+    trace_path,
+    write_trace,
+)
 from workloads.errors import WorkloadError
 
 
@@ -106,3 +113,20 @@ def test_parse_length_forms():
     assert parse_length("uniform:2:9", "--x") == LengthDist("uniform", 2, 9)
     with pytest.raises(WorkloadError):
         parse_length("uniform:9:2", "--x")
+
+
+def test_cli_writes_json_timeline_and_plot(tmp_path, capsys):
+    tl, png = tmp_path / "tl.json", tmp_path / "p.png"
+    rc = main(["gpu/a100", "--model", "llama2-7b", "--rate", "2", "--duration", "3",
+               "--prompt", "uniform:32:256", "--output", "8", "--scheduler", "sarathi",
+               "--chunk", "128", "--slo", "ttft=1s,tpot=100ms,tbt_p99=200ms", "--json",
+               "--timeline", str(tl), "--plot", str(png)])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0
+    assert out["finished"] == out["requests"] > 0
+    assert out["slo"]["percentiles"] == [["tbt", 99.0, 0.2]]
+    events = json.loads(tl.read_text())["traceEvents"]
+    iters = [e for e in events if e["ph"] == "X"]
+    assert sum(e["args"]["decodes"] for e in iters) > 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not list(tmp_path.glob(".serve-*"))          # no temporary files left
