@@ -15,9 +15,10 @@ Definitions (as in the serving papers):
 * MFU — model FLOPs / (busy time x peak FLOP/s); MBU — off-chip bytes / (busy time x peak
   bytes/s), both per device over the busy iterations (vLLM/PaLM definitions);
 * sustained — the load is sustainable: requests complete, over the second half of the
-  arrival window, at >= 90 % of the arrival rate (an overloaded system completes at its
-  service rate while its queue grows; ``completion_ratio`` is that ratio). The capacity
-  search requires it, so a short run cannot pass on a transient;
+  arrival window, at >= 90 % of the arrival rate less a 3-sigma Poisson allowance (an
+  overloaded system completes at its service rate while its queue grows;
+  ``completion_ratio`` is completions / expected). The capacity search requires it, so a
+  run cannot pass on a transient before the queue has grown;
 * energy — iteration energies (dynamic + leakage, from ``archsim.evaluate``) plus the
   leakage of idle devices; per output token and per request; average power over the span.
 """
