@@ -153,3 +153,17 @@ def test_sarathi_chunks_a_long_prompt(a100, costs):
     assert one < res.ttft_s["p50"] < 4 * one
     iters = [r["iterations"] for r in res.replicas][0]
     assert iters == 4 + 1                                    # 4 chunks, 1 decode
+
+
+@pytest.mark.parametrize("order", ["fcfs", "priority"])
+def test_priority_order_serves_the_urgent_request_first(a100, costs, order):
+    # request 0 occupies the only slot (max_num_seqs 1); 1 (priority 5) and 2 (priority 0)
+    # arrive while it runs: FCFS serves 1 then 2, priority serves 2 then 1.
+    reqs = [Request(0, 0.0, 256, 4), Request(1, 0.001, 64, 2, priority=5),
+            Request(2, 0.002, 64, 2, priority=0)]
+    setup = ServeSetup(MODEL, PoolSpec(1, 1, SchedulerSpec("vllm", max_num_seqs=1,
+                                                           order=order)))
+    raw: dict = {}
+    serve(a100, setup, reqs, costs=costs, raw_out=raw)
+    first = {s.req.rid: s.first_t for s in raw["states"]}
+    assert (first[1] < first[2]) == (order == "fcfs")
