@@ -177,7 +177,9 @@ def splitwise() -> None:
 
 def families() -> None:
     print("## Every family serves: energy per output token")
+    att = "examples/serving/attacc_like.constraints.yaml"
     cases = (("gpu/h100", "llama2-7b", 1, 4.0, "512", "128"),
+             ("examples/serving/attacc_like.yaml", "llama2-7b", 1, 4.0, "512", "128"),
              ("a100_lut4x", "bitnet-b1.58-3b", 1, 4.0, "512", "128"),
              ("gpu/a100", "bitnet-b1.58-3b", 1, 4.0, "512", "128"),
              ("pim_gpt", "gpt2-xl", 1, 0.05, "64", "64"))
@@ -189,7 +191,9 @@ def families() -> None:
         from archsim.serve.requests import parse_length
         reqs = synthesize(rate, 60 / rate * 1.0 if rate < 1 else 30.0,
                           parse_length(p, "p"), parse_length(o, "o"), seed=0)
-        res = serve(acc, ServeSetup(model, PoolSpec(1, tp, SchedulerSpec("sarathi"))), reqs)
+        setup = ServeSetup(model, PoolSpec(1, tp, SchedulerSpec("sarathi")),
+                           decode_constraints=att if "attacc" in cfg else None)
+        res = serve(acc, setup, reqs)
         print(f"| {cfg} | {model} | {rate:g} | {res.ttft_s['p50'] * 1e3:.1f} ms | "
               f"{res.tpot_s['p50'] * 1e3:.2f} ms | {res.output_tokens_per_s:,.1f} | "
               f"{res.energy_per_output_token_j:.4g} | {res.energy_per_request_j:.4g} | "

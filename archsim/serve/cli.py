@@ -110,6 +110,10 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--find-capacity", action="store_true",
                    help="search the highest --rate that meets the SLO")
     o.add_argument("--fidelity", choices=("analytical", "cycle"), default="analytical")
+    o.add_argument("--constraints", help="mapping constraints YAML (op -> unit rules for "
+                   "multi-unit designs)")
+    o.add_argument("--decode-constraints", help="constraints for decode attention instead "
+                   "(AttAcc: examples/serving/attacc_like.constraints.yaml)")
     o.add_argument("--json", action="store_true", help="print the result as JSON")
     o.add_argument("--timeline", help="write a Chrome/Perfetto trace of the iterations")
     o.add_argument("--plot", help="write a PNG: latency CDFs and KV use over time")
@@ -261,7 +265,8 @@ def _run(args: argparse.Namespace) -> int:
     elif args.decode_tp:
         raise WorkloadError(Problem("--decode-tp needs --decode-replicas", "--decode-tp"))
     setup = ServeSetup(args.model, PoolSpec(args.replicas, args.tp, sch), decode, args.router,
-                       parse_link(args.kv_link), args.memory_fraction, args.fidelity)
+                       parse_link(args.kv_link), args.memory_fraction, args.fidelity,
+                       args.constraints, args.decode_constraints)
     raw: dict[str, Any] = {}
     quiet = args.quiet or args.json
     if args.find_capacity:

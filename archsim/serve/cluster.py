@@ -131,6 +131,10 @@ class ServeSetup:
         link: KV link for disaggregation.
         memory_fraction: share of device memory for weights + KV (vLLM default 0.9).
         fidelity: ``analytical`` or ``cycle`` for the iteration costs.
+        constraints: mapping constraints (a YAML path or ``Constraints``) for multi-unit
+            designs, or None; ``decode_constraints`` replace them for the decode-phase
+            evaluations (decode attention), e.g. AttAcc's decode attention on PIM
+            (examples/serving/attacc_like.*).
     """
 
     model: str
@@ -140,6 +144,8 @@ class ServeSetup:
     link: KVLink = LINKS["nvlink4"]
     memory_fraction: float = MEMORY_FRACTION
     fidelity: str = "analytical"
+    constraints: Any = None
+    decode_constraints: Any = None
 
 
 _END, _XFER, _ARRIVE = 0, 1, 2
@@ -179,7 +185,8 @@ class Simulation:
     def cost_model(self, tp: int) -> IterationCost:
         if tp not in self.costs:
             self.costs[tp] = IterationCost(self.acc, self.setup.model, tp,
-                                           self.setup.fidelity)
+                                           self.setup.fidelity, self.setup.constraints,
+                                           self.setup.decode_constraints)
         return self.costs[tp]
 
     def _idle_power(self, devices: int) -> float:

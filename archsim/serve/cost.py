@@ -133,6 +133,15 @@ def _is_decoder(name: str) -> bool:
         return False
 
 
+def _constraints(c: Any) -> Any:
+    """A ``mapper.constraints.Constraints`` from a YAML path (None stays None)."""
+    if c is None or hasattr(c, "for_op"):
+        return c
+    from mapper.constraints import load_constraints
+
+    return load_constraints(c)
+
+
 def _grid(ratio: float, hi: int) -> list[int]:
     pts = {1}
     x = 1.0
@@ -162,8 +171,14 @@ class IterationCost:
     """
 
     def __init__(self, acc: Accelerator, model: str, tp: int = 1,
-                 fidelity: str = "analytical") -> None:
+                 fidelity: str = "analytical", constraints: Any = None,
+                 decode_constraints: Any = None) -> None:
         self.acc = acc
+        # op -> unit rules for multi-unit designs: ``constraints`` for every evaluation,
+        # ``decode_constraints`` (if given) instead for decode attention (AttAcc: decode
+        # attention on PIM, prefill attention and linear layers on the GPU)
+        self.constraints = _constraints(constraints)
+        self.decode_constraints = _constraints(decode_constraints) or self.constraints
         self.model = model
         self.tp = tp
         self.fidelity = fidelity
@@ -233,7 +248,9 @@ class IterationCost:
         for op in w.ops():
             if op.name in keep:
                 sub.add(op, [p for p in w.predecessors(op.name) if p in keep])
-        r = archsim.evaluate(self.acc, sub, fidelity=self.fidelity)
+        r = archsim.evaluate(self.acc, sub, fidelity=self.fidelity,
+                             constraints=self.decode_constraints if phase == "decode"
+                             else self.constraints)
         self.evaluations += 1
         c = Cost(r.latency_s, r.energy_j, float(r.flops), float(r.dram_bytes))
         if not all(math.isfinite(v) for v in (c.time_s, c.energy_j)):

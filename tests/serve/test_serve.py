@@ -167,3 +167,21 @@ def test_priority_order_serves_the_urgent_request_first(a100, costs, order):
     serve(a100, setup, reqs, costs=costs, raw_out=raw)
     first = {s.req.rid: s.first_t for s in raw["states"]}
     assert (first[1] < first[2]) == (order == "fcfs")
+
+
+def test_attacc_like_gpu_plus_pim_serves_with_decode_attention_on_pim():
+    # multi-unit design through the existing mapper: decode attention pinned to the PIM unit
+    from tests.conftest import ROOT
+
+    acc = archsim.load(ROOT / "examples" / "serving" / "attacc_like.yaml")
+    cons = ROOT / "examples" / "serving" / "attacc_like.constraints.yaml"
+    setup = ServeSetup(MODEL, PoolSpec(1, 1, SchedulerSpec("sarathi")), decode_constraints=cons)
+    reqs = [Request(i, 0.05 * i, 128, 8) for i in range(6)]
+    raw: dict = {}
+    res = serve(acc, setup, reqs, raw_out=raw)
+    assert res.finished == 6 and all(s.served == 1 for s in raw["states"])
+    # the decode-attention sub-workload really ran on the PIM unit
+    from mapper.constraints import load_constraints
+    w = archsim.workload(MODEL, "decode", batch=4, context=128)
+    r = archsim.evaluate(acc, w, constraints=load_constraints(cons))
+    assert {o.unit for o in r.ops if o.name.endswith((".attn.qk", ".attn.av"))} == {"pim"}
