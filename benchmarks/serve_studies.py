@@ -182,7 +182,9 @@ def families() -> None:
              ("examples/serving/attacc_like.yaml", "llama2-7b", 1, 4.0, "512", "128"),
              ("a100_lut4x", "bitnet-b1.58-3b", 1, 4.0, "512", "128"),
              ("gpu/a100", "bitnet-b1.58-3b", 1, 4.0, "512", "128"),
-             ("pim_gpt", "gpt2-xl", 1, 0.05, "64", "64"))
+             ("pim_gpt", "gpt2-xl", 1, 0.05, "64", "64"),
+             ("sat_vcu1525", "gpt2-small", 1, 0.5, "64", "16"),
+             ("tpu_like", "gpt2-small", 1, 0.5, "64", "16"))
     print("| design | model | rate (req/s) | TTFT p50 | TPOT p50 | out tok/s | J/token | "
           "J/request | avg W | area mm2 |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")

@@ -170,10 +170,13 @@ class Simulation:
         self.replicas: list[Replica] = []
         for role, pool in pools:
             cost = self.cost_model(pool.tp)
-            blocks = kv_blocks(cost.capacity_bytes() or float("inf"), cost.weight_bytes(),
-                               cost.kv_bytes_per_token, pool.scheduler.block_size,
-                               setup.memory_fraction, acc.name, setup.model)
-            blocks = min(blocks, 1 << 40)
+            cap = cost.capacity_bytes()
+            if cap > 0:
+                blocks = kv_blocks(cap, cost.weight_bytes(), cost.kv_bytes_per_token,
+                                   pool.scheduler.block_size, setup.memory_fraction, acc.name,
+                                   setup.model)
+            else:          # the design declares no memory capacity: an unbounded cache
+                blocks = 1 << 40
             for _ in range(pool.replicas):
                 self.replicas.append(Replica(len(self.replicas), cost, blocks, pool.scheduler,
                                              role))
