@@ -6,7 +6,7 @@ Requests: Poisson arrivals, ShareGPT-like lengths (lognormal prompt mean 161, ou
 338 tokens; archsim/serve/data/README.md), seed 0. Reports wall time on one core with a
 cold cost memo (every evaluate() call included) and with a warm one, simulated iterations
 and events per second. Target (issue 19): under 10 s wall (LLMServingSim 2.0 needs ~86 s for
-300 requests, its paper's own figure).
+300 requests, as quoted in issue 19).
 """
 
 from __future__ import annotations
