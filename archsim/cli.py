@@ -123,6 +123,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "'archsim plan --help'", add_help=False)
     sub.add_parser("calibrate", help="fit a GPU config to measured silicon rows (JSON lines); "
                    "see 'archsim calibrate --help'", add_help=False)
+    sub.add_parser("serve", help="simulate LLM serving (traces, batching, KV, SLOs, energy per "
+                   "token); see 'archsim serve --help'", add_help=False)
     sub.add_parser("cosearch", help="co-search networks and (heterogeneous) hardware under "
                    "design specs; see 'archsim cosearch --help'", add_help=False)
     sub.add_parser("plot", help="plots: pareto | heatmap | breakdown | roofline; see "
@@ -138,7 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 _EXPLORE = {"sweep": "sweep_main", "results": "results_main", "cosearch": "cosearch_main",
             "plot": "plot_main", "report": "report_main", "trace": "trace_main",
-            "plan": "plan_main", "calibrate": "main"}
+            "plan": "plan_main", "calibrate": "main", "serve": "main"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -150,6 +152,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             from archsim.plan_cmd import main as entry_fn
         elif argv[0] == "calibrate":
             from archsim.calibrate_cmd import main as entry_fn
+        elif argv[0] == "serve":
+            from archsim.serve.cli import main as entry_fn
         else:
             import archsim.explore as explore
 

@@ -85,6 +85,11 @@ _SHAPES: dict[str, TransformerShape] = {s.name: s for s in (
                    a_format="fp8_e4m3", w_format="fp8_e4m3"), experts=256,
             top_k=8, shared_experts=1, moe_ffn=2048, dense_layers=3, q_lora_rank=1536,
             kv_lora_rank=512, qk_rope_dim=64, qk_nope_dim=128, v_head_dim=128),
+    # serving studies (docs/serving.md): HF config.json of each released checkpoint
+    _llama("mistral-7b", 32, 4096, 32, 8, 14336, 32000, 32768),   # sliding window not modelled
+    _llama("yi-34b", 60, 7168, 56, 8, 20480, 64000, 4096),
+    TransformerShape(name="opt-13b", kind="decoder", layers=40, d_model=5120, heads=40,
+                     ffn=20480, vocab=50272, context=2048, position_rows=2050, ffn_kind="relu"),
     # OPT: learned positions with an offset of 2 rows (Zhang et al. 2022; HF OPT), ReLU MLP
     TransformerShape(name="opt-175b", kind="decoder", layers=96, d_model=12288, heads=96,
                      ffn=49152, vocab=50272, context=2048, position_rows=2050, ffn_kind="relu"),
@@ -108,7 +113,8 @@ _CNN_NAMES = ("resnet18", "resnet50", "vgg16", "mobilenet-v2")
 _NAMES = ("gpt2-small gpt2-medium gpt2-large gpt2-xl gpt3-small gpt3-medium gpt3-large gpt3-xl "
           "gpt3-175b llama2-7b llama2-13b llama2-70b llama3-8b llama3-70b llama3-405b mixtral-8x7b "
           "qwen3-30b-a3b deepseek-v3 opt-175b bloom-176b "
-          "bitnet-b1.58-3b bert-base vit-b16 resnet18 resnet50 vgg16 mobilenet-v2").split()
+          "bitnet-b1.58-3b bert-base vit-b16 resnet18 resnet50 vgg16 mobilenet-v2 "
+          "mistral-7b yi-34b opt-13b").split()
 
 _TV = "torchvision {} IMAGENET1K_V1 weights card (num_params, GFLOPS = GMACs)"
 _GPT3 = "Brown et al. 2020, GPT-3, Table 2.1"
@@ -132,7 +138,6 @@ _PUBLISHED: dict[str, tuple[float, str, float | None, str]] = {
     "llama2-70b": (69.0e9, "HF meta-llama/Llama-2-70b-hf checkpoint: 69.0B (Touvron et al. "
                    "2023: 70B nominal)", None, ""),
     "llama3-8b": (8.03e9, "HF meta-llama/Meta-Llama-3-8B checkpoint: 8.03B", None, ""),
-    "llama3-70b": (70.6e9, "HF meta-llama/Meta-Llama-3-70B checkpoint: 70.6B", None, ""),
     "llama3-405b": (405.85e9, "HF meta-llama/Llama-3.1-405B checkpoint: 405,853,388,800 "
                     "(Llama 3 paper, Dubey et al. 2024: 405B)", None, ""),
     "mixtral-8x7b": (46.7e9, "Mistral AI, 'Mixtral of experts' (2023-12-11): 46.7B total, "
@@ -154,6 +159,12 @@ _PUBLISHED: dict[str, tuple[float, str, float | None, str]] = {
     "vgg16": (138_357_544, _TV.format("vgg16"), 15.47e9, _TV.format("vgg16")),
     "mobilenet-v2": (3_504_872, _TV.format("mobilenet_v2"), 300e6,
                      "Sandler et al. 2018, MobileNetV2, Table 4: 300M multiply-adds"),
+    "llama3-70b": (70.55e9, "HF meta-llama/Meta-Llama-3-70B checkpoint: 70.55B", None, ""),
+    "mistral-7b": (7.24e9, "HF mistralai/Mistral-7B-v0.1 checkpoint: 7.24B (Jiang et al. "
+                   "2023)", None, ""),
+    "yi-34b": (34.39e9, "HF 01-ai/Yi-34B checkpoint: 34.39B (Young et al. 2024)", None, ""),
+    "opt-13b": (12.85e9, "HF facebook/opt-13b checkpoint: 12.85B (Zhang et al. 2022, Table 1: "
+                "13B)", None, ""),
 }
 
 

@@ -24,7 +24,8 @@ TOL = 0.02
 NAMES = ("gpt2-small gpt2-medium gpt2-large gpt2-xl gpt3-small gpt3-medium gpt3-large gpt3-xl "
          "gpt3-175b llama2-7b llama2-13b llama2-70b llama3-8b llama3-70b llama3-405b mixtral-8x7b "
          "qwen3-30b-a3b deepseek-v3 opt-175b bloom-176b "
-         "bitnet-b1.58-3b bert-base vit-b16 resnet18 resnet50 vgg16 mobilenet-v2").split()
+         "bitnet-b1.58-3b bert-base vit-b16 resnet18 resnet50 vgg16 mobilenet-v2 "
+         "mistral-7b yi-34b opt-13b").split()
 
 # (model, published parameters, source)
 PUBLISHED_PARAMS = [
@@ -41,7 +42,7 @@ PUBLISHED_PARAMS = [
     ("llama2-13b", 13.0e9, "HF meta-llama/Llama-2-13b-hf (Touvron et al. 2023)"),
     ("llama2-70b", 69.0e9, "HF meta-llama/Llama-2-70b-hf (Touvron et al. 2023)"),
     ("llama3-8b", 8.03e9, "HF meta-llama/Meta-Llama-3-8B"),
-    ("llama3-70b", 70.6e9, "HF meta-llama/Meta-Llama-3-70B"),
+    ("llama3-70b", 70.55e9, "HF meta-llama/Meta-Llama-3-70B: 70,553,706,496"),
     ("llama3-405b", 405.85e9, "HF meta-llama/Llama-3.1-405B (Dubey et al. 2024: 405B)"),
     ("mixtral-8x7b", 46.7e9, "Mistral AI 2023, 'Mixtral of experts': 46.7B total"),
     ("qwen3-30b-a3b", 30.5e9, "HF Qwen/Qwen3-30B-A3B model card: 30.5B total"),
@@ -55,6 +56,9 @@ PUBLISHED_PARAMS = [
     ("resnet50", 25_557_032, "torchvision resnet50 IMAGENET1K_V1 num_params"),
     ("vgg16", 138_357_544, "torchvision vgg16 IMAGENET1K_V1 num_params"),
     ("mobilenet-v2", 3_504_872, "torchvision mobilenet_v2 IMAGENET1K_V1 num_params"),
+    ("mistral-7b", 7.24e9, "HF mistralai/Mistral-7B-v0.1: 7,241,732,096"),
+    ("yi-34b", 34.39e9, "HF 01-ai/Yi-34B: 34,388,917,248"),
+    ("opt-13b", 12.85e9, "HF facebook/opt-13b: 12,853,473,280"),
 ]
 
 # (model, published MACs per image at batch 1, source). torchvision's "GFLOPS" column counts

@@ -1,0 +1,367 @@
+"""Cluster serving: replicas, a router, prefill/decode disaggregation, the event loop.
+
+The simulation is event-driven: a heap of ``(time, kind, seq)`` events (an iteration ends,
+a KV transfer lands, a request arrives; at equal times in that order, then FIFO by
+``seq``), so equal-time events leave deterministically (the SimPy/gem5 rule). Between
+events nothing happens: an idle replica starts its next iteration as soon as it has work.
+
+* **Aggregated** serving: ``replicas`` copies of the model, each ``tp``-way tensor
+  parallel (Megatron TP of ``archsim.workload(..., tp=)``), requests routed on arrival.
+* **Disaggregated** serving (Splitwise, Patel et al. ISCA'24; DistServe, Zhong et al.
+  OSDI'24): prefill replicas run prompts and emit the first token; the request's KV cache
+  (``prompt x KV bytes per token``, every layer) then crosses a :class:`KVLink` to a decode
+  replica chosen by the router, which continues decoding. The transfer from one prefill
+  replica is serialised on its link (FIFO); each of the ``min(tp_prefill, tp_decode)``
+  device pairs carries its shard in parallel.
+
+Routers (:data:`ROUTERS`): ``round-robin``; ``least-outstanding`` (fewest queued + running
+requests); ``kv-aware`` (most free KV blocks after the waiting requests' demand). Ties go
+to the lowest replica index.
+
+:class:`KVLink` is the seam for the cluster model: anything with ``transfer_s(nbytes)``
+(and a ``name``) can replace it, e.g. a link of the cluster topology.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import energy
+from arch.accelerator import Accelerator
+from archsim.serve.cost import IterationCost
+from archsim.serve.kv import MEMORY_FRACTION, kv_blocks
+from archsim.serve.replica import Replica, SchedulerSpec, State
+from archsim.serve.requests import Request
+from workloads.errors import Problem, WorkloadError
+
+__all__ = ["KVLink", "LINKS", "ROUTERS", "PoolSpec", "ServeSetup", "Simulation",
+           "parse_link"]
+
+ROUTERS = ("round-robin", "least-outstanding", "kv-aware")
+
+
+class Link(Protocol):
+    """Contract: ``transfer_s(nbytes)`` is the time (s) to move ``nbytes`` over one
+    device-to-device link, latency included, monotone in ``nbytes``."""
+
+    name: str
+
+    def transfer_s(self, nbytes: float) -> float: ...
+
+
+@dataclass(frozen=True)
+class KVLink:
+    """A point-to-point link for KV transfers: ``latency_s + nbytes / (bandwidth_gbps 1e9)``.
+
+    Attributes:
+        name: label.
+        bandwidth_gbps: one direction, GB/s per device pair.
+        latency_s: per transfer (s).
+        source: where the numbers come from.
+    """
+
+    name: str
+    bandwidth_gbps: float
+    latency_s: float
+    source: str = ""
+
+    def transfer_s(self, nbytes: float) -> float:
+        return self.latency_s + nbytes / (self.bandwidth_gbps * 1e9)
+
+
+#: Named links. NVLink 4 (H100 SXM): 900 GB/s bidirectional per GPU = 450 GB/s one way
+#: (NVIDIA H100 datasheet); NVLink 3 (A100 SXM): 600 GB/s bidirectional = 300 one way
+#: (NVIDIA A100 datasheet); InfiniBand NDR 400 Gb/s = 50 GB/s per GPU (ConnectX-7, one NIC
+#: per GPU as in DGX H100); HDR 200 Gb/s = 25 GB/s (DGX A100). Latencies: ~5 us for an
+#: NVLink copy and ~10 us for an RDMA message, order-of-magnitude figures (NCCL small-
+#: message latency), negligible next to the bandwidth term for KV caches of MBs.
+LINKS: dict[str, KVLink] = {
+    "nvlink4": KVLink("nvlink4", 450.0, 5e-6, "NVIDIA H100 SXM datasheet: NVLink 900 GB/s "
+                      "bidirectional"),
+    "nvlink3": KVLink("nvlink3", 300.0, 5e-6, "NVIDIA A100 SXM datasheet: NVLink 600 GB/s "
+                      "bidirectional"),
+    "ib-ndr": KVLink("ib-ndr", 50.0, 10e-6, "NVIDIA ConnectX-7: InfiniBand NDR 400 Gb/s"),
+    "ib-hdr": KVLink("ib-hdr", 25.0, 10e-6, "NVIDIA ConnectX-6: InfiniBand HDR 200 Gb/s"),
+}
+
+
+def parse_link(text: str) -> KVLink:
+    """``nvlink4`` / ``nvlink3`` / ``ib-ndr`` / ``ib-hdr`` or ``GBPS[:LATENCY_US]``.
+
+    Raises:
+        WorkloadError: names ``--kv-link`` and the accepted forms.
+    """
+    if text in LINKS:
+        return LINKS[text]
+    parts = text.split(":")
+    try:
+        bw = float(parts[0])
+        lat = float(parts[1]) * 1e-6 if len(parts) == 2 else 5e-6
+        if len(parts) <= 2 and bw > 0 and lat >= 0 and math.isfinite(bw + lat):
+            return KVLink(f"{bw:g}GB/s", bw, lat, "--kv-link")
+    except ValueError:
+        pass
+    raise WorkloadError(Problem(f"expected one of {', '.join(LINKS)} or GBPS[:LATENCY_US], "
+                                f"got {text!r}", "--kv-link"))
+
+
+@dataclass(frozen=True)
+class PoolSpec:
+    """``replicas`` replicas of ``tp`` devices each, with one scheduler spec."""
+
+    replicas: int = 1
+    tp: int = 1
+    scheduler: SchedulerSpec = field(default_factory=SchedulerSpec)
+
+
+@dataclass(frozen=True)
+class ServeSetup:
+    """A serving deployment.
+
+    Attributes:
+        model: zoo decoder.
+        pool: the aggregated pool, or the prefill pool when ``decode`` is set.
+        decode: the decode pool (disaggregated serving), or None.
+        router: see :data:`ROUTERS`.
+        link: KV link for disaggregation.
+        memory_fraction: share of device memory for weights + KV (vLLM default 0.9).
+        fidelity: ``analytical`` or ``cycle`` for the iteration costs.
+        constraints: mapping constraints (a YAML path or ``Constraints``) for multi-unit
+            designs, or None; ``decode_constraints`` replace them for the decode-phase
+            evaluations (decode attention), e.g. AttAcc's decode attention on PIM
+            (examples/serving/attacc_like.*).
+    """
+
+    model: str
+    pool: PoolSpec = field(default_factory=PoolSpec)
+    decode: PoolSpec | None = None
+    router: str = "round-robin"
+    link: KVLink = LINKS["nvlink4"]
+    memory_fraction: float = MEMORY_FRACTION
+    fidelity: str = "analytical"
+    constraints: Any = None
+    decode_constraints: Any = None
+
+
+_END, _XFER, _ARRIVE = 0, 1, 2
+
+
+class Simulation:
+    """One serving run of ``requests`` on ``acc`` under ``setup``.
+
+    Contract: deterministic (same inputs -> same outputs); every request either finishes
+    once or is reported as rejected (its prompt + output cannot fit one replica's KV
+    cache even when empty); KV use never exceeds a replica's blocks.
+    """
+
+    def __init__(self, acc: Accelerator, setup: ServeSetup,
+                 costs: dict[int, IterationCost] | None = None) -> None:
+        self.acc = acc
+        self.setup = setup
+        self.costs: dict[int, IterationCost] = costs if costs is not None else {}
+        pools = [("both" if setup.decode is None else "prefill", setup.pool)]
+        if setup.decode is not None:
+            pools.append(("decode", setup.decode))
+        self.replicas: list[Replica] = []
+        for role, pool in pools:
+            cost = self.cost_model(pool.tp)
+            cap = cost.capacity_bytes()
+            if cap > 0:
+                blocks = kv_blocks(cap, cost.weight_bytes(), cost.kv_bytes_per_token,
+                                   pool.scheduler.block_size, setup.memory_fraction, acc.name,
+                                   setup.model)
+            else:          # the design declares no memory capacity: an unbounded cache
+                blocks = 1 << 40
+            for _ in range(pool.replicas):
+                self.replicas.append(Replica(len(self.replicas), cost, blocks, pool.scheduler,
+                                             role))
+        self.front = [r for r in self.replicas if r.role in ("both", "prefill")]
+        self.back = [r for r in self.replicas if r.role == "decode"]
+        self._rr = {"front": 0, "back": 0}
+        self.idle_power_w = sum(self._idle_power(r.cost.tp) for r in self.replicas)
+
+    def cost_model(self, tp: int) -> IterationCost:
+        if tp not in self.costs:
+            self.costs[tp] = IterationCost(self.acc, self.setup.model, tp,
+                                           self.setup.fidelity, self.setup.constraints,
+                                           self.setup.decode_constraints)
+        return self.costs[tp]
+
+    def _idle_power(self, devices: int) -> float:
+        """Leakage power of ``devices`` idle devices (W): energy of no actions over 1 s."""
+        tech = energy.Technology(node_nm=self.acc.technology.node_nm)
+        comps = [c for u in self.acc.units for c in u.components()]
+        return energy.evaluate(comps, {}, 1.0, tech).total_j * devices
+
+    # ---- routing -------------------------------------------------------------------------
+    def _route(self, pool: list[Replica], which: str) -> Replica:
+        r = self.setup.router
+        if len(pool) == 1:
+            return pool[0]
+        if r == "round-robin":
+            i = self._rr[which] % len(pool)
+            self._rr[which] += 1
+            return pool[i]
+        if r == "least-outstanding":
+            return min(pool, key=lambda x: (x.outstanding(), x.index))
+        return min(pool, key=lambda x: (-(x.kv.free - x.demand_blocks()), x.outstanding(),
+                                        x.index))
+
+    # ---- the loop ------------------------------------------------------------------------
+    def run(self, requests: list[Request], progress: Callable[[int, int], None] | None = None
+            ) -> dict[str, Any]:
+        """Simulate until every request finished; returns the raw records for metrics."""
+        ctx = self.replicas[0].ctx
+        states: list[State] = []
+        clipped = 0
+        for rq in requests:
+            s = State(rq)
+            # keep prompt + output within the model's positions (the output wins up to half)
+            if s.prompt + s.output > ctx:
+                clipped += 1
+                s.output = min(s.output, max(1, ctx // 2))
+                s.prompt = min(s.prompt, ctx - s.output)
+                s.target = s.prompt
+            states.append(s)
+        heap: list[tuple[float, int, int, int, Any]] = []
+        seq = 0
+        for s in states:
+            heap.append((s.req.arrival_s, _ARRIVE, seq, 0, s))
+            seq += 1
+        heapq.heapify(heap)
+        tbt: list[float] = []
+        timeline: list[tuple[int, float, float, int, int, int, float]] = []
+        n_sys = 0
+        area_sys = 0.0
+        t_prev = 0.0
+        finished = 0
+        rejected: list[State] = []
+        link_free = [0.0] * len(self.replicas)
+        xfer_s = 0.0
+        xfer_bytes = 0.0
+        kv_tok_full = self.cost_model(1).kv_bytes_per_token if self.back else 0.0
+        total = len(states)
+        next_report = max(1, total // 20)
+
+        def start(rep: Replica, now: float) -> None:
+            nonlocal seq, n_sys
+            while rep.has_work():
+                chunks, dec, swap_t = rep.schedule()
+                if chunks or dec:
+                    b, c = rep.run(chunks, dec)
+                    dt = c.time_s + swap_t + rep.spec.overhead_s
+                    rep.account(c, dt)
+                    timeline.append((rep.index, now, dt, b.tokens - b.decodes, b.decodes,
+                                     rep.kv.used, c.energy_j))
+                    rep.busy = True
+                    heapq.heappush(heap, (now + dt, _END, seq, rep.index, (chunks, dec)))
+                    seq += 1
+                    return
+                # nothing runnable: the head request cannot fit an empty cache -> reject
+                if not rep.running and not rep.swapped and rep.waiting:
+                    _, s = heapq.heappop(rep.waiting)
+                    rejected.append(s)
+                    n_sys -= 1
+                    continue
+                break
+            rep.busy = False
+
+        def finish(s: State, now: float) -> None:
+            nonlocal n_sys, finished
+            s.finish_t = now
+            s.served += 1
+            n_sys -= 1
+            finished += 1
+
+        while heap:
+            now, kind, _, ri, payload = heapq.heappop(heap)
+            area_sys += n_sys * (now - t_prev)
+            t_prev = now
+            if kind == _ARRIVE:
+                s = payload
+                n_sys += 1
+                rep = self._route(self.front, "front")
+                rep.enqueue(s)
+                if not rep.busy:
+                    start(rep, now)
+                continue
+            if kind == _XFER:
+                s = payload
+                rep = self.replicas[ri]
+                s.blocks = 0
+                rep.enqueue(s)
+                if not rep.busy:
+                    start(rep, now)
+                continue
+            rep = self.replicas[ri]
+            chunks, dec = payload
+            for s, c in chunks:
+                s.done += c
+                if s.done >= s.target:
+                    s.g += 1
+                    if s.first_t < 0:
+                        s.first_t = now
+                    else:
+                        tbt.append(now - s.last_t)
+                    s.last_t = now
+            leaving = bool(chunks) and rep.role == "prefill"
+            tbt_add = tbt.append
+            for s in dec:
+                g = s.g + 1
+                s.g = g
+                tbt_add(now - s.last_t)
+                s.last_t = now
+                if g >= s.output:
+                    leaving = True
+            for s, _ in chunks:
+                if s.done >= s.target and s.g >= s.output:
+                    leaving = True
+            if not leaving:             # nobody finished or hands off: running unchanged
+                start(rep, now)
+                continue
+            keep: list[State] = []
+            for s in rep.running:
+                if s.done >= s.target and s.g >= s.output:
+                    rep.kv.release(s.blocks)
+                    s.blocks = 0
+                    finish(s, now)
+                elif rep.role == "prefill" and s.done >= s.target:
+                    # hand off: KV crosses the link to a decode replica
+                    dst = self._route(self.back, "back")
+                    nbytes = (s.prompt + s.g - 1) * kv_tok_full
+                    pairs = min(rep.cost.tp, dst.cost.tp)
+                    t0 = max(now, link_free[rep.index])
+                    dt = self.setup.link.transfer_s(nbytes / pairs)
+                    link_free[rep.index] = t0 + dt
+                    xfer_s += dt
+                    xfer_bytes += nbytes
+                    rep.kv.release(s.blocks)      # freed when the copy is issued (see docs)
+                    s.blocks = 0
+                    s.decode_replica = dst.index
+                    heapq.heappush(heap, (t0 + dt, _XFER, seq, dst.index, s))
+                    seq += 1
+                else:
+                    keep.append(s)
+            rep.running = keep
+            if progress is not None and finished >= next_report:
+                progress(finished, total)
+                next_report += max(1, total // 20)
+            start(rep, now)
+        if progress is not None:
+            progress(finished, total)
+        return {"states": states, "tbt": tbt, "timeline": timeline, "area_sys": area_sys,
+                "end_s": t_prev, "rejected": rejected, "clipped": clipped,
+                "xfer_s": xfer_s, "xfer_bytes": xfer_bytes}
+
+
+def stderr_progress(done: int, total: int) -> None:
+    """A one-line progress indicator on stderr."""
+    sys.stderr.write(f"\rserve: {done}/{total} requests finished")
+    if done >= total:
+        sys.stderr.write("\n")
+    sys.stderr.flush()

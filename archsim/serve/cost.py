@@ -1,0 +1,328 @@
+"""The cost of one serving iteration, from the design's own model (``archsim.evaluate``).
+
+An iteration runs one forward pass over a *mixed batch*: prefill chunks (``c`` new prompt
+tokens of a request whose first ``p`` tokens are already cached) and decode tokens (one per
+running request, each over its own context). The transformer's ops split into groups whose
+cost depends on different batch quantities:
+
+* ``dense`` — one block's QKV/out projections, FFN, norms, residuals, RoPE and the
+  tensor-parallel all-reduces: ``m = T`` rows, T = all tokens of the iteration (prefill chunk
+  tokens + one per decode). Linear layers do not care which request a row belongs to.
+* ``attn`` — one block's QK^T, softmax (ALiBi) and AV: per request group, since every
+  request attends over its own keys. Decodes: one query over ``ctx + 1`` keys each; a
+  prefill chunk: ``c`` queries over ``p + c`` keys.
+* ``embed`` — token (and position) embeddings of the ``T`` tokens.
+* ``head`` — final norm and LM head on one row per sequence that emits a token.
+
+Iteration time = ``embed(T) + L x [dense(T) + sum_g attn(g)] + head(S)`` with ``L`` blocks.
+Each group is priced by calling :func:`archsim.evaluate` on a sub-workload made of the
+zoo builder's own ops for that group (a one-block model of the same shape, tensor-parallel
+shard included), so every family — GPU, LUT tensor core, DRAM PIM, spatial arrays,
+multi-unit designs — serves through its own ``Unit.estimate`` with no special case.
+
+Memoisation (docs/serving.md, "Cost model"):
+
+* ``dense``, ``embed``: evaluated on a geometric grid of token counts (ratio ``2^(1/4)``)
+  and interpolated linearly between the two neighbours (exact on grid points);
+* ``head``: the same grid over the number of emitting sequences;
+* decode ``attn``: the zoo's decode attention at the nearest grid point ``(B_g, c_g)``
+  (B on powers of two, context on a ``sqrt(2)`` grid), scaled by the actual key count
+  ``K = sum (ctx_i + 1)`` over ``B_g (c_g + 1)`` (decode attention reads every cached key
+  once: its bytes and MACs are linear in ``K``);
+* prefill-chunk ``attn``: the zoo's (dense, non-causal) prefill attention of ``s_g``
+  tokens (nearest grid point to ``s = p + c``), scaled by ``c s / s_g^2`` (MACs of ``c``
+  queries over ``s`` keys over those of ``s_g`` over ``s_g``).
+
+Energy is scaled the same way; every evaluated sub-workload's energy already includes the
+leakage of all devices over its own latency, so the sum does too.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left
+from dataclasses import dataclass, replace
+from typing import Any
+
+from arch.accelerator import Accelerator
+from workloads.errors import ConfigError, Problem, WorkloadError
+from workloads.graph import Workload
+from workloads.models.transformer import TransformerShape, build_transformer
+from workloads.ops import Gemm, Op
+
+__all__ = ["Cost", "IterationCost", "Batch", "model_shape"]
+
+_GRID = 2 ** 0.25          # dense/embed/head token grid ratio
+_CTX_GRID = 2 ** 0.5       # attention key grid ratio
+_ATTN_KINDS = ("qk", "av")
+
+
+@dataclass(frozen=True)
+class Cost:
+    """Time and energy of a piece of an iteration (all devices of the replica).
+
+    Attributes:
+        time_s: latency (s).
+        energy_j: energy of all ``devices`` (J), leakage included.
+        flops: operations of one device's shard.
+        dram_bytes: off-chip bytes of one device.
+    """
+
+    time_s: float = 0.0
+    energy_j: float = 0.0
+    flops: float = 0.0
+    dram_bytes: float = 0.0
+
+    def __add__(self, o: Cost) -> Cost:
+        return Cost(self.time_s + o.time_s, self.energy_j + o.energy_j, self.flops + o.flops,
+                    self.dram_bytes + o.dram_bytes)
+
+    def scale(self, k: float) -> Cost:
+        return Cost(self.time_s * k, self.energy_j * k, self.flops * k, self.dram_bytes * k)
+
+
+@dataclass
+class Batch:
+    """One iteration's work.
+
+    Attributes:
+        chunks: ``(new tokens, cached tokens before them)`` per prefill chunk.
+        decodes: decode requests (one token each).
+        decode_keys: sum over decodes of ``context + 1`` keys attended.
+        emit: sequences that produce a token this iteration (LM-head rows).
+    """
+
+    chunks: list[tuple[int, int]]
+    decodes: int
+    decode_keys: int
+    emit: int
+
+    @property
+    def tokens(self) -> int:
+        return sum(c for c, _ in self.chunks) + self.decodes
+
+
+def model_shape(model: str) -> TransformerShape:
+    """The zoo decoder shape of ``model``.
+
+    Raises:
+        WorkloadError: not a zoo decoder (path ``--model``).
+    """
+    from workloads.zoo import transformer_shape
+
+    try:
+        s = transformer_shape(model)
+    except WorkloadError:
+        from workloads.zoo import model_names
+
+        dec = [n for n in model_names() if _is_decoder(n)]
+        raise WorkloadError(Problem(f"serving needs a zoo decoder model; expected one of "
+                                    f"{', '.join(dec)}, got {model!r}", "--model")) from None
+    if s.kind != "decoder":
+        raise WorkloadError(Problem(f"{model} is an {s.kind}; serving needs a decoder "
+                                    "(prefill + decode)", "--model"))
+    return s
+
+
+def _is_decoder(name: str) -> bool:
+    from workloads.zoo import transformer_shape
+
+    try:
+        return transformer_shape(name).kind == "decoder"
+    except WorkloadError:
+        return False
+
+
+def _constraints(c: Any) -> Any:
+    """A ``mapper.constraints.Constraints`` from a YAML path (None stays None)."""
+    if c is None or hasattr(c, "for_op"):
+        return c
+    from mapper.constraints import load_constraints
+
+    return load_constraints(c)
+
+
+def _grid(ratio: float, hi: int) -> list[int]:
+    pts = {1}
+    x = 1.0
+    while x < hi:
+        x *= ratio
+        pts.add(min(hi, int(round(x))))
+    return sorted(pts)
+
+
+def _group(op: Op) -> str:
+    layer = op.layer or ""
+    if layer.startswith("blocks."):
+        if (isinstance(op, Gemm) and op.role in _ATTN_KINDS) or op.kind == "softmax" \
+                or op.name.endswith(".attn.alibi"):
+            return "attn"
+        return "dense"
+    return "embed" if layer == "embed" else "head"
+
+
+class IterationCost:
+    """Prices iterations of ``model`` (tensor-parallel over ``tp`` devices) on ``acc``.
+
+    Contract: ``cost(batch)`` is a pure function of the batch's composition (memoised);
+    on grid points it equals the sum of ``archsim.evaluate`` over the group sub-workloads
+    (``L`` x block groups + embed + head) — tests/serve checks one request against a
+    full-model ``evaluate`` of prefill and decode.
+    """
+
+    def __init__(self, acc: Accelerator, model: str, tp: int = 1,
+                 fidelity: str = "analytical", constraints: Any = None,
+                 decode_constraints: Any = None) -> None:
+        self.acc = acc
+        # op -> unit rules for multi-unit designs: ``constraints`` for every evaluation,
+        # ``decode_constraints`` (if given) instead for decode attention (AttAcc: decode
+        # attention on PIM, prefill attention and linear layers on the GPU)
+        self.constraints = _constraints(constraints)
+        self.decode_constraints = _constraints(decode_constraints) or self.constraints
+        self.model = model
+        self.tp = tp
+        self.fidelity = fidelity
+        self.shape = model_shape(model)
+        self.one = replace(self.shape, layers=1)
+        self.layers = self.shape.layers
+        self.context = self.shape.context
+        build_transformer(self.one, "decode", 1, None, 1, tp)     # validates tp
+        self._memo: dict[tuple[Any, ...], Cost] = {}
+        self._tok = _grid(_GRID, 1 << 17)
+        self._ctx = _grid(_CTX_GRID, self.context - 1)
+        self._seq = _grid(_CTX_GRID, self.context)
+        self.evaluations = 0
+
+    # ---- model facts ---------------------------------------------------------------------
+    @property
+    def kv_bytes_per_token(self) -> float:
+        """KV-cache bytes per token on one device (K and V, every layer, fp16)."""
+        s = self.shape
+        kvl = max(1, s.kv // self.tp)
+        return 2.0 * s.layers * kvl * s.hd * 2
+
+    def weight_bytes(self) -> float:
+        """Resident bytes of one device's shard of the weights (plus the largest op's
+        activations), from ``Workload.resident_bytes`` of a one- and a two-block model."""
+        w1 = build_transformer(self.one, "prefill", 1, 1, None, self.tp).resident_bytes()
+        two = replace(self.shape, layers=2)
+        w2 = build_transformer(two, "prefill", 1, 1, None, self.tp).resident_bytes()
+        return w1 + (self.layers - 1) * (w2 - w1)
+
+    def capacity_bytes(self) -> float:
+        """Off-chip memory of one device (0 when the design declares none)."""
+        from archsim.api import memory_check
+
+        wl = build_transformer(self.one, "prefill", 1, 1, None, self.tp)
+        mem = memory_check(self.acc, wl)
+        return float(mem["capacity_bytes"]) if mem else 0.0
+
+    def peaks(self) -> tuple[float, float]:
+        """(peak FLOP/s, peak off-chip bytes/s) of one device, for MFU and MBU: the sum
+        over the design's units of ``2 x peak_macs_per_cycle(qkv GEMM) x clock`` and
+        ``peak_bytes_per_cycle x clock``."""
+        wl = build_transformer(self.one, "prefill", 1, 512 if self.context >= 512 else 1,
+                               None, self.tp)
+        rep = wl.op("blocks.0.attn.qkv")
+        f = b = 0.0
+        for u in self.acc.units:
+            if u.supports(rep) is None:
+                f += 2 * u.peak_macs_per_cycle(rep) * u.clock_hz
+            b += u.peak_bytes_per_cycle() * u.clock_hz
+        return f, b
+
+    # ---- evaluation --------------------------------------------------------------------------
+    def _eval(self, group: str, phase: str, batch: int, seq: int | None,
+              context: int | None) -> Cost:
+        key = (group, phase, batch, seq, context)
+        c = self._memo.get(key)
+        if c is not None:
+            return c
+        import archsim
+
+        w = build_transformer(self.one, phase, batch, seq, context, self.tp)
+        sub = Workload(name=f"{w.name}:{group}", phase=w.phase, batch=w.batch, seq=w.seq,
+                       context=w.context, parameters=w.parameters, family=w.family,
+                       devices=w.devices)
+        keep = {op.name for op in w.ops() if _group(op) == group}
+        for op in w.ops():
+            if op.name in keep:
+                sub.add(op, [p for p in w.predecessors(op.name) if p in keep])
+        r = archsim.evaluate(self.acc, sub, fidelity=self.fidelity,
+                             constraints=self.decode_constraints if phase == "decode"
+                             else self.constraints)
+        self.evaluations += 1
+        c = Cost(r.latency_s, r.energy_j, float(r.flops), float(r.dram_bytes))
+        if not all(math.isfinite(v) for v in (c.time_s, c.energy_j)):
+            raise ConfigError(Problem(f"the design returned a non-finite cost for {group} "
+                                      f"({phase}, batch {batch})", "units"))
+        self._memo[key] = c
+        return c
+
+    def _tokens(self, group: str, m: int) -> Cost:
+        """``group`` (dense/embed/head) over ``m`` rows, interpolated on the token grid."""
+        key = ("tok", group, m)
+        c = self._memo.get(key)
+        if c is not None:
+            return c
+        i = bisect_left(self._tok, m)
+        if self._tok[i] == m:
+            c = self._rows(group, m)
+        else:
+            lo, hi = self._tok[i - 1], self._tok[i]
+            a, b = self._rows(group, lo), self._rows(group, hi)
+            f = (m - lo) / (hi - lo)
+            c = a.scale(1 - f) + b.scale(f)
+        self._memo[key] = c
+        return c
+
+    def _rows(self, group: str, m: int) -> Cost:
+        # head: one LM-head row per sequence (prefill of m sequences of 1 token);
+        # dense/embed: m tokens as n sequences of at most the model context each; when m
+        # does not split evenly, n x ceil(m / n) >= m tokens scaled back to m (error < 1/ctx).
+        if group == "head":
+            return self._eval(group, "prefill", m, 1, None)
+        n = -(-m // self.context)
+        seq = -(-m // n)
+        c = self._eval(group, "prefill", n, seq, None)
+        return c if n * seq == m else c.scale(m / (n * seq))
+
+    @staticmethod
+    def _nearest(grid: list[int], x: float) -> int:
+        i = bisect_left(grid, x)
+        if i == 0:
+            return grid[0]
+        if i == len(grid):
+            return grid[-1]
+        lo, hi = grid[i - 1], grid[i]
+        return lo if math.log(x / lo) <= math.log(hi / x) else hi
+
+    def decode_attention(self, n: int, keys: int) -> Cost:
+        """Attention of ``n`` decode tokens attending over ``keys`` keys in total (one block)."""
+        if n == 0:
+            return Cost()
+        bg = 1 << max(0, int(round(math.log2(n))))
+        cbar = max(1.0, keys / n - 1)
+        cg = self._nearest(self._ctx, cbar)
+        base = self._eval("attn", "decode", bg, None, cg)
+        return base.scale(keys / (bg * (cg + 1)))
+
+    def chunk_attention(self, c: int, past: int) -> Cost:
+        """Attention of a prefill chunk of ``c`` tokens after ``past`` cached ones (one block)."""
+        s = c + past
+        sg = self._nearest(self._seq, s)
+        base = self._eval("attn", "prefill", 1, sg, None)
+        return base.scale(c * s / (sg * sg))
+
+    def cost(self, b: Batch) -> Cost:
+        """Cost of one iteration (all devices of the replica)."""
+        t = b.tokens
+        if t == 0:
+            return Cost()
+        block = self._tokens("dense", t) + self.decode_attention(b.decodes, b.decode_keys)
+        for c, p in b.chunks:
+            block = block + self.chunk_attention(c, p)
+        out = self._tokens("embed", t) + block.scale(self.layers)
+        if b.emit:
+            out = out + self._tokens("head", b.emit)
+        return out

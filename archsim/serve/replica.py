@@ -1,0 +1,336 @@
+"""One model replica: its queues, paged KV cache and the per-iteration scheduler.
+
+Policies (``SchedulerSpec.policy``), each as the papers describe it:
+
+* ``vllm`` — vLLM v0 default (Kwon et al. SOSP'23): *prefill-prioritising* continuous
+  batching. When requests wait and fit (whole prompt's KV blocks, ``max_num_seqs``,
+  ``max_batched_tokens``), the iteration is a prefill-only batch of whole prompts;
+  otherwise every running request decodes one token. Decodes stall while prefills run.
+* ``orca`` — Orca (Yu et al. OSDI'22) iteration-level scheduling: every iteration runs all
+  decodes *and* admits waiting requests with their whole prompt in the same batch, within
+  the token budget; KV for prompt + maximum output is reserved on admission (Orca has no
+  paging), so Orca never preempts.
+* ``sarathi`` — Sarathi-Serve (Agrawal et al. OSDI'24) stall-free batching: all running
+  decodes first, then chunks of partially prefilled requests, then new requests, up to a
+  token budget of ``chunk`` tokens per iteration (chunked prefill).
+
+Queue order: ``fcfs`` (arrival) or ``priority`` (``Request.priority``, then arrival);
+preempted requests go back to the front. When a decode needs a new KV block and none is
+free, the most recently admitted running request is preempted (vLLM's rule): ``recompute``
+drops its KV (it re-runs a prefill over prompt + generated tokens later) or ``swap`` copies
+its blocks to host memory over the host link and back before it resumes (the copy time is
+added to the iteration that performs it, as vLLM v0 does it synchronously).
+
+Token accounting per request (``State``): ``g`` tokens generated, ``target`` tokens to
+prefill (the prompt; prompt + generated after a recompute preemption), ``done`` of them
+prefilled. The cache holds ``done`` tokens during prefill and ``prompt + g - 1`` while
+decoding; a decode step attends over ``prompt + g`` keys.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+from typing import Any
+
+from archsim.serve.cost import Batch, Cost, IterationCost
+from archsim.serve.kv import BlockManager
+from archsim.serve.requests import Request
+
+__all__ = ["SchedulerSpec", "State", "Replica", "POLICIES", "ORDERS", "PREEMPTIONS"]
+
+POLICIES = ("vllm", "orca", "sarathi")
+ORDERS = ("fcfs", "priority")
+PREEMPTIONS = ("recompute", "swap")
+
+
+@dataclass(frozen=True)
+class SchedulerSpec:
+    """Scheduler settings of a replica.
+
+    Attributes:
+        policy: ``vllm``, ``orca`` or ``sarathi``.
+        chunk: Sarathi token budget per iteration (tokens; the paper uses 512 and 2048).
+        max_num_seqs: most requests in a batch (vLLM default 256).
+        max_batched_tokens: most tokens in a vLLM/Orca iteration (0: max(model context,
+            2048), vLLM's default without chunked prefill).
+        order: ``fcfs`` or ``priority``.
+        preemption: ``recompute`` or ``swap``.
+        block_size: KV block (tokens).
+        host_gbps: host link for swapping (GB/s per device; 64 = PCIe 5.0 x16 one way,
+            NVIDIA H100 SXM datasheet "PCIe Gen5: 128 GB/s" bidirectional).
+        overhead_s: serving-engine time per iteration outside the model's ops (CPU
+            scheduling, sampling, kernel launches), added to every iteration; 0 by default
+            (a hardware model has none). docs/serving.md fits it for DistServe's engine.
+    """
+
+    policy: str = "vllm"
+    chunk: int = 512
+    max_num_seqs: int = 256
+    max_batched_tokens: int = 0
+    order: str = "fcfs"
+    preemption: str = "recompute"
+    block_size: int = 16
+    host_gbps: float = 64.0
+    overhead_s: float = 0.0
+
+
+class State:
+    """Mutable per-request state inside the simulator."""
+
+    __slots__ = ("req", "prompt", "output", "g", "target", "done", "blocks", "first_t",
+                 "last_t", "finish_t", "preemptions", "replica", "swapped", "key",
+                 "decode_replica", "served")
+
+    def __init__(self, req: Request) -> None:
+        self.req = req
+        self.prompt = req.prompt_tokens
+        self.output = req.output_tokens
+        self.g = 0
+        self.target = req.prompt_tokens
+        self.done = 0
+        self.blocks = 0
+        self.first_t = -1.0
+        self.last_t = -1.0
+        self.finish_t = -1.0
+        self.preemptions = 0
+        self.replica = -1
+        self.swapped = False
+        self.key: tuple[int, int, int] = (0, 1, req.rid)
+        self.decode_replica = -1
+        self.served = 0
+
+
+@dataclass
+class IterationRecord:
+    """What one iteration did (for the timeline)."""
+
+    replica: int
+    start_s: float
+    time_s: float
+    prefill_tokens: int
+    decodes: int
+    kv_used: int
+    energy_j: float
+
+
+class Replica:
+    """A replica: ``devices`` devices running one model copy, one scheduler.
+
+    ``role``: ``both`` (aggregated), ``prefill`` (hands requests off after their first
+    token) or ``decode`` (receives them with their KV).
+    """
+
+    def __init__(self, index: int, cost: IterationCost, kv_total: int, spec: SchedulerSpec,
+                 role: str = "both") -> None:
+        self.index = index
+        self.cost = cost
+        self.spec = spec
+        self.role = role
+        self.kv = BlockManager(kv_total, spec.block_size)
+        self.waiting: list[tuple[tuple[int, int, int], State]] = []
+        self.running: list[State] = []
+        self.swapped: list[State] = []
+        self.busy = False
+        self.ctx = cost.context
+        mbt = spec.max_batched_tokens or max(cost.context, 2048)
+        self.max_tokens = spec.chunk if spec.policy == "sarathi" else mbt
+        self.swap_bytes_per_block = spec.block_size * cost.kv_bytes_per_token
+        self.preemptions = 0
+        self.busy_s = 0.0
+        self.energy_j = 0.0
+        self.flops = 0.0
+        self.dram = 0.0
+        self.kv_area = 0.0      # integral of used blocks over time (block-seconds)
+        self.iterations = 0
+        self.decode_keys = 0
+
+    # ---- queues ------------------------------------------------------------------------------
+    def outstanding(self) -> int:
+        return len(self.waiting) + len(self.running) + len(self.swapped)
+
+    def enqueue(self, s: State, front: bool = False) -> None:
+        pr = s.req.priority if self.spec.order == "priority" else 0
+        s.key = (pr, 0 if front else 1, s.req.rid)
+        s.replica = self.index
+        heapq.heappush(self.waiting, (s.key, s))
+
+    def has_work(self) -> bool:
+        return bool(self.waiting or self.running or self.swapped)
+
+    def demand_blocks(self) -> int:
+        """Blocks the waiting requests will need (for the KV-aware router)."""
+        return sum(self.kv.blocks_for(s.target) for _, s in self.waiting)
+
+    # ---- preemption --------------------------------------------------------------------------
+    def _preempt(self, victim: State) -> float:
+        """Preempt ``victim`` (already removed from ``running``); returns swap time (s)."""
+        self.preemptions += 1
+        victim.preemptions += 1
+        if self.spec.preemption == "swap" and victim.done >= victim.target:
+            t = victim.blocks * self.swap_bytes_per_block / (self.spec.host_gbps * 1e9)
+            self.kv.release(victim.blocks)
+            victim.swapped = True
+            self.swapped.append(victim)
+            return t
+        self.kv.release(victim.blocks)
+        victim.blocks = 0
+        if victim.g > 0:
+            victim.target = victim.prompt + victim.g   # recompute prompt + generated
+        victim.done = 0
+        self.enqueue(victim, front=True)
+        return 0.0
+
+    def _swap_in(self) -> float:
+        t = 0.0
+        while self.swapped and len(self.running) < self.spec.max_num_seqs:
+            s = self.swapped[0]
+            if not self.kv.alloc(s.blocks):
+                break
+            self.swapped.pop(0)
+            s.swapped = False
+            self.running.append(s)
+            t += s.blocks * self.swap_bytes_per_block / (self.spec.host_gbps * 1e9)
+        return t
+
+    def _admit(self, s: State, reserve_output: bool) -> bool:
+        """Allocate ``s``'s blocks (whole target, or target + remaining output)."""
+        tokens = max(s.target, s.prompt + s.g)
+        if reserve_output:
+            tokens = min(self.ctx, s.prompt + s.output)
+        need = self.kv.blocks_for(tokens) - s.blocks
+        if need > 0 and not self.kv.alloc(need):
+            return False
+        s.blocks += max(0, need)
+        return True
+
+    # ---- one iteration -------------------------------------------------------------------
+    def schedule(self) -> tuple[list[tuple[State, int]], list[State], float]:
+        """Form the next batch: (prefill chunks (state, tokens), decodes, swap time s)."""
+        p = self.spec.policy
+        swap_t = self._swap_in() if self.swapped else 0.0
+        chunks: list[tuple[State, int]]
+        if p == "vllm":
+            chunks = self._admit_whole(0, reserve=False) if not self.swapped else []
+            if chunks:
+                return chunks, [], swap_t
+            dec, t = self._decodes()
+            return [], dec, swap_t + t
+        if p == "orca":
+            dec, t = self._decodes()
+            chunks = self._admit_whole(len(dec), reserve=True)
+            return chunks, dec, swap_t + t
+        # sarathi: decodes, then ongoing prefills, then new ones, within the token budget
+        dec, t = self._decodes()
+        budget = self.max_tokens - len(dec)
+        chunks = []
+        for s in self.running:
+            if budget <= 0:
+                break
+            if s.done < s.target:
+                c = min(budget, s.target - s.done)
+                chunks.append((s, c))
+                budget -= c
+        while budget > 0 and self.waiting and len(self.running) < self.spec.max_num_seqs:
+            s = self.waiting[0][1]
+            if not self._admit(s, reserve_output=False):
+                break
+            heapq.heappop(self.waiting)
+            self.running.append(s)
+            if s.done < s.target:
+                c = min(budget, s.target - s.done)
+                chunks.append((s, c))
+                budget -= c
+        return chunks, dec, swap_t + t
+
+    def _admit_whole(self, tokens: int, reserve: bool) -> list[tuple[State, int]]:
+        """Admit waiting requests with their whole remaining prefill (vLLM, Orca)."""
+        chunks: list[tuple[State, int]] = []
+        while self.waiting and len(self.running) < self.spec.max_num_seqs:
+            s = self.waiting[0][1]
+            need = s.target - s.done
+            if need > 0 and tokens + need > self.max_tokens and (chunks or tokens):
+                break
+            if not self._admit(s, reserve_output=reserve):
+                break
+            heapq.heappop(self.waiting)
+            self.running.append(s)
+            if need > 0:
+                chunks.append((s, need))
+                tokens += need
+        return chunks
+
+    def _decodes(self) -> tuple[list[State], float]:
+        """Running requests that decode this iteration, growing their KV by a block where
+        needed and preempting from the back when the cache is full. Also sets
+        ``self.decode_keys`` (sum of keys attended by the decodes). Hot loop: kept lean."""
+        dec: list[State] = []
+        keys = 0
+        bs = self.kv.block_size
+        kv = self.kv
+        append = dec.append
+        for i, s in enumerate(self.running):      # fast path: no preemption needed
+            if s.done < s.target:                 # still prefilling (chunked)
+                continue
+            need = s.prompt + s.g                 # tokens in the cache after this step
+            if need > s.blocks * bs:
+                if not kv.alloc(1):
+                    return self._decodes_slow(i, dec, keys)
+                s.blocks += 1
+            append(s)
+            keys += need
+        self.decode_keys = keys
+        return dec, 0.0
+
+    def _decodes_slow(self, i: int, dec: list[State], keys: int) -> tuple[list[State], float]:
+        """:meth:`_decodes` from index ``i`` on, preempting from the back of ``running``."""
+        swap_t = 0.0
+        bs = self.kv.block_size
+        running = self.running
+        while i < len(running):
+            s = running[i]
+            if s.done < s.target:
+                i += 1
+                continue
+            need = s.prompt + s.g
+            preempted_self = False
+            while need > s.blocks * bs:
+                if self.kv.alloc(1):
+                    s.blocks += 1
+                    continue
+                victim = running.pop()
+                swap_t += self._preempt(victim)
+                if victim is s:
+                    preempted_self = True
+                    break
+            if preempted_self:
+                break                             # s was the last one
+            dec.append(s)
+            keys += need
+            i += 1
+        self.decode_keys = keys
+        return dec, swap_t
+
+    def run(self, chunks: list[tuple[State, int]], dec: list[State]) -> tuple[Batch, Cost]:
+        """Price the batch (no state change); call right after :meth:`schedule`."""
+        keys = self.decode_keys if dec else 0
+        emit = len(dec)
+        for s, c in chunks:
+            if s.done + c >= s.target:
+                emit += 1
+        b = Batch([(c, s.done) for s, c in chunks], len(dec), keys, emit)
+        return b, self.cost.cost(b)
+
+    def account(self, c: Cost, dt: float) -> None:
+        self.busy_s += dt
+        self.energy_j += c.energy_j
+        self.flops += c.flops
+        self.dram += c.dram_bytes
+        self.kv_area += self.kv.used * dt
+        self.iterations += 1
+
+    def info(self) -> dict[str, Any]:
+        return {"replica": self.index, "role": self.role, "devices": self.cost.tp,
+                "kv_blocks": self.kv.total, "kv_peak_blocks": self.kv.peak,
+                "iterations": self.iterations, "preemptions": self.preemptions,
+                "busy_s": self.busy_s}
