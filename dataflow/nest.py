@@ -314,52 +314,52 @@ def analyse(problem: Einsum, hier: Hierarchy, mapping: NestMapping, *,
             stats[hier.levels[lv].name][ds.name] = st
             child, d_child = lv, d_here
     # capacity and fan-out checks
-    for i, lv in enumerate(hier.levels):
-        used = sum(s.utilized_capacity for s in stats[lv.name].values())
-        if lv.size_words is not None and not lv.network_only and used > lv.size_words:
-            reasons.append(f"{lv.name}: tile of {used} words exceeds capacity {lv.size_words}")
+    for i, slv in enumerate(hier.levels):
+        used = sum(s.utilized_capacity for s in stats[slv.name].values())
+        if slv.size_words is not None and not slv.network_only and used > slv.size_words:
+            reasons.append(f"{slv.name}: tile of {used} words exceeds capacity {slv.size_words}")
         sx = math.prod(lp.bound for lp in loops if lp.spatial and lp.level == i
                        and _axis(mapping, i, lp.dim) == "X")
         sy = math.prod(lp.bound for lp in loops if lp.spatial and lp.level == i
                        and _axis(mapping, i, lp.dim) == "Y")
-        if sx > lv.mesh_x or sy > lv.mesh_y:
-            reasons.append(f"{lv.name}: spatial fan-out {sx}x{sy} exceeds mesh "
-                           f"{lv.mesh_x}x{lv.mesh_y}")
+        if sx > slv.mesh_x or sy > slv.mesh_y:
+            reasons.append(f"{slv.name}: spatial fan-out {sx}x{sy} exceeds mesh "
+                           f"{slv.mesh_x}x{slv.mesh_y}")
     # cycles: compute, and each level's bandwidth (words per instance per cycle)
     level_cycles: dict[str, int] = {}
-    for lv in hier.levels:
-        rd = sum(s.reads for s in stats[lv.name].values())
-        wr = sum(s.fills + s.updates for s in stats[lv.name].values())
+    for slv in hier.levels:
+        rd = sum(s.reads for s in stats[slv.name].values())
+        wr = sum(s.fills + s.updates for s in stats[slv.name].values())
         c = 0
-        if lv.read_bw:
-            c = max(c, math.ceil(rd / lv.read_bw))
-        if lv.write_bw:
-            c = max(c, math.ceil(wr / lv.write_bw))
-        level_cycles[lv.name] = c
+        if slv.read_bw:
+            c = max(c, math.ceil(rd / slv.read_bw))
+        if slv.write_bw:
+            c = max(c, math.ceil(wr / slv.write_bw))
+        level_cycles[slv.name] = c
     cycles = max([compute_cycles, *level_cycles.values()])
     # energy
     e_by: dict[str, float] = {}
     leak: dict[str, float] = {}
     comp_e = hier.compute.energy_pj.get("compute", 0.0) * macs
     e_by[hier.compute.name] = comp_e
-    for lv in hier.levels:
-        if lv.network_only:
+    for slv in hier.levels:
+        if slv.network_only:
             continue
         tot = 0.0
         util_inst = 1
-        for s in stats[lv.name].values():
+        for s in stats[slv.name].values():
             util_inst = max(util_inst, s.instances)
-            clusters = min(s.instances, max(1, lv.instances // lv.cluster_size))
+            clusters = min(s.instances, max(1, slv.instances // slv.cluster_size))
             cluster_util = s.instances / clusters
-            b = lv.block_size
-            per = (math.ceil(s.reads / b) * lv.energy_pj.get("read", 0.0)
-                   + math.ceil(s.fills / b) * lv.energy_pj.get("write", 0.0)
-                   + math.ceil(s.updates / b) * lv.energy_pj.get("update", 0.0)) / cluster_util
+            b = slv.block_size
+            per = (math.ceil(s.reads / b) * slv.energy_pj.get("read", 0.0)
+                   + math.ceil(s.fills / b) * slv.energy_pj.get("write", 0.0)
+                   + math.ceil(s.updates / b) * slv.energy_pj.get("update", 0.0)) / cluster_util
             s.energy_pj = per * s.instances
             tot += s.energy_pj
-        lk = lv.energy_pj.get("leak", 0.0) * cycles * util_inst
-        leak[lv.name] = lk
-        e_by[lv.name] = tot + lk
+        lk = slv.energy_pj.get("leak", 0.0) * cycles * util_inst
+        leak[slv.name] = lk
+        e_by[slv.name] = tot + lk
     return NestResult(stats=stats, macs=macs, compute_instances=compute_instances,
                       compute_cycles=compute_cycles, cycles=cycles,
                       energy_pj=sum(e_by.values()), energy_by_level_pj=e_by, leak_pj=leak,
