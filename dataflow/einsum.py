@@ -22,7 +22,7 @@ from typing import Any
 from workloads.errors import ConfigError, Problem
 
 __all__ = ["DataSpace", "Einsum", "conv2d", "gemm", "batched_gemm", "attention_qk",
-           "attention_av", "from_timeloop"]
+           "attention_av", "from_op", "from_timeloop"]
 
 Term = tuple[int, str]          # (coefficient, dimension name)
 Rank = tuple[Term, ...]         # one tensor axis: sum of coef * dim
@@ -172,18 +172,15 @@ def from_op(op: Any) -> Einsum:
     """
     kind = type(op).__name__
     if kind == "Conv2d":
-        stride = int(getattr(op, "stride", 1))
-        groups = int(getattr(op, "groups", 1))
-        cin = int(op.c_in) // groups
-        cout = int(op.c_out) // groups
-        kh = int(getattr(op, "kh", getattr(op, "k", 1)))
-        kw = int(getattr(op, "kw", getattr(op, "k", 1)))
-        return conv2d(int(op.batch), cin, cout, int(op.w_out), int(op.h_out), kw, kh,
-                      stride=(stride, stride), groups=groups, name=str(op.name))
+        # workloads.ops.Conv2d: p (output height) pairs with r (filter height), q with s.
+        groups = int(op.groups)
+        return conv2d(int(op.n), int(op.c) // groups, int(op.k) // groups, int(op.p), int(op.q),
+                      int(op.r), int(op.s), stride=(int(op.stride), int(op.stride)),
+                      groups=groups, name=str(op.name))
     if kind == "Gemm":
-        batch = int(getattr(op, "batch", 1))
-        if batch > 1:
-            return batched_gemm(batch, int(op.m), int(op.n), int(op.k), name=str(op.name))
+        if int(op.batch) > 1:
+            return batched_gemm(int(op.batch), int(op.m), int(op.n), int(op.k),
+                                name=str(op.name))
         return gemm(int(op.m), int(op.n), int(op.k), name=str(op.name))
     raise ConfigError(Problem(f"op {getattr(op, 'name', kind)!r} of type {kind} has no Einsum "
                               "form (expected Gemm or Conv2d)"))
