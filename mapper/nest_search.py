@@ -4,17 +4,18 @@ The map space of an Einsum on a :class:`dataflow.hierarchy.Hierarchy` is: per di
 ordered factorisation of its bound over the *slots* (each level's temporal loops, each
 fan-out's spatial loops; slots fixed by constraints excluded); per level, a permutation of
 its temporal loops; per level, which data spaces it keeps. :func:`evaluate_batch` evaluates
-thousands of candidates at once with numpy and counts exactly what
-:func:`dataflow.nest.analyse` counts (Timeloop's semantics, pre-2025 stationary rule), so
-the search's best mapping re-evaluates to the same numbers.
+thousands of candidates per call in a compiled kernel (:mod:`mapper.nest_kernel`, numba) and
+counts exactly what :func:`dataflow.nest.analyse` counts (Timeloop's semantics, pre-2025
+stationary rule), so the search's best mapping re-evaluates to the same numbers.
 
 The sliding-window delta of a tile under the loops above it is computed without walking the
 2^k visits: with only the loops of bound >= 2 ("active"), the visit sequence is a binary
 counter whose innermost loop (kappa) moves between any two other moves, so the reuse state
 after any kappa move is one of three (none, stationary, moving like kappa). A 3-entry table per
-loop, built from the inside out, gives the total (see ``_deltas``).
+loop, built from the inside out, gives the total (``mapper.nest_kernel._deltas``).
 
-Pruning: capacity (tile words per level), fan-out (X/Y mesh, with the constraint's split),
+Pruning: capacity (tile words per level) and fan-out (X/Y mesh, with the constraint's split)
+are checked first, and a candidate failing them skips the access analysis;
 loops of bound 1 ignored in permutations (symmetric permutations are one candidate), and
 constraints (factors, permutations, keep/bypass). Objectives: ``energy``, ``edp``,
 ``latency`` (cycles, then energy).
@@ -26,6 +27,7 @@ import itertools
 import math
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -39,7 +41,6 @@ __all__ = ["MapSpace", "Batch", "SearchResult", "make_space", "evaluate_batch", 
            "to_mapping", "from_mapping", "OBJECTIVES"]
 
 OBJECTIVES = ("energy", "edp", "latency")
-_NONE, _ZERO, _KAPPA = 0, 1, 2
 
 
 def _ordered_factorisations(n: int, slots: int) -> list[tuple[int, ...]]:
@@ -173,91 +174,6 @@ def _sample(space: MapSpace, rng: np.random.Generator, n: int,
     return Batch(tb, sb, perm, keep)
 
 
-def _partial(full: np.ndarray, ext: np.ndarray, t: np.ndarray) -> np.ndarray:
-    return full - np.prod(np.maximum(0, ext - np.abs(t)), axis=-1)
-
-
-def _deltas(t_above: np.ndarray, n_above: np.ndarray, ext: np.ndarray) -> np.ndarray:
-    """Sum of new tile elements over the visits of the loops above (see module doc).
-
-    One pass from the innermost loop above outwards. Loops of bound 1 never move. The
-    innermost moving loop (kappa) moves between any two moves of the others, so after each
-    kappa move the reuse state is one of NONE / ZERO (stationary) / KAPPA (moving like
-    kappa); ``rd[:, y], ro[:, y]`` hold, for a block of inner loops entered in state y, the
-    (relative-weight) sum of deltas and the state it leaves.
-
-    Args:
-        t_above: [B, k, R] per-step translation of each loop above (outermost first).
-        n_above: [B, k] their bounds. ext: [B, R] tile extents per rank.
-    """
-    b, k, nr = t_above.shape
-    full = np.prod(ext, axis=1)
-    if k == 0:
-        return full
-    rows = np.arange(b)
-    found = np.zeros(b, dtype=bool)
-    inner = np.zeros((b, nr), dtype=np.int64)
-    tk = np.zeros((b, nr), dtype=np.int64)
-    nk = np.ones(b, dtype=np.int64)
-    pk = np.zeros(b, dtype=np.int64)
-    kz = np.ones(b, dtype=bool)
-    rd = np.zeros((b, 3), dtype=np.int64)
-    ro = np.tile(np.arange(3), (b, 1))
-    for i in range(k - 1, -1, -1):
-        ni = n_above[:, i]
-        act = ni >= 2
-        if not act.any():
-            continue
-        ti = t_above[:, i] - inner
-        inner = inner + np.where(act[:, None], t_above[:, i], 0)
-        is_k = act & ~found
-        upd = act & found
-        if is_k.any():
-            tk = np.where(is_k[:, None], ti, tk)
-            nk = np.where(is_k, ni, nk)
-            pk = np.where(is_k, _partial(full, ext, tk), pk)
-            kz = ~tk.any(axis=1)
-            found = found | is_k
-        if not upd.any():
-            continue
-        tz = ~ti.any(axis=1)
-        eqk = (ti == tk).all(axis=1)
-        pi = _partial(full, ext, ti)
-        w = ni - 1
-        wk = nk - 1
-        # kappa move after loop i's move, for the three states loop i can leave:
-        # NONE, ZERO, VEC(ti) (VEC equals kappa's step iff eqk)
-        dk_none = np.where(kz, 0, pk) * wk
-        yk_none = np.where(kz, _ZERO, _KAPPA)
-        dk_zero = np.where(kz, 0, full) * wk
-        yk_zero = np.where(kz, _ZERO, _NONE)
-        dk_vec = np.where(kz | ~eqk, full, pk) * wk
-        yk_vec = np.where(kz | ~eqk, _NONE, _KAPPA)
-        # loop i's move from each state o1: (delta, resulting kind)
-        mv = {_NONE: (np.where(tz, 0, pi), np.where(tz, _ZERO, 2)),
-              _ZERO: (np.where(tz, 0, full), np.where(tz, _ZERO, _NONE)),
-              _KAPPA: (np.where(tz | ~eqk, full, pi), np.where(tz | ~eqk, _NONE, 2))}
-        new_d = np.empty_like(rd)
-        new_o = np.empty_like(ro)
-        for y in range(3):
-            o1 = ro[:, y]
-            dt = np.choose(o1, [mv[0][0], mv[1][0], mv[2][0]])
-            zk = np.choose(o1, [mv[0][1], mv[1][1], mv[2][1]])
-            dk = np.choose(zk, [dk_none, dk_zero, dk_vec])
-            yk = np.choose(zk, [yk_none, yk_zero, yk_vec])
-            new_d[:, y] = rd[:, y] + w * (dt + dk + rd[rows, yk])
-            new_o[:, y] = ro[rows, yk]
-        rd = np.where(upd[:, None], new_d, rd)
-        ro = np.where(upd[:, None], new_o, ro)
-    d0 = np.where(kz, 0, pk) * (nk - 1)
-    y0 = np.where(kz, _ZERO, _KAPPA)
-    return full + np.where(found, d0 + rd[rows, y0], 0)
-
-
-def _distinct(a: int, na: int, c: int, nc: int) -> int:
-    return len({a * i + c * j for i in range(na) for j in range(nc)})
-
-
 def _static(space: MapSpace, keep: tuple[frozenset[str], ...]) -> tuple:  # type: ignore[type-arg]
     """Plain arrays of the hierarchy and problem for :func:`mapper.nest_kernel`."""
     prob, hier = space.problem, space.hier
@@ -306,7 +222,8 @@ def evaluate_batch(space: MapSpace, batch: Batch) -> dict[str, np.ndarray]:
     energy = np.zeros(n)
     cycles = np.zeros(n, dtype=np.int64)
     feasible = np.zeros(n, dtype=np.bool_)
-    evaluate_kernel(np.ascontiguousarray(batch.tb), np.ascontiguousarray(batch.sb),
+    kernel: Any = evaluate_kernel          # a numba Dispatcher (typed loosely for mypy)
+    kernel(np.ascontiguousarray(batch.tb), np.ascontiguousarray(batch.sb),
                     np.ascontiguousarray(batch.perm), *_static(space, batch.keep),
                     energy, cycles, feasible)
     edp = np.where(feasible, np.where(feasible, energy, 0.0) * 1e-12 * cycles, np.inf)
