@@ -35,20 +35,20 @@ def test_kernel_matches_reference_analysis(design: str) -> None:
     assert des.problem is not None and des.mapping is not None
     space = make_space(des.problem, des.hierarchy, des.constraints)
     keep = tuple(lm.keep for lm in des.mapping.levels)
-    batch = _sample(space, np.random.default_rng(7), 120, keep)
+    batch = _sample(space, np.random.default_rng(7), 300, keep)
     out = evaluate_batch(space, batch)
     ref = from_mapping(space, [des.mapping])
     assert evaluate_batch(space, ref)["energy_pj"][0] == pytest.approx(
         analyse(des.problem, des.hierarchy, des.mapping).energy_pj, rel=1e-12)
-    checked = 0
-    for i in range(120):
-        res = analyse(des.problem, des.hierarchy, to_mapping(space, batch, i))
+    feas = np.nonzero(out["feasible"])[0]
+    infeas = np.nonzero(~out["feasible"])[0][:20]
+    assert len(feas) >= 5
+    for i in [*feas, *infeas]:
+        res = analyse(des.problem, des.hierarchy, to_mapping(space, batch, int(i)))
         assert bool(out["feasible"][i]) == res.feasible
         if res.feasible:
-            checked += 1
             assert out["cycles"][i] == res.cycles
             assert out["energy_pj"][i] == pytest.approx(res.energy_pj, rel=1e-9)
-    assert checked >= 4
 
 
 def _small() -> tuple[Hierarchy, dict[str, frozenset[str]]]:
