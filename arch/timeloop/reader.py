@@ -407,10 +407,11 @@ def read_ert(path: str | Path) -> dict[str, dict[str, float]]:
     raise ConfigError(Problem("expected 'ERT' or 'ERT_summary' at the top level", "", file))
 
 
-def load_dir(directory: str | Path, problem: str | Path | None = None) -> TimeloopDesign:
+def load_dir(directory: str | Path, problem: str | Path | None = None,
+             with_mapping: bool = True) -> TimeloopDesign:
     """Read a Timeloop example folder: ``arch.yaml``, an ERT/ERT_summary, a mapping
-    (``*map.yaml``) and the problem (``problem`` or the folder's/parent's
-    ``*problem*.yaml``)."""
+    (``*map.yaml``, when ``with_mapping``) and the problem (``problem`` or the folder's/
+    parent's ``*problem*.yaml``)."""
     d = Path(directory)
     if not (d / "arch.yaml").is_file():
         raise ConfigError(Problem("no arch.yaml in the folder", "", str(d)))
@@ -423,5 +424,6 @@ def load_dir(directory: str | Path, problem: str | Path | None = None) -> Timelo
         prob_path = cands[0] if cands else None
     prob = read_problem(prob_path) if prob_path else None
     maps = sorted(d.glob("*map.yaml"))
-    mapping = read_mapping(maps[0], hier, prob) if maps and prob is not None else None
+    mapping = read_mapping(maps[0], hier, prob) if maps and prob is not None and with_mapping \
+        else None
     return TimeloopDesign(hier, cons, prob, mapping)

@@ -29,7 +29,10 @@ from mapper.nest_search import (
 DATA = Path(__file__).resolve().parents[1] / "data" / "timeloop"
 
 
-@pytest.mark.parametrize("design", ["eyeriss_like", "simba_like", "simple_output_stationary"])
+@pytest.mark.parametrize("design", ["eyeriss_like",
+                                    pytest.param("simba_like", marks=pytest.mark.slow),
+                                    pytest.param("simple_output_stationary",
+                                                 marks=pytest.mark.slow)])
 def test_kernel_matches_reference_analysis(design: str) -> None:
     des = load_dir(DATA / design, DATA / "default_problem.yaml")
     assert des.problem is not None and des.mapping is not None
