@@ -2,8 +2,12 @@
 
 Usage::
 
-    archsim map --timeloop arch.yaml --problem prob.yaml --mapping map.yaml [--ert ERT.yaml]
-    archsim run timeloop:DIR [--problem prob.yaml]
+    archsim map --timeloop arch.yaml --problem prob.yaml [--mapping map.yaml] [--ert ERT.yaml]
+    archsim run timeloop:DIR [--problem prob.yaml] [--search]
+
+Without a mapping (or with ``--search``) the vectorised mapper (:mod:`mapper.nest_search`)
+finds one for ``--objective`` (edp by default, Timeloop's default metric) within
+``--time-budget`` seconds; ``--save-mapping`` writes it as Timeloop mapping YAML.
 
 Prints, per level and data space, the per-instance scalar reads, fills and updates, the
 energy, fJ/compute per level, cycles and utilisation — the figures Timeloop's
@@ -17,9 +21,20 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
-from arch.timeloop import load_dir, read_arch, read_ert, read_mapping, read_problem
-from dataflow.nest import NestResult, analyse
+from arch.timeloop import (
+    load_dir,
+    read_arch,
+    read_ert,
+    read_mapping,
+    read_problem,
+    write_mapping,
+)
+from arch.timeloop.reader import Constraints
+from dataflow.einsum import Einsum
+from dataflow.hierarchy import Hierarchy
+from dataflow.nest import NestMapping, NestResult, analyse
 from workloads.errors import ArchsimError, ConfigError, Problem
 
 __all__ = ["main", "format_stats"]
@@ -57,40 +72,70 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--mapping", metavar="MAP", help="Timeloop mapping YAML")
     ap.add_argument("--ert", metavar="ERT", help="Accelergy ERT or ERT_summary YAML")
     ap.add_argument("--json", action="store_true", help="print a JSON summary instead")
+    ap.add_argument("--search", action="store_true",
+                    help="search a mapping even if the folder has one")
+    ap.add_argument("--objective", choices=("energy", "edp", "latency"), default="edp",
+                    help="search objective (default edp, as Timeloop's mapper)")
+    ap.add_argument("--time-budget", type=float, default=8.0, metavar="S",
+                    help="search time in seconds (default 8)")
+    ap.add_argument("--seed", type=int, default=0, help="search seed (default 0)")
+    ap.add_argument("--save-mapping", metavar="PATH",
+                    help="write the evaluated mapping as Timeloop mapping YAML")
     ap.add_argument("--stationary-resets", choices=("pre-2025", "post-2025"), default="pre-2025",
                     help="Timeloop's reuse rule for stationary steps (default: the rule of the "
                          "published reference outputs; see docs/timeloop.md)")
     return ap
 
 
+def _search(prob: Einsum, hier: Hierarchy, cons: Constraints,
+            args: argparse.Namespace) -> tuple[NestMapping, str]:
+    from mapper.nest_search import search
+
+    try:
+        r = search(prob, hier, cons, objective=args.objective, time_budget_s=args.time_budget,
+                   seed=args.seed)
+    except ValueError as exc:
+        raise ConfigError(Problem(f"mapping search failed: {exc}", "--time-budget")) from None
+    return r.mapping, (f"Searched {r.evaluations:,} mappings in {r.seconds:.1f} s "
+                       f"({r.evals_per_s:,.0f}/s, objective {args.objective})\n")
+
+
 def main(argv: Sequence[str]) -> int:
     """Entry point; ``argv`` starts with ``map`` or ``run``. Returns the exit code."""
     argv = list(argv)
+    ap = _parser()
+    searched = ""
     try:
         if argv[0] == "run":
-            ap = _parser()
             args = ap.parse_args(argv[2:])
-            des = load_dir(argv[1][len("timeloop:"):], args.problem)
-            hier, prob, mp = des.hierarchy, des.problem, des.mapping
+            des = load_dir(argv[1][len("timeloop:"):], args.problem,
+                           with_mapping=not args.search and not args.problem)
+            hier, prob, mp, cons = des.hierarchy, des.problem, des.mapping, des.constraints
             if prob is None:
                 raise ConfigError(Problem("no problem YAML found (pass --problem)", "", argv[1]))
         else:
-            ap = _parser()
             args = ap.parse_args(argv[1:])
             if not args.problem:
                 print("archsim map --timeloop: --problem is required", file=sys.stderr)
                 return 2
             ert = read_ert(args.ert) if args.ert else None
-            hier, _ = read_arch(args.timeloop, ert)
+            hier, cons = read_arch(args.timeloop, ert)
             prob = read_problem(args.problem)
-            mp = read_mapping(args.mapping, hier, prob) if args.mapping else None
+            mp = read_mapping(args.mapping, hier, prob) if args.mapping and not args.search \
+                else None
+        if args.time_budget <= 0:
+            print("archsim: --time-budget must be > 0 seconds", file=sys.stderr)
+            return 2
         if mp is None:
-            raise ConfigError(Problem("no mapping given: pass --mapping (the built-in search "
-                                      "over Timeloop designs is not available yet)", "--mapping"))
+            mp, searched = _search(prob, hier, cons, args)
         res = analyse(prob, hier, mp, stationary_breaks=args.stationary_resets == "pre-2025")
     except ArchsimError as exc:
         print(exc.render(), file=sys.stderr)
         return 2
+    if args.save_mapping:
+        Path(args.save_mapping).write_text(write_mapping(mp, hier, prob))
+    if searched and not args.json:
+        print(searched)
     if args.json:
         print(json.dumps({"cycles": res.cycles, "energy_pj": res.energy_pj,
                           "fj_per_compute": res.fj_per_compute, "utilization": res.utilization,

@@ -13,7 +13,8 @@ from arch.timeloop.reader import (
     read_ert,
     read_mapping,
     read_problem,
+    write_mapping,
 )
 
 __all__ = ["Constraints", "LevelConstraint", "TimeloopDesign", "load_dir", "load_yaml_any",
-           "read_arch", "read_ert", "read_mapping", "read_problem"]
+           "read_arch", "read_ert", "read_mapping", "read_problem", "write_mapping"]

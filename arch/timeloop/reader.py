@@ -32,7 +32,7 @@ from workloads.errors import ConfigError, MappingError, Problem
 from workloads.yamlio import LocDict, _StrictLoader, line_of
 
 __all__ = ["TimeloopDesign", "Constraints", "LevelConstraint", "load_yaml_any", "read_arch",
-           "read_problem", "read_mapping", "read_ert", "load_dir"]
+           "read_problem", "read_mapping", "read_ert", "load_dir", "write_mapping"]
 
 _COMPUTE_CLASSES = {"intmac", "mac", "compute", "fpmac", "intmac_v2", "int_mac"}
 _STORAGE_CLASSES = {"DRAM", "SRAM", "smartbuffer_SRAM", "smartbuffer_RF", "storage", "regfile",
@@ -427,3 +427,34 @@ def load_dir(directory: str | Path, problem: str | Path | None = None,
     mapping = read_mapping(maps[0], hier, prob) if maps and prob is not None and with_mapping \
         else None
     return TimeloopDesign(hier, cons, prob, mapping)
+
+
+def write_mapping(mapping: NestMapping, hier: Hierarchy, problem: Einsum) -> str:
+    """A mapping as Timeloop mapping YAML text (``datatype``/``temporal``/``spatial`` per
+    level, factors for every dimension, permutations innermost first), readable back by
+    :func:`read_mapping` and by Timeloop's model."""
+    dims = list(problem.dims)
+    spaces = [ds.name for ds in problem.data_spaces]
+    items: list[dict[str, Any]] = []
+    for lv, lm in zip(hier.levels, mapping.levels, strict=True):
+        items.append({"target": lv.name, "type": "datatype", "keep": sorted(lm.keep),
+                      "bypass": [s for s in spaces if s not in lm.keep]})
+    for lv, lm in zip(hier.levels, mapping.levels, strict=True):
+        tf = dict.fromkeys(dims, 1)
+        for d, f in lm.temporal:
+            tf[d] *= f
+        order = [d for d, _ in lm.temporal] + [d for d in dims if d not in
+                                                [x for x, _ in lm.temporal]]
+        if lm.spatial:
+            sf = dict.fromkeys(dims, 1)
+            for d, f, _ in lm.spatial:
+                sf[d] *= f
+            xs = [d for d, _, a in lm.spatial if a == "X"]
+            sorder = xs + [d for d in dims if d not in xs]
+            items.append({"target": lv.name, "type": "spatial",
+                          "factors": " ".join(f"{d}{sf[d]}" for d in dims),
+                          "permutation": "".join(sorder), "split": len(xs)})
+        items.append({"target": lv.name, "type": "temporal",
+                      "factors": " ".join(f"{d}{tf[d]}" for d in dims),
+                      "permutation": "".join(order)})
+    return str(yaml.safe_dump({"mapping": items}, sort_keys=False))
