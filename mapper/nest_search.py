@@ -309,12 +309,18 @@ def _score(out: dict[str, np.ndarray], objective: str) -> np.ndarray:
 
 @dataclass(frozen=True)
 class SearchResult:
-    """Best mapping found, its exact re-evaluation, and the search's speed."""
+    """Best mapping found, its exact re-evaluation, and the search's speed.
+
+    ``evaluations`` counts every candidate judged (those failing the capacity / fan-out
+    pre-check are judged infeasible without the access analysis);
+    ``feasible_evaluations`` those that got the full analysis.
+    """
 
     mapping: NestMapping
     result: NestResult
     evaluations: int
     seconds: float
+    feasible_evaluations: int = 0
 
     @property
     def evals_per_s(self) -> float:
@@ -365,6 +371,7 @@ def search(problem: Einsum, hier: Hierarchy, constraints: Constraints | None = N
     best: tuple[float, Batch, int] | None = None
     elites: dict[tuple[frozenset[str], ...], tuple[np.ndarray, Batch]] = {}
     evals = 0
+    n_feasible = 0
     t0 = time.perf_counter()
     it = 0
     while time.perf_counter() - t0 < time_budget_s and \
@@ -378,6 +385,7 @@ def search(problem: Einsum, hier: Hierarchy, constraints: Constraints | None = N
         out = evaluate_batch(space, cand)
         sc = _score(out, objective)
         evals += batch_size
+        n_feasible += int(out["feasible"].sum())
         it += 1
         top = np.argsort(sc)[:64]
         top = top[np.isfinite(sc[top])]
@@ -395,4 +403,4 @@ def search(problem: Einsum, hier: Hierarchy, constraints: Constraints | None = N
     if best is None:
         raise ValueError("no feasible mapping found")
     mp = to_mapping(space, best[1], best[2])
-    return SearchResult(mp, analyse(problem, hier, mp), evals, secs)
+    return SearchResult(mp, analyse(problem, hier, mp), evals, secs, n_feasible)
