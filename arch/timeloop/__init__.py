@@ -15,6 +15,8 @@ from arch.timeloop.reader import (
     read_problem,
     write_mapping,
 )
+from arch.timeloop.stats import TimeloopStats, read_stats
 
 __all__ = ["Constraints", "LevelConstraint", "TimeloopDesign", "load_dir", "load_yaml_any",
-           "read_arch", "read_ert", "read_mapping", "read_problem", "write_mapping"]
+           "read_arch", "read_ert", "read_mapping", "read_problem", "write_mapping",
+           "TimeloopStats", "read_stats"]
