@@ -64,6 +64,15 @@ def format_stats(res: NestResult, mapping_text: str = "") -> str:
     return "\n".join(out)
 
 
+def _resolve(name: str) -> Path:
+    """A folder path, or the name of a design under ``examples/timeloop/``."""
+    p = Path(name)
+    if p.is_dir():
+        return p
+    shipped = Path(__file__).resolve().parent.parent / "examples" / "timeloop" / name
+    return shipped if shipped.is_dir() else p
+
+
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="archsim map --timeloop",
                                  description="Evaluate a Timeloop v0.4 design and mapping.")
@@ -108,7 +117,7 @@ def main(argv: Sequence[str]) -> int:
     try:
         if argv[0] == "run":
             args = ap.parse_args(argv[2:])
-            des = load_dir(argv[1][len("timeloop:"):], args.problem,
+            des = load_dir(_resolve(argv[1][len("timeloop:"):]), args.problem,
                            with_mapping=not args.search and not args.problem)
             hier, prob, mp, cons = des.hierarchy, des.problem, des.mapping, des.constraints
             if prob is None:
