@@ -137,13 +137,29 @@ def gemm(m: int, n: int, k: int, *, name: str = "gemm") -> Einsum:
 
 
 def batched_gemm(batch: int, m: int, n: int, k: int, *, shared_b: bool = False,
-                 name: str = "bmm") -> Einsum:
-    """``Z[b,m,n] += A[b,m,k] * B[(b,)k,n]``; ``shared_b`` drops B's batch axis (weights)."""
-    a = DataSpace("A", (((1, "B"),), ((1, "M"),), ((1, "K"),)))
-    bb: tuple[Rank, ...] = () if shared_b else (((1, "B"),),)
-    b = DataSpace("B", bb + (((1, "K"),), ((1, "N"),)))
-    z = DataSpace("Z", (((1, "B"),), ((1, "M"),), ((1, "N"),)), read_write=True)
-    return Einsum(name, {"B": batch, "M": m, "N": n, "K": k}, (a, b, z))
+                 b_shared: int = 1, name: str = "bmm") -> Einsum:
+    """``Z[b,m,n] += A[b,m,k] * B[b,k,n]`` with dims B, M, N, K.
+
+    ``shared_b`` drops B's batch axis (one weight matrix for every batch entry);
+    ``b_shared > 1`` (grouped-query attention) lets ``b_shared`` consecutive entries share one
+    B: the batch splits into dims B (``batch / b_shared``) and G (``b_shared``), B's operand
+    depending on B only.
+    """
+    if shared_b:
+        b_shared = batch
+    if b_shared > 1 and batch % b_shared:
+        raise ConfigError(Problem(f"batch {batch} is not a multiple of b_shared {b_shared}",
+                                  name))
+    outer = batch // b_shared
+    bdims: tuple[Rank, ...] = (((1, "B"),),) if outer > 1 or b_shared == 1 else ()
+    gdims: tuple[Rank, ...] = (((1, "G"),),) if b_shared > 1 else ()
+    dims = {"B": outer, "M": m, "N": n, "K": k}
+    if b_shared > 1:
+        dims = {"B": outer, "G": b_shared, "M": m, "N": n, "K": k}
+    a = DataSpace("A", bdims + gdims + (((1, "M"),), ((1, "K"),)))
+    b = DataSpace("B", bdims + (((1, "K"),), ((1, "N"),)))
+    z = DataSpace("Z", bdims + gdims + (((1, "M"),), ((1, "N"),)), read_write=True)
+    return Einsum(name, dims, (a, b, z))
 
 
 def attention_qk(batch_heads: int, q_len: int, kv_len: int, head_dim: int) -> Einsum:
@@ -180,7 +196,7 @@ def from_op(op: Any) -> Einsum:
     if kind == "Gemm":
         if int(op.batch) > 1:
             return batched_gemm(int(op.batch), int(op.m), int(op.n), int(op.k),
-                                name=str(op.name))
+                                b_shared=int(getattr(op, "b_shared", 1)), name=str(op.name))
         return gemm(int(op.m), int(op.n), int(op.k), name=str(op.name))
     raise ConfigError(Problem(f"op {getattr(op, 'name', kind)!r} of type {kind} has no Einsum "
                               "form (expected Gemm or Conv2d)"))
