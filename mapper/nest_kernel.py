@@ -145,9 +145,12 @@ def evaluate_kernel(tb: np.ndarray, sb: np.ndarray, perm: np.ndarray, netonly: n
         ok = True
         npos = 0
         for lv in range(nlev - 1, -1, -1):
+            # loops of bound 1 change nothing (no stride, no move): left out
             if not netonly[lv]:
                 for p in range(ndim - 1, -1, -1):
                     d = perm[c, lv, p]
+                    if tb[c, lv, d] < 2:
+                        continue
                     pdim[npos] = d
                     pbound[npos] = tb[c, lv, d]
                     plev[npos] = lv
@@ -155,6 +158,8 @@ def evaluate_kernel(tb: np.ndarray, sb: np.ndarray, perm: np.ndarray, netonly: n
                     npos += 1
             if fanout[lv] > 1:
                 for d in range(ndim):
+                    if sb[c, lv, d] < 2:
+                        continue
                     pdim[npos] = d
                     pbound[npos] = sb[c, lv, d]
                     plev[npos] = lv

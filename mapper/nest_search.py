@@ -160,18 +160,28 @@ class Batch:
 def _sample(space: MapSpace, rng: np.random.Generator, n: int,
             keep: tuple[frozenset[str], ...]) -> Batch:
     ndim, nlev = len(space.dims), space.nlev
-    tb = np.ones((n, nlev, ndim), dtype=np.int64)
-    sb = np.ones((n, nlev, ndim), dtype=np.int64)
-    for j, f in enumerate(space.fact):
-        rows = f[rng.integers(0, len(f), n)]
-        tb[:, :, j] = rows[:, 0::2]
-        sb[:, :, j] = rows[:, 1::2]
-    keys = rng.random((n, nlev, ndim))
+    slots = np.stack([f[rng.integers(0, len(f), n)] for f in space.fact], axis=2)
+    tb = np.ascontiguousarray(slots[:, 0::2, :])
+    sb = np.ascontiguousarray(slots[:, 1::2, :])
+    table = _perm_table(ndim)
+    perm = table[rng.integers(0, len(table), (n, nlev))]
     for i, fixed in enumerate(space.perm_fixed):
-        for pos, d in enumerate(fixed):
-            keys[:, i, space.dims.index(d)] = -1.0 + pos * 1e-3
-    perm = np.argsort(keys, axis=2)
+        if fixed:                      # constrained dims innermost, in the given order
+            keys = rng.random((n, ndim))
+            for pos, d in enumerate(fixed):
+                keys[:, space.dims.index(d)] = -1.0 + pos * 1e-3
+            perm[:, i, :] = np.argsort(keys, axis=1)
     return Batch(tb, sb, perm, keep)
+
+
+_PERMS: dict[int, np.ndarray] = {}
+
+
+def _perm_table(ndim: int) -> np.ndarray:
+    """All permutations of ``ndim`` loops (7! = 5,040 rows for a 7-D problem)."""
+    if ndim not in _PERMS:
+        _PERMS[ndim] = np.array(list(itertools.permutations(range(ndim))), dtype=np.int64)
+    return _PERMS[ndim]
 
 
 def _static(space: MapSpace, keep: tuple[frozenset[str], ...]) -> tuple:  # type: ignore[type-arg]
@@ -331,7 +341,7 @@ class SearchResult:
 def _mutate(space: MapSpace, rng: np.random.Generator, elite: Batch, n: int) -> Batch:
     """Neighbours of elite candidates: re-draw one dimension's factors or swap two loops."""
     pick = rng.integers(0, elite.tb.shape[0], n)
-    tb, sb, perm = elite.tb[pick].copy(), elite.sb[pick].copy(), elite.perm[pick].copy()
+    tb, sb, perm = elite.tb[pick], elite.sb[pick], elite.perm[pick]      # fancy index: copies
     nlev, ndim = tb.shape[1], tb.shape[2]
     j = rng.integers(0, ndim, n)
     redraw = rng.random(n) < 0.6
