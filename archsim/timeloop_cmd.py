@@ -31,10 +31,9 @@ from arch.timeloop import (
     read_problem,
     write_mapping,
 )
-from arch.timeloop.reader import Constraints
 from dataflow.einsum import Einsum
 from dataflow.hierarchy import Hierarchy
-from dataflow.nest import NestMapping, NestResult, analyse
+from dataflow.nest import Constraints, NestMapping, NestResult, analyse
 from workloads.errors import ArchsimError, ConfigError, Problem
 
 __all__ = ["main", "format_stats"]

@@ -38,7 +38,7 @@ from dataflow.einsum import DataSpace, Einsum
 from dataflow.hierarchy import Hierarchy
 
 __all__ = ["LevelMapping", "NestMapping", "LevelStats", "NestResult", "analyse", "deltas",
-           "flat_loops"]
+           "flat_loops", "LevelConstraint", "Constraints"]
 
 
 @dataclass(frozen=True)
@@ -80,6 +80,27 @@ class NestMapping:
                 depth += 1
         lines.append("  " * depth + "<< compute >>")
         return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class LevelConstraint:
+    """Mapper constraints on one level (Timeloop's ``constraints``: keep/bypass, fixed
+    factors, permutation prefix innermost first, spatial X/Y split)."""
+
+    keep: frozenset[str] | None = None
+    bypass: frozenset[str] = frozenset()
+    temporal_factors: dict[str, int] = field(default_factory=dict)
+    temporal_permutation: tuple[str, ...] = ()
+    spatial_factors: dict[str, int] = field(default_factory=dict)
+    spatial_permutation: tuple[str, ...] = ()
+    spatial_split: int | None = None
+
+
+@dataclass(frozen=True)
+class Constraints:
+    """Per-level mapper constraints, by level name."""
+
+    levels: dict[str, LevelConstraint]
 
 
 @dataclass(frozen=True)

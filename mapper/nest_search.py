@@ -31,10 +31,16 @@ from typing import Any
 
 import numpy as np
 
-from arch.timeloop.reader import Constraints, LevelConstraint
 from dataflow.einsum import Einsum
 from dataflow.hierarchy import Hierarchy
-from dataflow.nest import LevelMapping, NestMapping, NestResult, analyse
+from dataflow.nest import (
+    Constraints,
+    LevelConstraint,
+    LevelMapping,
+    NestMapping,
+    NestResult,
+    analyse,
+)
 from mapper.nest_kernel import evaluate_kernel
 
 __all__ = ["MapSpace", "Batch", "SearchResult", "make_space", "evaluate_batch", "search",

@@ -19,7 +19,7 @@ are accepted and ignored.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,7 @@ import yaml
 
 from dataflow.einsum import Einsum, from_timeloop
 from dataflow.hierarchy import ComputeLevel, Hierarchy, StorageLevel
-from dataflow.nest import LevelMapping, NestMapping
+from dataflow.nest import Constraints, LevelConstraint, LevelMapping, NestMapping
 from workloads.errors import ConfigError, MappingError, Problem
 from workloads.yamlio import LocDict, _StrictLoader, line_of
 
@@ -97,26 +97,6 @@ def load_yaml_any(path: str | Path) -> Any:
     if not isinstance(data, dict):
         raise ConfigError(Problem("expected a mapping at the top level", "", str(path)))
     return data
-
-
-@dataclass(frozen=True)
-class LevelConstraint:
-    """Mapper constraints on one level (from the arch's inline ``constraints``)."""
-
-    keep: frozenset[str] | None = None
-    bypass: frozenset[str] = frozenset()
-    temporal_factors: dict[str, int] = field(default_factory=dict)
-    temporal_permutation: tuple[str, ...] = ()
-    spatial_factors: dict[str, int] = field(default_factory=dict)
-    spatial_permutation: tuple[str, ...] = ()
-    spatial_split: int | None = None
-
-
-@dataclass(frozen=True)
-class Constraints:
-    """Per-level mapper constraints, by level name."""
-
-    levels: dict[str, LevelConstraint]
 
 
 @dataclass(frozen=True)
