@@ -6,6 +6,7 @@ import archsim.validation_energy  # noqa: F401  (registers "energy")
 import archsim.validation_fpga  # noqa: F401  (registers "fpga")
 import archsim.validation_mapper  # noqa: F401  (registers "mapper")
 import archsim.validation_pim  # noqa: F401  (registers "pim")
+import archsim.validation_timeloop  # noqa: F401  (registers "timeloop")
 from archsim.validation import Comparison, Gap, checks, first_unit, load_reference
 
 
