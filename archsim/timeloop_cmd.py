@@ -91,7 +91,8 @@ def _parser() -> argparse.ArgumentParser:
                     help="write the evaluated mapping as Timeloop mapping YAML")
     ap.add_argument("--stationary-resets", choices=("pre-2025", "post-2025"), default="pre-2025",
                     help="Timeloop's reuse rule for stationary steps (default: the rule of the "
-                         "published reference outputs; see docs/timeloop.md)")
+                         "published reference outputs; see docs/timeloop.md). The search always "
+                         "ranks mappings with the default rule")
     return ap
 
 

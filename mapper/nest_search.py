@@ -311,13 +311,18 @@ def to_mapping(space: MapSpace, batch: Batch, i: int) -> NestMapping:
     return NestMapping(tuple(levels))
 
 
-def _score(out: dict[str, np.ndarray], objective: str) -> np.ndarray:
+def _score(out: dict[str, np.ndarray], objective: str, energy_scale: float = 0.0
+           ) -> np.ndarray:
+    """Lower is better; infeasible = inf. ``latency`` ranks by cycles, ties by energy
+    (``energy_scale`` > any energy of the search, fixed per search so that scores compare
+    across batches)."""
     if objective == "energy":
         s = out["energy_pj"].astype(float)
     elif objective == "edp":
         s = out["edp"].astype(float)
     elif objective == "latency":
-        s = out["cycles"] * 1e6 + out["energy_pj"] / out["energy_pj"].max()
+        e = np.where(out["feasible"], out["energy_pj"], 0.0)
+        s = out["cycles"] + 0.5 * np.minimum(e / max(energy_scale, 1e-30), 1.0)
     else:
         raise ValueError(f"objective must be one of {OBJECTIVES}")
     return np.where(out["feasible"], s, np.inf)
@@ -388,6 +393,7 @@ def search(problem: Einsum, hier: Hierarchy, constraints: Constraints | None = N
     elites: dict[tuple[frozenset[str], ...], tuple[np.ndarray, Batch]] = {}
     evals = 0
     n_feasible = 0
+    energy_scale = 0.0
     t0 = time.perf_counter()
     it = 0
     while time.perf_counter() - t0 < time_budget_s and \
@@ -399,7 +405,9 @@ def search(problem: Einsum, hier: Hierarchy, constraints: Constraints | None = N
         else:
             cand = _sample(space, rng, batch_size, kc)
         out = evaluate_batch(space, cand)
-        sc = _score(out, objective)
+        if not energy_scale and out["feasible"].any():
+            energy_scale = 100.0 * float(out["energy_pj"][out["feasible"]].max())
+        sc = _score(out, objective, energy_scale)
         evals += batch_size
         n_feasible += int(out["feasible"].sum())
         it += 1
