@@ -145,6 +145,10 @@ _EXPLORE = {"sweep": "sweep_main", "results": "results_main", "cosearch": "cosea
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if (argv[:1] == ["map"] and "--timeloop" in argv) or (
+            len(argv) > 1 and argv[0] == "run" and argv[1].startswith("timeloop:")):
+        from archsim.timeloop_cmd import main as timeloop_main  # Timeloop inputs (issue 17)
+        return timeloop_main(argv)
     if argv and argv[0] in _EXPLORE:   # these subcommands have their own parsers
         if argv[0] == "trace":
             from archsim.trace_cmd import main as entry_fn

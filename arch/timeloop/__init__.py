@@ -1,0 +1,22 @@
+"""Timeloop/Accelergy v0.4 inputs (architecture, problem, mapping, ERT), read in pure Python.
+
+See :mod:`arch.timeloop.reader` and ``docs/timeloop.md``.
+"""
+
+from arch.timeloop.reader import (
+    Constraints,
+    LevelConstraint,
+    TimeloopDesign,
+    load_dir,
+    load_yaml_any,
+    read_arch,
+    read_ert,
+    read_mapping,
+    read_problem,
+    write_mapping,
+)
+from arch.timeloop.stats import TimeloopStats, read_stats
+
+__all__ = ["Constraints", "LevelConstraint", "TimeloopDesign", "load_dir", "load_yaml_any",
+           "read_arch", "read_ert", "read_mapping", "read_problem", "write_mapping",
+           "TimeloopStats", "read_stats"]
