@@ -14,7 +14,7 @@ from collections.abc import Iterable
 
 from workloads.formats import NumberFormat
 
-__all__ = ["operand_fits", "operand_width_problem"]
+__all__ = ["operand_fits", "operand_width_problem", "fused_attention_problem"]
 
 
 def operand_fits(fmt: NumberFormat, hw: NumberFormat) -> bool:
@@ -44,4 +44,16 @@ def operand_width_problem(operands: Iterable[tuple[str, NumberFormat]], hw: Numb
     for role, fmt in operands:
         if not operand_fits(fmt, hw):
             return f"{role} format {fmt.name} is wider than {where}"
+    return None
+
+
+def fused_attention_problem(op: object, kind: str) -> str | None:
+    """The reason a unit without a fused-attention kernel refuses a ``workloads.ops.Attention``
+    op (None for any other op). Such units run attention as its QK GEMM, softmax and AV GEMM
+    (``archsim.workload(..., attention="unfused")``, the zoo's default for them)."""
+    from workloads.ops import Attention
+
+    if isinstance(op, Attention):
+        return (f"a {kind} unit has no fused attention kernel; build the model with "
+                f"attention='unfused' (QK GEMM, softmax, AV GEMM)")
     return None

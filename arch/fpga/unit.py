@@ -22,7 +22,7 @@ from arch.base import (
 from arch.fpga import resources as rs
 from arch.fpga.resources import VECTOR_ADD, VECTOR_MULT, Resources, index_bits
 from arch.fpga.spec import NmSparseFpgaSpec
-from arch.operands import operand_width_problem
+from arch.operands import fused_attention_problem, operand_width_problem
 from arch.spatial import fold_cycles, gemm_traffic
 from arch.vector import estimate_vector
 from energy.tables import (
@@ -239,6 +239,9 @@ class NmSparseFpga(Unit[DataflowMapping]):
         fit = self.fit_problems()
         if fit:
             return f"design does not fit {self.spec.part.name}: " + "; ".join(fit)
+        why = fused_attention_problem(op, self.kind)
+        if why:
+            return why
         if isinstance(op, AllReduce) and op.devices > 1:
             return "a single FPGA has no inter-device link for all-reduce"
         if op.is_matrix:

@@ -48,7 +48,7 @@ from arch.base import (
     infeasible,
     register,
 )
-from arch.operands import operand_width_problem
+from arch.operands import fused_attention_problem, operand_width_problem
 from arch.pim.spec import DRAM_ENERGY_TECH, DramPimSpec
 from workloads.errors import MappingError, Problem
 from workloads.ops import AllReduce, Conv2d, Embedding, Gemm, Op
@@ -181,6 +181,9 @@ class DramPim(Unit[DataflowMapping]):
         return ("pim_gemv", "asic")
 
     def supports(self, op: Op) -> str | None:
+        why = fused_attention_problem(op, self.kind)
+        if why:
+            return why
         if isinstance(op, AllReduce) and op.devices > 1:
             return "a PIM device has no inter-device link for all-reduce"
         if op.is_matrix:

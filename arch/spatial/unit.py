@@ -38,7 +38,7 @@ from typing import Any
 
 from arch.base import Estimate, Unit, UnitMapping, cycles_of, infeasible, register
 from arch.memory import MemorySpec
-from arch.operands import operand_width_problem
+from arch.operands import fused_attention_problem, operand_width_problem
 from arch.spatial.folds import fold_cycles, gemm_traffic
 from arch.spatial.lower import lower_op
 from arch.spec import param
@@ -141,6 +141,9 @@ class SpatialArray(Unit[SpatialMapping]):
         return self.arch_params(op) if op.is_matrix else None
 
     def supports(self, op: Op) -> str | None:
+        why = fused_attention_problem(op, self.kind)
+        if why:
+            return why
         if isinstance(op, AllReduce) and op.devices > 1:
             return "a single spatial array has no inter-device link for all-reduce"
         if op.is_matrix:
