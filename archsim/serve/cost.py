@@ -48,7 +48,7 @@ from arch.accelerator import Accelerator
 from workloads.errors import ConfigError, Problem, WorkloadError
 from workloads.graph import Workload
 from workloads.models.transformer import TransformerShape, build_transformer
-from workloads.ops import Gemm, Op
+from workloads.ops import Attention, Gemm, Op
 
 __all__ = ["Cost", "IterationCost", "Batch", "model_shape"]
 
@@ -155,7 +155,7 @@ def _group(op: Op) -> str:
     layer = op.layer or ""
     if layer.startswith("blocks."):
         if (isinstance(op, Gemm) and op.role in _ATTN_KINDS) or op.kind == "softmax" \
-                or op.name.endswith(".attn.alibi"):
+                or isinstance(op, Attention) or op.name.endswith(".attn.alibi"):
             return "attn"
         return "dense"
     return "embed" if layer == "embed" else "head"
@@ -172,8 +172,13 @@ class IterationCost:
 
     def __init__(self, acc: Accelerator, model: str, tp: int = 1,
                  fidelity: str = "analytical", constraints: Any = None,
-                 decode_constraints: Any = None) -> None:
+                 decode_constraints: Any = None, attention: str | None = None) -> None:
+        from archsim.api import preferred_attention
+
         self.acc = acc
+        # the attention kernels the engine runs: ``fused`` (one FlashAttention-style op per
+        # block) or ``unfused`` (QK, softmax, AV); default: what the design prefers
+        self.attention = attention or preferred_attention(acc)
         # op -> unit rules for multi-unit designs: ``constraints`` for every evaluation,
         # ``decode_constraints`` (if given) instead for decode attention (AttAcc: decode
         # attention on PIM, prefill attention and linear layers on the GPU)
@@ -240,7 +245,8 @@ class IterationCost:
             return c
         import archsim
 
-        w = build_transformer(self.one, phase, batch, seq, context, self.tp)
+        w = build_transformer(self.one, phase, batch, seq, context, self.tp,
+                              attention=self.attention)
         sub = Workload(name=f"{w.name}:{group}", phase=w.phase, batch=w.batch, seq=w.seq,
                        context=w.context, parameters=w.parameters, family=w.family,
                        devices=w.devices)

@@ -26,7 +26,8 @@ CTX = 512
 def _points(acc, tp: int) -> list[tuple[float, float]]:
     """(our iteration time s, DistServe's measured-fit time s) per shape."""
     (pa, pb, pc), (da, db, dc) = PROFILE[tp]
-    c = IterationCost(acc, "opt-13b", tp)
+    # DistServe's engine runs fused (FlashAttention-style) attention kernels
+    c = IterationCost(acc, "opt-13b", tp, attention="fused")
     pts = [(c.cost(Batch([(n, 0)], 0, 0, 1)).time_s, (pa + pb * n + pc * n * n) * 1e-3)
            for n in LENS]
     pts += [(c.cost(Batch([], b, b * (CTX + 1), b)).time_s, (da + db * b * CTX + dc * b) * 1e-3)
