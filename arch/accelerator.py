@@ -25,12 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from arch.base import UNIT_KINDS, Unit
 from arch.spec import SpecBuilder, param
 from workloads.errors import ConfigError, Problem
-from workloads.yamlio import LocDict, read_yaml
+from workloads.yamlio import LocDict, parse_value, read_yaml
 
 __all__ = ["Accelerator", "TechnologySpec", "load", "load_data", "apply_overrides", "parse_override"]
 
@@ -118,10 +116,7 @@ def parse_override(text: str) -> tuple[list[str | int], Any, str]:
         pos = m.end()
     if not tokens:
         raise ConfigError(Problem("empty key path", "", "--set"))
-    try:
-        value = yaml.safe_load(value_text) if value_text.strip() else ""
-    except yaml.YAMLError:
-        value = value_text
+    value = parse_value(value_text) if value_text.strip() else ""
     return tokens, value, path_text
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import types
 import typing
 from dataclasses import MISSING, field
@@ -126,7 +127,8 @@ class SpecBuilder:
         check = getattr(obj, "check", None)
         if callable(check):
             for rel, msg in check():
-                self.problem(msg, _join(path, rel), data, rel.split(".")[0].split("[")[0] or None)
+                c, k = _locate(data, rel)
+                self.problem(msg, _join(path, rel), c, k)
         return obj if len(self.problems) == n_before else None
 
     # ---- values ------------------------------------------------------------------------
@@ -218,6 +220,25 @@ def _show(v: Any) -> str:
     if v is None:
         return "null"
     return repr(v)
+
+
+_REL_TOKEN = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+def _locate(data: Any, rel: str) -> tuple[Any, Any]:
+    """(container, key) of the deepest node of ``rel`` (``axes[1].key``) present in
+    ``data``, so a cross-field problem is reported on the line of the value at fault."""
+    container: Any = data
+    key: Any = None
+    node: Any = data
+    for m in _REL_TOKEN.finditer(rel):
+        tok: Any = m.group(1) if m.group(1) is not None else int(m.group(2))
+        if isinstance(node, dict) and tok in node or (
+                isinstance(node, list) and isinstance(tok, int) and 0 <= tok < len(node)):
+            container, key, node = node, tok, node[tok]
+        else:
+            break
+    return container, key
 
 
 def _join(path: str, key: str) -> str:

@@ -9,38 +9,17 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
 
+from archsim.cli_common import Parser as _Parser
+from archsim.cli_common import guarded
+from archsim.cli_common import nm as _nm
+from archsim.cli_common import non_empty as _non_empty
+from archsim.cli_common import non_negative_int as _non_negative_int
+from archsim.cli_common import positive_int as _positive_int
 from workloads.errors import ArchsimError
 
 DEFAULT_CONFIG = "tpu_like"
 DEFAULT_MODEL = "gpt2-small"
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # one line, exit 2
-        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
-
-
-def _positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {v}")
-    return v
-
-
-def _nm(text: str) -> tuple[int, int]:
-    parts = text.split(":")
-    try:
-        n, m = (int(x) for x in parts)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected N:M with integers 0 < N <= M, got {text!r}") from None
-    if not 0 < n <= m:
-        raise argparse.ArgumentTypeError(f"expected N:M with integers 0 < N <= M, got {text!r}")
-    return n, m
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -54,9 +33,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mapping", choices=("default", "search"), default="default",
                    help="default: each unit's configured dataflow; search: the mapper's "
                    "loop-nest search for matrix ops (spatial arrays)")
-    p.add_argument("--a-format", help="activation number format (e.g. fp16, int8)")
-    p.add_argument("--w-format", help="weight number format (e.g. int4, ternary)")
-    p.add_argument("--refine", type=int, default=0, metavar="K",
+    p.add_argument("--a-format", type=_non_empty, help="activation number format (e.g. fp16, int8)")
+    p.add_argument("--w-format", type=_non_empty, help="weight number format (e.g. int4, ternary)")
+    p.add_argument("--refine", type=_non_negative_int, default=0, metavar="K",
                    help="with mapping search: re-rank each op's K best mappings with the "
                    "cycle simulator (default 0 = off)")
     p.add_argument("--constraints", metavar="YAML",
@@ -142,24 +121,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             import archsim.explore as explore
 
             entry_fn = getattr(explore, _EXPLORE[argv[0]])
-        try:
-            return int(entry_fn(argv[1:]))
-        except ArchsimError as exc:
-            print(exc.render(), file=sys.stderr)
-            return 2
+        return guarded(lambda: int(entry_fn(argv[1:])))
     ap = build_parser()
     args = ap.parse_args(argv)
     if args.cmd is None:
         ap.print_help()
         return 0
-    try:
-        return _dispatch(args)
-    except ArchsimError as exc:
-        print(exc.render(), file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    return guarded(lambda: _dispatch(args))
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -228,8 +196,9 @@ def _validation(args: argparse.Namespace) -> int:
             plot_name = os.path.relpath(args.plot, os.path.dirname(os.path.abspath(args.out)))
     text = v.render_markdown(comps, gaps, plot_name)
     if args.out:
-        with open(args.out, "w") as fh:
-            fh.write(text)
+        from archsim.cli_common import write_text_atomic
+
+        write_text_atomic(args.out, text, "--out")
     bad = [c for c in comps if not c.ok]
     for c in bad:
         print(f"OUT OF TOLERANCE: {c.family} {c.design} {c.figure}: ours {c.ours:.4g} vs "

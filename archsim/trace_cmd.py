@@ -19,26 +19,15 @@ import json
 import os
 import sys
 import tempfile
-from typing import Any, NoReturn
+from typing import Any
 
-from workloads.errors import ArchsimError, ConfigError, Problem, WorkloadError
+from archsim.cli_common import Parser as _Parser
+from archsim.cli_common import atomic_output, check_output_path, guarded
+from archsim.cli_common import non_empty as _non_empty
+from archsim.cli_common import positive_int as _positive_int
+from workloads.errors import ConfigError, Problem, WorkloadError
 
 __all__ = ["main", "build_parser", "trace"]
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # one line, exit 2
-        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
-
-
-def _positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {v}")
-    return v
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -51,8 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seq", type=_positive_int)
     p.add_argument("--context", type=_positive_int)
     p.add_argument("--tp", type=_positive_int, default=1, help="tensor-parallel devices")
-    p.add_argument("--a-format", help="activation number format (e.g. fp16, int8)")
-    p.add_argument("--w-format", help="weight number format (e.g. int4)")
+    p.add_argument("--a-format", type=_non_empty, help="activation number format (e.g. fp16, int8)")
+    p.add_argument("--w-format", type=_non_empty, help="weight number format (e.g. int4)")
     p.add_argument("--set", dest="overrides", action="append", default=[],
                    metavar="KEY=VALUE", help="override a config value (repeatable)")
     p.add_argument("--op", help="only ops whose name contains this substring")
@@ -121,20 +110,15 @@ def trace(config: str, model: str, out: str, *, phase: str | None = None, batch:
     for name, tid in tracks.items():
         events.append({"ph": "M", "pid": 0, "tid": tid, "name": "thread_name",
                        "args": {"name": name}})
-    try:
-        with open(out, "w", encoding="utf-8") as f:
-            json.dump({"traceEvents": events, "displayTimeUnit": "ns"}, f)
-    except OSError as exc:
-        raise ConfigError(Problem(f"cannot write {out}: {exc.strerror}", "--out")) from None
+    with atomic_output(out, "--out") as tmp_out, open(tmp_out, "w", encoding="utf-8") as f:
+        json.dump({"traceEvents": events, "displayTimeUnit": "ns"}, f)
     return {"ops": len(chosen), "events": n_events, "latency_s": t0_us * 1e-6, "out": out}
 
 
 def main(argv: list[str]) -> int:
     """``archsim trace`` entry point; returns the exit code (ArchsimError propagates)."""
     args = build_parser().parse_args(argv)
-    d = os.path.dirname(os.path.abspath(args.out))
-    if not os.path.isdir(d):
-        raise ConfigError(Problem(f"cannot write {args.out}: no directory {d}", "--out"))
+    check_output_path(args.out, "--out")
     s = trace(args.config, args.model, args.out, phase=args.phase, batch=args.batch,
               seq=args.seq, context=args.context, tp=args.tp, a_format=args.a_format,
               w_format=args.w_format, overrides=args.overrides, op_filter=args.op,
@@ -145,8 +129,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":   # python -m archsim.trace_cmd ...
-    try:
-        sys.exit(main(sys.argv[1:]))
-    except ArchsimError as exc:
-        print(exc.render(), file=sys.stderr)
-        sys.exit(2)
+    sys.exit(guarded(lambda: main(sys.argv[1:])))

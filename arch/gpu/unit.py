@@ -250,8 +250,11 @@ class TensorCoreGpu(Unit):
         elif df == "gemm_splitk":
             splits = tuple(x for x in SPLITS if x > 1)
         launch = not (fused and g.role == "av")
-        r = gemm_time(s, shape, plan, tiles=(tile,) if tile else None, splits=splits,
-                      launch=launch)
+        try:
+            r = gemm_time(s, shape, plan, tiles=(tile,) if tile else None, splits=splits,
+                          launch=launch)
+        except ValueError as exc:   # no CTA tile fits this SM's shared memory / registers
+            return infeasible(op, self.name, str(exc), self.clock_hz)
         return plan, r, fused, sparse
 
     def _estimate_gemm(self, op: Gemm | Conv2d, df: str, tile: tuple[int, int, int] | None,
