@@ -77,6 +77,17 @@ def workload(model: str, phase: str | None = None, batch: int = 1, seq: int | No
         from workloads.hf import from_hf_config
 
         w = from_hf_config(model, phase=phase, batch=batch, seq=seq, context=context, tp=tp)
+    elif model.endswith(".onnx"):
+        if phase not in (None, "inference") or seq or context or tp != 1:
+            raise WorkloadError(Problem("an ONNX model is evaluated as exported (inference); "
+                                        "expected no --phase/--seq/--context/--tp", "--model"))
+        from workloads.onnx_import import from_onnx
+
+        w = from_onnx(model, batch=batch)
+    elif Path(model).is_file() or "/" in model or model.endswith((".yaml", ".yml", ".pt")):
+        raise WorkloadError(Problem(f"{model!r} is a file name, but archsim reads models only "
+                                    f"from a zoo name ('archsim list models'), a Hugging Face "
+                                    f"config.json or an .onnx file", "--model"))
     else:
         from workloads.zoo import build
 
@@ -172,6 +183,8 @@ def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
     durations: list[float] = []
     macs = flops = 0
     dram = 0.0
+    if fidelity == "cycle":
+        _check_sim_size(sched.assignments)
     for a in sched.assignments:
         est = a.estimate
         cycles = est.cycles
@@ -239,7 +252,7 @@ def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
 
 def memory_check(acc: Accelerator, wl: Workload) -> dict[str, Any] | None:
     """Does ``wl``'s resident data (``Workload.resident_bytes``) fit the design's off-chip
-    memory? None when no unit declares a capacity. Units that share one memory (the
+    memory? ``capacity_bytes`` and ``fits`` are None when no unit declares a capacity. Units that share one memory (the
     default interconnect) share its capacity; units with their own memories (an
     interconnect that copies) add theirs. A design that does not fit is still evaluated
     (weights could stream from a host): the result says so and the CLI warns.
@@ -247,10 +260,10 @@ def memory_check(acc: Accelerator, wl: Workload) -> dict[str, Any] | None:
     from mapper.schedule import link_of
 
     caps = [u.memory_capacity_bytes() for u in acc.units]
-    if not any(c > 0 for c in caps):
-        return None
-    capacity = sum(caps) if link_of(acc).copies else max(caps)
     resident = wl.resident_bytes()
+    if not any(c > 0 for c in caps):    # capacity_gb: 0 = unchecked; say so, do not hide it
+        return {"resident_bytes": resident, "capacity_bytes": None, "fits": None}
+    capacity = sum(caps) if link_of(acc).copies else max(caps)
     return {"resident_bytes": resident, "capacity_bytes": capacity,
             "fits": resident <= capacity}
 
@@ -305,6 +318,27 @@ def _schedule_summary(sched: Any, durations: list[float], latency: float, transf
             "transfer_bytes": float(sum(t.nbytes for t in transfers)),
             "copied_dram_bytes": moved,
             "link_gbps": sched.link.bandwidth_gbps, "link_latency_s": sched.link.latency_s}
+
+
+#: Largest op (in analytically estimated cycles) simulated at cycle fidelity: 1e10 cycles
+#: is ~10 s of device time at 1 GHz for ONE op — 1,000x a GPT-3-175B training GEMM on an
+#: A100 (12288 x 49152 x 2048 tokens: ~1.1e7 cycles). The event-driven lowerings build
+#: tasks at tile or command granularity, so beyond this they need minutes and many GB
+#: (a 1e6^3 GEMM: > 10 GB in 30 s on gpu/a100) before the first event runs.
+MAX_SIM_CYCLES = 10**10
+
+
+def _check_sim_size(assignments: Any) -> None:
+    """Refuse a cycle-level run whose ops are far too large to simulate (before any work)."""
+    big = [a for a in assignments if a.estimate.cycles > MAX_SIM_CYCLES]
+    if big:
+        a = max(big, key=lambda x: x.estimate.cycles)
+        more = f" (and {len(big) - 1} more ops)" if len(big) > 1 else ""
+        raise WorkloadError(Problem(
+            f"op {a.op.name}{more} would simulate ~{a.estimate.cycles:.3g} cycles "
+            f"({a.estimate.latency_s:.3g} s of device time) on {a.unit.name}; expected at "
+            f"most {MAX_SIM_CYCLES:.0e} per op at cycle fidelity: use --fidelity analytical "
+            f"or a smaller shape", "--fidelity"))
 
 
 def _simulate(unit: Unit, op: Op, mapping: Any) -> int:

@@ -163,7 +163,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     res = archsim.evaluate(acc, wl, fidelity=args.fidelity, objective=args.objective,
                            mapping=mode, constraints=args.constraints, refine=args.refine)
     mem = res.extra.get("memory")
-    if mem and not mem["fits"]:
+    if mem and mem["fits"] is False:
         print(f"warning: {wl.name} ({wl.phase}) needs {mem['resident_bytes'] / 1e9:.4g} GB "
               f"resident (weights, KV cache, training state) but {acc.name} has "
               f"{mem['capacity_bytes'] / 1e9:.4g} GB of off-chip memory; the result assumes "

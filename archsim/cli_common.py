@@ -26,6 +26,7 @@ import os
 import sqlite3
 import sys
 import tempfile
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import NoReturn
@@ -33,7 +34,7 @@ from typing import NoReturn
 from workloads.errors import ArchsimError, ConfigError, Problem
 
 __all__ = ["Parser", "positive_int", "non_negative_int", "nm", "non_empty", "guarded",
-           "atomic_output", "check_output_path", "PLOT_SUFFIXES", "EXIT_USAGE",
+           "atomic_output", "check_output_path", "print_warnings", "PLOT_SUFFIXES", "EXIT_USAGE",
            "EXIT_INTERRUPT"]
 
 #: Exit code of a user mistake (bad input, flag, file), as argparse uses.
@@ -111,7 +112,9 @@ def guarded(fn: Callable[[], int], stderr: object = None) -> int:
         print(msg, file=err)  # type: ignore[call-overload]
 
     try:
-        return int(fn())
+        with warnings.catch_warnings():
+            print_warnings(err)
+            return int(fn())
     except ArchsimError as exc:
         say(exc.render())
     except KeyboardInterrupt:
@@ -131,6 +134,21 @@ def guarded(fn: Callable[[], int], stderr: object = None) -> int:
     except OSError as exc:                # file-system trouble outside a specific check
         say(_os_message(exc))
     return EXIT_USAGE
+
+
+def print_warnings(stream: object = None) -> None:
+    """Show :class:`~arch.spec.PlausibilityWarning` (and other ``UserWarning``) as one
+    ``warning: ...`` line each on ``stream`` (stderr), each distinct message once."""
+    from arch.spec import PlausibilityWarning
+
+    out = stream or sys.stderr
+
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+             file: object = None, line: str | None = None) -> None:
+        print(f"warning: {message}", file=out)  # type: ignore[call-overload]
+
+    warnings.simplefilter("default", PlausibilityWarning)
+    warnings.showwarning = show
 
 
 # ---- output files ---------------------------------------------------------------------------

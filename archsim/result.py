@@ -111,7 +111,10 @@ class Result:
             lines.append(f"devices  {self.extra['devices']} (tensor parallel: energy and area of "
                          f"all devices; the op table is one device's shard)")
         mem = self.extra.get("memory")
-        if mem:
+        if mem and mem.get("capacity_bytes") is None:
+            lines.append(f"memory   {mem['resident_bytes'] / 1e9:.4g} GB resident; capacity "
+                         f"not checked (the design gives no memory.capacity_gb)")
+        elif mem:
             verdict = "fits" if mem["fits"] else "DOES NOT FIT"
             lines.append(f"memory   {mem['resident_bytes'] / 1e9:.4g} GB resident of "
                          f"{mem['capacity_bytes'] / 1e9:.4g} GB ({verdict})")

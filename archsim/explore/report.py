@@ -44,10 +44,10 @@ def write_report(db: str | Path, out: str | Path, objectives: Sequence[str] | No
     from archsim.explore.store import ResultStore
 
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    with ResultStore(db, readonly=True) as st:
+    with ResultStore(db, readonly=True) as st:   # a bad store fails before any output
         meta = st.meta("spec", {}) or {}
         rows = st.rows()
+    out.mkdir(parents=True, exist_ok=True)
     objs = list(objectives or meta.get("objectives") or ["latency_s", "energy_j"])
     cons = dict(constraints) if constraints is not None else {
         k: ConstraintSpec(**v) for k, v in (meta.get("constraints") or {}).items()}

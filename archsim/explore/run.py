@@ -150,8 +150,10 @@ class Progress:
     QUIET_FOR_S = 5.0
     LOG_EVERY_S = 10.0
 
-    def __init__(self, total: int, enabled: bool | None, stream: Any = None) -> None:
+    def __init__(self, total: int, enabled: bool | None, stream: Any = None,
+                 what: str = "pts") -> None:
         self.total = total
+        self.what = what
         self.stream = stream or sys.stderr
         self.enabled = enabled is not False
         isatty = getattr(self.stream, "isatty", None)
@@ -180,12 +182,12 @@ class Progress:
         if self.tty:
             bar = "#" * int(frac * 30)
             self.stream.write(f"\r[{bar:<30}] {self.done}/{self.total} {frac:6.1%} "
-                              f"{rate:7.1f} pts/s  ETA {_dur(eta)}   ")
+                              f"{rate:7.1f} {self.what}/s  ETA {_dur(eta)}   ")
             if self.done >= self.total:
                 self.stream.write("\n")
         else:
             self.stream.write(f"progress: {self.done}/{self.total} ({frac:.1%}), "
-                              f"{rate:.1f} pts/s, ETA {_dur(eta)}\n")
+                              f"{rate:.1f} {self.what}/s, ETA {_dur(eta)}\n")
         self.stream.flush()
 
 
@@ -272,6 +274,9 @@ def _worker_init(parent_pid: int) -> None:
     """Pool-worker start-up: Ctrl-C belongs to the driver (which stops the pool), and a
     worker never outlives its driver, even one killed with SIGKILL."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    from archsim.cli_common import print_warnings
+
+    print_warnings()
     try:    # Linux: the kernel sends SIGKILL when the parent dies (prctl PR_SET_PDEATHSIG=1)
         import ctypes
 
