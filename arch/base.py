@@ -120,6 +120,13 @@ class Unit(ABC):
         """Named dataflows / kernels this unit can use."""
         return ()
 
+    def native_formats(self) -> tuple[str, ...]:
+        """Number formats (``workloads.formats`` names) the unit's datapath computes in
+        natively, preferred first. The CLI uses them as the default activation and weight
+        formats when none is given, and lists them when a format is refused. () (default):
+        no preference (the workload's own formats)."""
+        return ()
+
     # ---- roofline ----------------------------------------------------------------------
     @abstractmethod
     def peak_macs_per_cycle(self, op: Op) -> float:

@@ -162,6 +162,10 @@ class SpatialArray(Unit):
     def dataflows(self) -> tuple[str, ...]:
         return DATAFLOWS
 
+    def native_formats(self) -> tuple[str, ...]:
+        """The PE multiplier's format (narrower ones of the same kind also run)."""
+        return (self.spec.mac_format.name,)
+
     def supports(self, op: Op) -> str | None:
         if isinstance(op, AllReduce) and op.devices > 1:
             return "a single spatial array has no inter-device link for all-reduce"

@@ -26,7 +26,8 @@ from workloads.graph import Workload
 from workloads.ops import Gemm, Op
 
 __all__ = ["load", "workload", "gemm_workload", "evaluate", "find_config", "config_dir",
-           "list_configs", "memory_check", "VERSION", "FIDELITIES"]
+           "list_configs", "memory_check", "native_format", "with_native_formats", "VERSION",
+           "FIDELITIES"]
 
 VERSION = "0.1.0"
 FIDELITIES = ("analytical", "cycle")
@@ -110,6 +111,35 @@ def gemm_workload(m: int, n: int, k: int, batch: int = 1, a_format: str = "fp16"
         get_format("int32") if (af.is_integer and wf.is_integer) else get_format("fp32"))
     op = Gemm(name="gemm", m=m, n=n, k=k, batch=batch, a_format=af, w_format=wf, acc_format=accf)
     return Workload.single(op)
+
+
+def native_format(acc: Accelerator) -> str | None:
+    """The number format a design computes in by default: among its units'
+    ``native_formats()``, the one the most units can run a GEMM in (ties: the first
+    listed), e.g. ``int16`` for eyeriss_like, ``int8`` for an int8 + int16 heterogeneous
+    design. None when no unit states a preference."""
+    cands = list(dict.fromkeys(f for u in acc.units for f in u.native_formats()))
+    if not cands:
+        return None
+
+    def runs_on(name: str) -> int:
+        op = gemm_workload(1, 1, 1, a_format=name).ops()[0]
+        return sum(u.supports(op) is None for u in acc.units)
+
+    return max(cands, key=runs_on)
+
+
+def with_native_formats(acc: Accelerator, wl: Workload) -> tuple[Workload, str | None]:
+    """``wl`` in the design's :func:`native_format` (activations; weights too unless the
+    model has its own weight format, e.g. BitNet's ternary weights). Returns the workload
+    and the format applied (None: nothing changed)."""
+    nat = native_format(acc)
+    if nat is None:
+        return wl, None
+    fmt = get_format(nat)
+    mats = [op for op in wl.ops() if op.is_matrix]
+    own_w = any(op.w_format.name != op.a_format.name for op in mats)
+    return wl.with_formats(fmt, None if own_w else fmt), nat
 
 
 class _EnergyCache:

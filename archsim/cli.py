@@ -103,13 +103,18 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("report", help="static HTML report of a sweep store; see "
                    "'archsim report --help'", add_help=False)
 
+    sub.add_parser("rerun", help="re-run what produced a 'run --json' result and check it "
+                   "reproduces; see 'archsim rerun --help'", add_help=False)
+    sub.add_parser("compare", help="one model on several designs, side by side (--csv); see "
+                   "'archsim compare --help'", add_help=False)
     ls = sub.add_parser("list", help="list reference configs, zoo models or number formats")
     ls.add_argument("what", choices=("configs", "models", "formats"))
     return ap
 
 
 _EXPLORE = {"sweep": "sweep_main", "results": "results_main", "cosearch": "cosearch_main",
-            "plot": "plot_main", "report": "report_main", "trace": "trace_main"}
+            "plot": "plot_main", "report": "report_main", "trace": "trace_main",
+            "rerun": "rerun_main", "compare": "compare_main"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -117,6 +122,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv and argv[0] in _EXPLORE:   # these subcommands have their own parsers
         if argv[0] == "trace":
             from archsim.trace_cmd import main as entry_fn
+        elif argv[0] in ("rerun", "compare"):
+            import archsim.run_cmd as run_cmd
+
+            entry_fn = getattr(run_cmd, _EXPLORE[argv[0]])
         else:
             import archsim.explore as explore
 
@@ -150,18 +159,10 @@ def _dispatch(args: argparse.Namespace) -> int:
             print(f"ok  {c}: {acc.name} — {units}")
         return 2 if bad else 0
     acc = archsim.load(args.config, args.overrides)
-    if args.cmd == "gemm":
-        wl = archsim.gemm_workload(args.m, args.n, args.k, args.batch,
-                                   a_format=args.a_format or "fp16", w_format=args.w_format)
-    else:
-        wl = archsim.workload(args.model, phase=args.phase, batch=args.batch, seq=args.seq,
-                              context=args.context, tp=args.tp, a_format=args.a_format,
-                              w_format=args.w_format)
-    if args.sparsity:
-        wl = wl.with_sparsity(*args.sparsity)
-    mode = "search" if args.cmd == "map" else args.mapping
-    res = archsim.evaluate(acc, wl, fidelity=args.fidelity, objective=args.objective,
-                           mapping=mode, constraints=args.constraints, refine=args.refine)
+    from archsim.run_cmd import build_workload, evaluate_checked
+
+    wl = build_workload(args, acc)
+    res = evaluate_checked(args, acc, wl)
     mem = res.extra.get("memory")
     if mem and mem["fits"] is False:
         print(f"warning: {wl.name} ({wl.phase}) needs {mem['resident_bytes'] / 1e9:.4g} GB "

@@ -166,6 +166,10 @@ class DramPim(Unit):
     def dataflows(self) -> tuple[str, ...]:
         return ("pim_gemv", "asic")
 
+    def native_formats(self) -> tuple[str, ...]:
+        """The multiplier's format (narrower ones of the same kind also run)."""
+        return (self.spec.mac_format.name,)
+
     def supports(self, op: Op) -> str | None:
         if isinstance(op, AllReduce) and op.devices > 1:
             return "a PIM device has no inter-device link for all-reduce"
