@@ -155,7 +155,7 @@ class Result:
                     f"workload {self.workload} ({self.phase}), fidelity {self.fidelity}"]
         sets = "".join(f" --set {o}" for o in p.get("overrides", []))
         parts = [f"{self.workload} ({self.phase})", f"batch {p.get('batch')}"]
-        if p.get("seq"):
+        if p.get("seq") and self.phase != "decode":     # decode: one new token per step
             parts.append(f"seq {p['seq']}")
         if p.get("context"):
             parts.append(f"context {p['context']}")

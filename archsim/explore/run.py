@@ -208,7 +208,7 @@ def _chunks(tasks: list[Task], workers: int, chunk: int | None) -> list[list[Tas
 def run_tasks(tasks: list[Task], db: str | Path, *, backend: str = "local",
               workers: int | None = None, scheduler: str | None = None, client: Any = None,
               progress: bool | None = None, chunk: int | None = None,
-              with_json: bool = True, axis_keys: Iterable[str] = (),
+              with_json: bool = False, axis_keys: Iterable[str] = (),
               poll_s: float = 0.5) -> SweepReport:
     """Evaluate the tasks not yet in ``db`` and store them; see :func:`run_sweep`.
 
@@ -369,7 +369,7 @@ def _run_dask(chunks: list[list[Task]], workers: int, scheduler: str | None, cli
 def run_sweep(spec: SweepSpec, db: str | Path, *, backend: str = "local",
               workers: int | None = None, scheduler: str | None = None, client: Any = None,
               progress: bool | None = None, chunk: int | None = None,
-              with_json: bool = True) -> SweepReport:
+              with_json: bool = False) -> SweepReport:
     """Run (or resume) a sweep into the SQLite file ``db``.
 
     Args:
@@ -378,7 +378,8 @@ def run_sweep(spec: SweepSpec, db: str | Path, *, backend: str = "local",
         backend: ``local`` (process pool of ``workers``, default os.cpu_count()) or
             ``dask`` (``scheduler`` address, a given ``client``, or a LocalCluster).
         progress: progress line on stderr (default: when stderr is a terminal).
-        with_json: also store each full Result as JSON.
+        with_json: also store each full Result (with its per-op table) as JSON — ~50 KB
+            per ResNet-50 point, so off unless asked for.
     Returns:
         a :class:`SweepReport` (``evaluated`` counts the evaluations this call made).
     """
@@ -401,7 +402,7 @@ def run_sweep(spec: SweepSpec, db: str | Path, *, backend: str = "local",
 # ---- command line ---------------------------------------------------------------------------
 def sweep_main(argv: list[str] | None = None) -> int:
     """``archsim sweep SPEC --db results.sqlite [--backend local|dask] [--scheduler ADDR]
-    [--workers N] [--fidelity analytical|cycle] [--no-progress] [--no-json] [--plot FILE]``"""
+    [--workers N] [--fidelity analytical|cycle] [--no-progress] [--with-json] [--plot FILE]``"""
     from archsim.cli_common import Parser, positive_int
 
     ap = Parser(prog="archsim sweep", description="Run or resume a "
@@ -416,7 +417,10 @@ def sweep_main(argv: list[str] | None = None) -> int:
                     help="override the spec's fidelity")
     ap.add_argument("--no-progress", "--quiet", "-q", action="store_true",
                     help="no progress on stderr")
-    ap.add_argument("--no-json", action="store_true", help="store metrics only")
+    ap.add_argument("--with-json", action="store_true",
+                    help="also store each full result with its per-op table as JSON "
+                    "(~50 KB per ResNet-50 point; default: metrics only)")
+    ap.add_argument("--no-json", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--plot", help="write the Pareto front plot (.png or .svg)")
     args = ap.parse_args(argv)
     try:
@@ -427,7 +431,7 @@ def sweep_main(argv: list[str] | None = None) -> int:
             spec = dataclasses.replace(spec, fidelity=args.fidelity)
         rep = run_sweep(spec, args.db, backend=args.backend, workers=args.workers,
                         scheduler=args.scheduler, progress=not args.no_progress and None,
-                        with_json=not args.no_json)
+                        with_json=args.with_json and not args.no_json)
     except ArchsimError as exc:
         print(exc.render(), file=sys.stderr)
         return 2

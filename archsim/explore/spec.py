@@ -204,13 +204,18 @@ class SweepSpec:
             if k in keys[:i]:
                 out.append((f"axes[{i}].key", f"axis {k!r} given twice (first as "
                             f"axes[{keys.index(k)}])"))
-        if self.search.method == "grid" and not out:
-            n = math.prod(axis_count(a) for a in self.axes) * len(self.workloads)
-            if n > MAX_GRID_TASKS:
-                out.append(("axes", f"the grid has {n:.3g} tasks (points x workloads); "
-                            f"expected at most {MAX_GRID_TASKS:,}: use fewer axis values, "
-                            f"or search: {{method: random, samples: N}} or nsga2"))
         return out
+
+    def size_problem(self) -> str | None:
+        """Why a grid search is too large to run (before any point is listed), or None."""
+        if self.search.method != "grid":
+            return None
+        n = math.prod(axis_count(a) for a in self.axes) * len(self.workloads)
+        if n <= MAX_GRID_TASKS:
+            return None
+        return (f"the grid has {n:.3g} tasks (points x workloads); expected at most "
+                f"{MAX_GRID_TASKS:,}: use fewer axis values, or search: {{method: random, "
+                f"samples: N}} or nsga2")
 
     def check_when(self, b: SpecBuilder, axes: Any) -> None:
         """Conditions name an earlier axis and values it takes (file:line problems)."""
@@ -273,6 +278,9 @@ class SweepSpec:
     def points(self) -> list[Point]:
         """The points the ``search`` method visits up front (nsga2: its first generation)."""
         if self.search.method == "grid":
+            too_big = self.size_problem()
+            if too_big:        # a spec built in code skips the loader's check
+                raise SpecError(Problem(too_big, "axes", self.file))
             return self.grid()
         return random_points(self, self.search.samples, self.search.seed)
 
@@ -464,6 +472,9 @@ def _build(data: Any, file: str, base_dir: Path, problems: list[Problem]) -> Swe
         dataclasses.replace(a, values=values.get(i, a.values), when=whens.get(i, ()))
         for i, a in enumerate(spec.axes)))
     spec.check_when(b, orig_axes)
+    too_big = spec.size_problem()
+    if too_big:
+        b.problem(too_big, "axes", data, "axes")
     if b.problems:
         raise SpecError(_dedupe(b.problems))
     base = _resolve_base(spec.base, base_dir, b, data)
