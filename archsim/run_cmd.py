@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,9 @@ def evaluate_checked(args: argparse.Namespace, acc: Any, wl: Any) -> Any:
     import archsim
 
     mode = "search" if args.cmd == "map" else args.mapping
+    if args.fidelity == "cycle" and not getattr(args, "quiet", False) and numba_cache_cold():
+        print("note: first cycle-level run: compiling the simulator kernels (up to ~1.5 min "
+              "on 2 cores with DRAM timing; cached for later runs)", file=sys.stderr)
     try:
         res = archsim.evaluate(acc, wl, fidelity=args.fidelity, objective=args.objective,
                                mapping=mode, constraints=args.constraints, refine=args.refine)
@@ -77,6 +81,19 @@ def evaluate_checked(args: argparse.Namespace, acc: Any, wl: Any) -> Any:
         _check_sparsity_effect(args, acc, wl, res, mode)
     res.extra["provenance"] = provenance(args, acc, wl, res, mode)
     return res
+
+
+def numba_cache_cold() -> bool:
+    """True when no compiled simulator kernel is cached yet (Numba writes ``*.nbi`` index
+    files next to ``sim/`` or under ``NUMBA_CACHE_DIR``): the next cycle run compiles."""
+    import sim
+
+    base = Path(os.environ["NUMBA_CACHE_DIR"]) if os.environ.get("NUMBA_CACHE_DIR") else \
+        Path(sim.__file__).resolve().parent / "__pycache__"
+    try:
+        return not any(base.rglob("engine._kernel-*.nbi"))
+    except OSError:
+        return True
 
 
 def _check_sparsity_effect(args: argparse.Namespace, acc: Any, wl: Any, res: Any,
