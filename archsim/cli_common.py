@@ -29,7 +29,7 @@ import tempfile
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import NoReturn, TextIO
 
 from workloads.errors import ArchsimError, ConfigError, Problem
 
@@ -101,7 +101,7 @@ def _os_message(exc: OSError) -> str:
     return f"error: {name}: {what}" if name else f"error: {what}"
 
 
-def guarded(fn: Callable[[], int], stderr: object = None) -> int:
+def guarded(fn: Callable[[], int], stderr: TextIO | None = None) -> int:
     """Run a command body and map every failure a user can cause to (message, exit code).
 
     Returns the body's exit code, 2 after a reported error, 130 after Ctrl-C.
@@ -109,7 +109,7 @@ def guarded(fn: Callable[[], int], stderr: object = None) -> int:
     err = stderr or sys.stderr
 
     def say(msg: str) -> None:
-        print(msg, file=err)  # type: ignore[call-overload]
+        print(msg, file=err)
 
     try:
         with warnings.catch_warnings():
@@ -136,7 +136,7 @@ def guarded(fn: Callable[[], int], stderr: object = None) -> int:
     return EXIT_USAGE
 
 
-def print_warnings(stream: object = None) -> None:
+def print_warnings(stream: TextIO | None = None) -> None:
     """Show :class:`~arch.spec.PlausibilityWarning` (and other ``UserWarning``) as one
     ``warning: ...`` line each on ``stream`` (stderr), each distinct message once."""
     from arch.spec import PlausibilityWarning
@@ -145,7 +145,7 @@ def print_warnings(stream: object = None) -> None:
 
     def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
              file: object = None, line: str | None = None) -> None:
-        print(f"warning: {message}", file=out)  # type: ignore[call-overload]
+        print(f"warning: {message}", file=out)
 
     warnings.simplefilter("default", PlausibilityWarning)
     warnings.showwarning = show
