@@ -187,6 +187,9 @@ def atomic_output(path: str | Path, flag: str = "--output") -> Iterator[Path]:
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=f".part{p.suffix}",
                                dir=str(p.resolve().parent))
     os.close(fd)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)       # mkstemp makes 0600; give the usual file mode
     try:
         yield Path(tmp)
         os.replace(tmp, p)

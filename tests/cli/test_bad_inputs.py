@@ -308,6 +308,9 @@ def test_plot_writes_atomically(capsys, tmp_path, sweep_db):
     assert code == 0 and o.strip() == f"wrote {out}"
     assert out.read_text().lstrip().startswith("<?xml")
     assert [p.name for p in tmp_path.iterdir()] == ["p.svg"]   # no temp file left
+    umask = os.umask(0)
+    os.umask(umask)
+    assert out.stat().st_mode & 0o777 == 0o666 & ~umask         # a normal file mode
 
 
 def test_atomic_output_leaves_nothing_on_failure(tmp_path):
