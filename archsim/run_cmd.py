@@ -79,6 +79,7 @@ def evaluate_checked(args: argparse.Namespace, acc: Any, wl: Any) -> Any:
         raise
     if args.sparsity and args.sparsity[0] < args.sparsity[1]:
         _check_sparsity_effect(args, acc, wl, res, mode)
+    _check_substituted_formats(args, acc, res)
     res.extra["provenance"] = provenance(args, acc, wl, res, mode)
     return res
 
@@ -94,6 +95,26 @@ def numba_cache_cold() -> bool:
         return not any(base.rglob("engine._kernel-*.nbi"))
     except OSError:
         return True
+
+
+def _check_substituted_formats(args: argparse.Namespace, acc: Any, res: Any) -> None:
+    """Warn when a requested format runs on a unit whose native format has the same width
+    but is another format (fp16 on tpu_like's bf16 multipliers is timed and charged as
+    bf16): the substitution is the model's, the user should know it happened."""
+    from workloads.formats import get_format
+
+    used = {o.unit for o in res.ops}
+    for flag, name in (("--a-format", args.a_format), ("--w-format", args.w_format)):
+        if not name:
+            continue
+        f = get_format(name)
+        for u in acc.units:
+            nat = [get_format(n) for n in u.native_formats()]
+            if u.name in used and nat and f.name not in {n.name for n in nat} and any(
+                    n.bits == f.bits and n.is_float == f.is_float for n in nat):
+                print(f"warning: {flag} {f.name}: {acc.name}'s {u.name} computes in "
+                      f"{nat[0].name}; {f.name} operands are modelled as {nat[0].name} "
+                      f"(same width)", file=sys.stderr)
 
 
 def _check_sparsity_effect(args: argparse.Namespace, acc: Any, wl: Any, res: Any,

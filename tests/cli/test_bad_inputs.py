@@ -169,6 +169,15 @@ def test_unsupported_format_names_the_native_ones(capsys):
     assert "eyeriss_like computes natively in pe_array: int16" in line
 
 
+def test_same_width_substitution_is_said(capsys):
+    code, _, err = cli(capsys, "gemm", "tpu_like", *GEMM, "--a-format", "fp16")
+    assert code == 0
+    assert ("warning: --a-format fp16: tpu_like's mxu computes in bf16; fp16 operands are "
+            "modelled as bf16 (same width)") in err
+    code, _, err = cli(capsys, "gemm", "tpu_like", *GEMM, "--a-format", "bf16")
+    assert code == 0 and err == ""
+
+
 @pytest.mark.parametrize("design", [
     "eyeriss_like",
     *(pytest.param(d, marks=pytest.mark.slow) for d in
