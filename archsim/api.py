@@ -164,7 +164,8 @@ class _EnergyCache:
 
 def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
              objective: str = "latency", mapping: str = "default",
-             constraints: Any = None, refine: int = 0) -> Result:
+             constraints: Any = None, refine: int = 0,
+             before_simulation: Any = None) -> Result:
     """Evaluate ``wl`` on ``acc``: latency, energy and area with breakdowns.
 
     Latency is the makespan of the schedule (``mapper.map_workload``): ops on one unit run
@@ -186,6 +187,8 @@ def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
             loop-nest mappings with the cycle simulator (top-k refinement); 0 = off.
         constraints: mapping constraints (a ``mapper.constraints.Constraints`` or the path
             of a constraints YAML file), or None.
+        before_simulation: with ``fidelity="cycle"``, called once after the work-size check
+            (:data:`MAX_SIM_CYCLES`) and before the first op is simulated.
 
     Raises:
         ConfigError / WorkloadError / MappingError: bad input (never for infeasible-but-valid
@@ -215,6 +218,8 @@ def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
     dram = 0.0
     if fidelity == "cycle":
         _check_sim_size(sched.assignments)
+        if before_simulation is not None:   # e.g. the CLI's "compiling kernels" note
+            before_simulation()
     for a in sched.assignments:
         est = a.estimate
         cycles = est.cycles

@@ -57,12 +57,15 @@ def evaluate_checked(args: argparse.Namespace, acc: Any, wl: Any) -> Any:
     import archsim
 
     mode = "search" if args.cmd == "map" else args.mapping
-    if args.fidelity == "cycle" and not getattr(args, "quiet", False) and numba_cache_cold():
-        print("note: first cycle-level run: compiling the simulator kernels (up to ~1.5 min "
-              "on 2 cores with DRAM timing; cached for later runs)", file=sys.stderr)
+    def note() -> None:
+        if numba_cache_cold():
+            print("note: first cycle-level run: compiling the simulator kernels (up to ~1.5 "
+                  "min on 2 cores with DRAM timing; cached for later runs)", file=sys.stderr)
+
     try:
         res = archsim.evaluate(acc, wl, fidelity=args.fidelity, objective=args.objective,
-                               mapping=mode, constraints=args.constraints, refine=args.refine)
+                               mapping=mode, constraints=args.constraints, refine=args.refine,
+                               before_simulation=note)
     except MappingError as exc:
         nat = [f"{u.name}: {', '.join(u.native_formats())}" for u in acc.units
                if u.native_formats()]

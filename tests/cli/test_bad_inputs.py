@@ -36,7 +36,7 @@ def cli(capsys, *args: str) -> tuple[int, str, str]:
 
 def one_error(err: str) -> str:
     """The single non-warning stderr line (asserting there is exactly one)."""
-    lines = [ln for ln in err.splitlines() if ln and not ln.startswith("warning:")]
+    lines = [ln for ln in err.splitlines() if ln and not ln.startswith(("warning:", "note:"))]
     assert len(lines) == 1, err
     assert "Traceback" not in err
     return lines[0]

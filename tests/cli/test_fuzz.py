@@ -78,7 +78,7 @@ def check(capsys: pytest.CaptureFixture[str], args: list[str]) -> None:
             assert math.isfinite(o["energy_j"]) and o["energy_j"] >= 0, (o, args)
     else:
         assert code == 2, (code, out.err, args)
-        lines = [ln for ln in out.err.splitlines() if ln and not ln.startswith("warning:")]
+        lines = [ln for ln in out.err.splitlines() if ln and not ln.startswith(("warning:", "note:"))]
         # one message; a config with several problems lists them under one headline
         assert len(lines) == 1 or (lines[0].endswith("problems") or "cannot run" in lines[0]
                                    ), out.err
