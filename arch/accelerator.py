@@ -20,17 +20,16 @@ import copy
 import hashlib
 import json
 import re
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from arch.base import UNIT_KINDS, Unit
-from arch.spec import SpecBuilder, param
+from arch.spec import PlausibilityWarning, SpecBuilder, param
 from workloads.errors import ConfigError, Problem
-from workloads.yamlio import LocDict, read_yaml
+from workloads.yamlio import LocDict, parse_value, read_yaml
 
 __all__ = ["Accelerator", "TechnologySpec", "InterconnectSpec", "load", "load_data", "apply_overrides", "parse_override"]
 
@@ -144,10 +143,7 @@ def parse_override(text: str) -> tuple[list[str | int], Any, str]:
         pos = m.end()
     if not tokens:
         raise ConfigError(Problem("empty key path", "", "--set"))
-    try:
-        value = yaml.safe_load(value_text) if value_text.strip() else ""
-    except yaml.YAMLError:
-        value = value_text
+    value = parse_value(value_text) if value_text.strip() else ""
     return tokens, value, path_text
 
 
@@ -282,12 +278,19 @@ def load_data(data: Any, file: str = "<config>", overrides: Iterable[str] = (),
             units.append(cls(uname, spec, tech.node_nm))
     problems = b.problems
     if touched:
-        problems = [Problem(p.message, p.path, "--set", None)
-                    if any(p.path == t or p.path.startswith(t + ".") for t in touched) else p
-                    for p in problems]
+        problems = _relabel(problems, touched)
     if problems:
         raise ConfigError(problems)
+    for w in _relabel(b.warnings, touched):
+        warnings.warn(str(w), PlausibilityWarning, stacklevel=3)
     return Accelerator(name, units, tech, description, file, _plain(data), ic)
+
+
+def _relabel(problems: list[Problem], touched: set[str]) -> list[Problem]:
+    """Problems of overridden keys name ``--set`` instead of the file's line."""
+    return [Problem(p.message, p.path, "--set", None)
+            if any(p.path == t or p.path.startswith(t + ".") for t in touched) else p
+            for p in problems]
 
 
 def _plain(x: Any) -> Any:

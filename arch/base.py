@@ -267,6 +267,13 @@ class Unit(ABC, Generic[M]):
         mapper's loop-nest search applies to this unit, else None (the default)."""
         return None
 
+    def native_formats(self) -> tuple[str, ...]:
+        """Number formats (``workloads.formats`` names) the unit's datapath computes in
+        natively, preferred first. The CLI uses them as the default activation and weight
+        formats when none is given, and lists them when a format is refused. () (default):
+        no preference (the workload's own formats)."""
+        return ()
+
     # ---- roofline ----------------------------------------------------------------------
     @abstractmethod
     def peak_macs_per_cycle(self, op: Op) -> float:

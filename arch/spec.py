@@ -14,8 +14,10 @@ nested spec dataclasses, ``tuple[X, ...]``, ``dict[str, X]`` and ``X | None``.
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
 import math
+import re
 import types
 import typing
 from dataclasses import MISSING, field
@@ -25,12 +27,17 @@ from workloads.errors import Problem, WorkloadError
 from workloads.formats import NumberFormat, get_format
 from workloads.yamlio import LocDict, LocList, line_of
 
-__all__ = ["param", "build", "SpecBuilder", "spec_fields", "describe_type"]
+builtins_min = builtins.min   # ``param`` shadows min/max with its keyword names
+builtins_max = builtins.max
+
+__all__ = ["param", "build", "SpecBuilder", "spec_fields", "describe_type", "field_bounds",
+           "UNIT_BOUNDS", "PlausibilityWarning"]
 
 
 def param(default: Any = MISSING, *, doc: str, unit: str = "", min: float | None = None,
           max: float | None = None, choices: tuple[Any, ...] | None = None,
-          min_exclusive: bool = False, default_factory: Any = MISSING) -> Any:
+          min_exclusive: bool = False, default_factory: Any = MISSING,
+          typical: tuple[float, float] | None = None) -> Any:
     """Declare a spec field with its documentation, unit and allowed values.
 
     Args:
@@ -38,14 +45,97 @@ def param(default: Any = MISSING, *, doc: str, unit: str = "", min: float | None
         doc: one-line description for ``docs/configs.md``.
         unit: physical unit (``Hz``, ``bytes``, ``GB/s``) or "".
         min, max: inclusive bounds for numbers (``min_exclusive`` makes ``min`` strict).
+            Numbers are further limited by the hard bounds of their unit
+            (:data:`UNIT_BOUNDS`), whichever is tighter.
         choices: the allowed values.
         default_factory: factory for mutable/nested defaults.
+        typical: the range real hardware spans (a value outside it loads with a warning on
+            stderr); default: the typical range of the unit in :data:`UNIT_BOUNDS`.
     """
     md = {"doc": doc, "unit": unit, "min": min, "max": max, "choices": choices,
-          "min_exclusive": min_exclusive}
+          "min_exclusive": min_exclusive, "typical": typical}
     if default_factory is not MISSING:
         return field(default_factory=default_factory, metadata=md)
     return field(default=default, metadata=md)
+
+
+class PlausibilityWarning(UserWarning):
+    """A config value is valid but outside the range real hardware has (e.g. a 1e9-row
+    array): the model runs, and the CLI prints the warning on stderr."""
+
+
+#: Per unit: (hard_lo, hard_hi, typical_lo, typical_hi). Outside the hard bounds a value is
+#: an error: no hardware could have it and the arithmetic would leave the float range or
+#: the simulator's integer cycle counts (e.g. a 1e-300 MHz clock or 2**70 PEs). Outside the
+#: typical range it is a warning. A declared ``min``/``max`` is kept where it is tighter.
+#: Zero stays allowed where a field's own ``min`` allows it (0 = off / unchecked).
+#: Typical ranges, with the hardware at their ends:
+#:  MHz: 10 MHz (microcontroller NPUs, e.g. Arm Ethos-U55 at ~50 MHz) .. 6 GHz (the highest
+#:       shipping boost clocks; accelerators <= 2.6 GHz);
+#:  GB/s: 0.01 (a single low-power serial link) .. 100,000 (on-chip SRAM/L2 fabrics; H100 L2
+#:       ~12 TB/s, HBM3e B200 8 TB/s, NVLink 5 1.8 TB/s);
+#:  GB: 0.001 .. 10,000 (MI325X 256 GB HBM; host-pooled memories of a few TB);
+#:  bytes, KiB, MiB of on-chip storage: up to 64 GiB (Cerebras WSE-3: 44 GB of SRAM);
+#:  bits (datapath widths): up to 65,536; B/clock: up to 65,536;
+#:  ns: up to 100 us; us: up to 10 ms; ps (DRAM tCK): 100 (GDDR7) .. 10,000 (SDR-era);
+#:  W: up to 2,000 per device (B200 TDP 1,000-1,200 W); pJ/bit: up to 100 (DRAM access
+#:       3-20 pJ/bit, off-package SerDes 5-10);
+#:  counts (rows, SMs, channels, LUTs...): up to 2**24 = 16.8 M (the largest FPGA, AMD
+#:       VU19P, has 8.9 M logic cells; WSE-3 has 900 k cores).
+UNIT_BOUNDS: dict[str, tuple[float, float, float, float]] = {
+    "MHz": (1e-3, 1e6, 10.0, 6000.0),
+    "GB/s": (1e-6, 1e12, 0.01, 1e5),
+    "GB/s (1e9 bytes/s)": (1e-6, 1e12, 0.01, 1e5),
+    "GB": (1e-9, 1e6, 1e-3, 1e4),
+    "bytes": (1.0, 2.0**50, 1.0, 2.0**36),
+    "KiB": (2.0**-10, 2.0**40, 2.0**-10, 2.0**26),
+    "MiB": (2.0**-20, 2.0**30, 2.0**-20, 2.0**16),
+    "bits": (1.0, 2.0**20, 1.0, 2.0**16),
+    "B/clock": (1.0, 2.0**30, 1.0, 2.0**16),
+    "FMA/clock": (1.0, 2.0**40, 1.0, 2.0**24),
+    "ns": (1e-6, 1e9, 1e-3, 1e5),
+    "us": (1e-6, 1e9, 1e-3, 1e4),
+    "ps": (1e-3, 1e9, 100.0, 1e4),
+    "W": (1e-9, 1e6, 1e-6, 2000.0),
+    "pJ/bit": (1e-6, 1e6, 1e-3, 100.0),
+}
+#: Unitless integers with a declared ``min`` (counts: rows, SMs, channels): hard max 2**31
+#: (two billion of anything on one device is impossible, and products of two counts stay
+#: exact in int64); typical max 2**24.
+COUNT_BOUNDS = (None, 2.0**31, None, 2.0**24)
+#: Unitless floats with a declared ``min`` (ratios, per-op factors): hard max 1e9 keeps
+#: products finite; no typical range.
+FACTOR_BOUNDS = (None, 1e9, None, None)
+
+
+def _tight(a: float | None, b: float | None, pick: Any) -> float | None:
+    return b if a is None else a if b is None else pick(a, b)
+
+
+def field_bounds(f: dataclasses.Field, tp: Any = None) -> tuple[float | None, float | None,
+                                                                 float | None, float | None]:
+    """(hard_lo, hard_hi, typical_lo, typical_hi) of a numeric field: the declared
+    ``min``/``max`` tightened by its unit's :data:`UNIT_BOUNDS` (see there); None = open.
+    Unitless fields get :data:`COUNT_BOUNDS` / :data:`FACTOR_BOUNDS` only when they declare
+    a ``min`` (seeds, offsets and metric limits are not hardware quantities)."""
+    md = f.metadata
+    unit = md.get("unit") or ""
+    lo, hi = md.get("min"), md.get("max")
+    bounds: tuple[float | None, ...]
+    if unit in UNIT_BOUNDS:
+        bounds = UNIT_BOUNDS[unit]
+    elif unit == "" and lo is not None:
+        bounds = COUNT_BOUNDS if tp is int else FACTOR_BOUNDS
+    else:
+        bounds = (None, None, None, None)
+    hlo, hhi, tlo, thi = bounds
+    hard_lo = _tight(lo, hlo, builtins_max)
+    hard_hi = _tight(hi, hhi, builtins_min)
+    typ = md.get("typical")
+    if typ is not None:
+        tlo, thi = typ
+    return hard_lo, hard_hi, _tight(tlo, hard_lo, builtins_max), _tight(thi, hard_hi,
+                                                                         builtins_min)
 
 
 def spec_fields(cls: type) -> list[tuple[dataclasses.Field, Any]]:
@@ -86,6 +176,7 @@ class SpecBuilder:
     def __init__(self, file: str | None) -> None:
         self.file = file
         self.problems: list[Problem] = []
+        self.warnings: list[Problem] = []
 
     def problem(self, msg: str, path: str, container: Any = None, key: Any = None) -> None:
         self.problems.append(Problem(msg, path, self.file, line_of(container, key)))
@@ -114,7 +205,7 @@ class SpecBuilder:
                 continue
             value = self.convert(tp, data[f.name], fpath, data, f.name)
             if value is not _BAD:
-                self.check_range(f, value, fpath, data, f.name)
+                self.check_range(f, value, fpath, data, f.name, tp)
                 kwargs[f.name] = value
         if len(self.problems) > n_before:
             return None
@@ -126,7 +217,8 @@ class SpecBuilder:
         check = getattr(obj, "check", None)
         if callable(check):
             for rel, msg in check():
-                self.problem(msg, _join(path, rel), data, rel.split(".")[0].split("[")[0] or None)
+                c, k = _locate(data, rel)
+                self.problem(msg, _join(path, rel), c, k)
         return obj if len(self.problems) == n_before else None
 
     # ---- values ------------------------------------------------------------------------
@@ -187,20 +279,36 @@ class SpecBuilder:
             return types.MappingProxyType(out)
         raise TypeError(f"unsupported spec field type {tp!r} at {path}")  # a program bug
 
-    def check_range(self, f: dataclasses.Field, v: Any, path: str, container: Any, key: Any) -> None:
+    def check_range(self, f: dataclasses.Field, v: Any, path: str, container: Any, key: Any,
+                    tp: Any = None) -> None:
         md = f.metadata
         choices = md.get("choices")
         if choices is not None and v not in choices:
             self.problem(f"expected one of {', '.join(map(str, choices))}, got {_show(v)}",
                          path, container, key)
             return
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            lo, hi = md.get("min"), md.get("max")
-            if lo is not None and (v < lo or (md.get("min_exclusive") and v == lo)):
-                op = ">" if md.get("min_exclusive") else ">="
-                self.problem(f"expected a value {op} {lo:g}, got {v:g}", path, container, key)
-            elif hi is not None and v > hi:
-                self.problem(f"expected a value <= {hi:g}, got {v:g}", path, container, key)
+        if not isinstance(v, (int, float)) or isinstance(v, bool):
+            return
+        lo, hi = md.get("min"), md.get("max")
+        unit = f" {md['unit']}" if md.get("unit") else ""
+        if lo is not None and (v < lo or (md.get("min_exclusive") and v == lo)):
+            op = ">" if md.get("min_exclusive") else ">="
+            self.problem(f"expected a value {op} {lo:g}{unit}, got {v:g}", path, container, key)
+            return
+        if hi is not None and v > hi:
+            self.problem(f"expected a value <= {hi:g}{unit}, got {v:g}", path, container, key)
+            return
+        if v == 0:          # allowed by the declared min: the field's 'off' / 'unset' value
+            return
+        hlo, hhi, tlo, thi = field_bounds(f, _scalar_type(tp, v))
+        if (hlo is not None and v < hlo) or (hhi is not None and v > hhi):
+            self.problem(f"{v:g}{unit} is outside any hardware; expected {_range(hlo, hhi)}"
+                         f"{unit}", path, container, key)
+        elif (tlo is not None and v < tlo) or (thi is not None and v > thi):
+            self.warnings.append(Problem(f"{v:g}{unit} is outside the range of real hardware "
+                                         f"({_range(tlo, thi)}{unit}); the result may not be "
+                                         f"meaningful", path, self.file,
+                                         line_of(container, key)))
 
     def _bad(self, expected: str, v: Any, path: str, container: Any, key: Any) -> Any:
         self.problem(f"expected {expected}, got {_show(v)}", path, container, key)
@@ -208,6 +316,22 @@ class SpecBuilder:
 
 
 _BAD = object()
+
+
+def _scalar_type(tp: Any, v: Any) -> Any:
+    inner = [a for a in typing.get_args(tp) if a is not type(None)] if tp is not None else []
+    t = inner[0] if inner else tp
+    return t if t in (int, float) else type(v)
+
+
+def _num(x: float) -> str:
+    return f"{int(x):,}" if float(x).is_integer() and 1e4 <= abs(x) < 1e16 else f"{x:g}"
+
+
+def _range(lo: float | None, hi: float | None) -> str:
+    if lo is not None and hi is not None:
+        return f"{_num(lo)} to {_num(hi)}"
+    return f">= {_num(lo)}" if lo is not None else f"<= {_num(hi)}"  # type: ignore[arg-type]
 
 
 def _show(v: Any) -> str:
@@ -218,6 +342,25 @@ def _show(v: Any) -> str:
     if v is None:
         return "null"
     return repr(v)
+
+
+_REL_TOKEN = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+def _locate(data: Any, rel: str) -> tuple[Any, Any]:
+    """(container, key) of the deepest node of ``rel`` (``axes[1].key``) present in
+    ``data``, so a cross-field problem is reported on the line of the value at fault."""
+    container: Any = data
+    key: Any = None
+    node: Any = data
+    for m in _REL_TOKEN.finditer(rel):
+        tok: Any = m.group(1) if m.group(1) is not None else int(m.group(2))
+        if isinstance(node, dict) and tok in node or (
+                isinstance(node, list) and isinstance(tok, int) and 0 <= tok < len(node)):
+            container, key, node = node, tok, node[tok]
+        else:
+            break
+    return container, key
 
 
 def _join(path: str, key: str) -> str:

@@ -26,7 +26,8 @@ from workloads.graph import Workload
 from workloads.ops import Gemm, Op
 
 __all__ = ["load", "workload", "gemm_workload", "workload_from_dict", "evaluate", "find_config",
-           "config_dir", "list_configs", "memory_check", "VERSION", "FIDELITIES"]
+           "config_dir", "list_configs", "memory_check", "native_format", "with_native_formats",
+           "VERSION", "FIDELITIES"]
 
 VERSION = "0.1.0"
 FIDELITIES = ("analytical", "cycle")
@@ -88,6 +89,17 @@ def workload(model: str, phase: str | None = None, batch: int = 1, seq: int | No
 
         w = from_hf_config(model, phase=phase, batch=batch, seq=seq, context=context, tp=tp,
                            ep=ep)
+    elif model.endswith(".onnx"):
+        if phase not in (None, "inference") or seq or context or tp != 1:
+            raise WorkloadError(Problem("an ONNX model is evaluated as exported (inference); "
+                                        "expected no --phase/--seq/--context/--tp", "--model"))
+        from workloads.onnx_import import from_onnx
+
+        w = from_onnx(model, batch=batch)
+    elif Path(model).is_file() or "/" in model or model.endswith((".yaml", ".yml", ".pt")):
+        raise WorkloadError(Problem(f"{model!r} is a file name, but archsim reads models only "
+                                    f"from a zoo name ('archsim list models'), a Hugging Face "
+                                    f"config.json or an .onnx file", "--model"))
     else:
         from workloads.zoo import build
 
@@ -191,6 +203,35 @@ def workload_from_dict(spec: Mapping[str, Any]) -> Workload:
     return wl
 
 
+def native_format(acc: Accelerator) -> str | None:
+    """The number format a design computes in by default: among its units'
+    ``native_formats()``, the one the most units can run a GEMM in (ties: the first
+    listed), e.g. ``int16`` for eyeriss_like, ``int8`` for an int8 + int16 heterogeneous
+    design. None when no unit states a preference."""
+    cands = list(dict.fromkeys(f for u in acc.units for f in u.native_formats()))
+    if not cands:
+        return None
+
+    def runs_on(name: str) -> int:
+        op = gemm_workload(1, 1, 1, a_format=name).ops()[0]
+        return sum(u.supports(op) is None for u in acc.units)
+
+    return max(cands, key=runs_on)
+
+
+def with_native_formats(acc: Accelerator, wl: Workload) -> tuple[Workload, str | None]:
+    """``wl`` in the design's :func:`native_format` (activations; weights too unless the
+    model has its own weight format, e.g. BitNet's ternary weights). Returns the workload
+    and the format applied (None: nothing changed)."""
+    nat = native_format(acc)
+    if nat is None:
+        return wl, None
+    fmt = get_format(nat)
+    mats = [op for op in wl.ops() if op.is_matrix]
+    own_w = any(op.w_format.name != op.a_format.name for op in mats)
+    return wl.with_formats(fmt, None if own_w else fmt), nat
+
+
 class _EnergyCache:
     """Energy of one op's estimate, computed once per distinct (unit, cycles, actions):
     networks repeat the same layer shapes many times (ResNet-50: 174 ops, 38 distinct)."""
@@ -213,7 +254,8 @@ class _EnergyCache:
 
 def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
              objective: str = "latency", mapping: str = "default",
-             constraints: Any = None, refine: int = 0) -> Result:
+             constraints: Any = None, refine: int = 0,
+             before_simulation: Any = None) -> Result:
     """Evaluate ``wl`` on ``acc``: latency, energy and area with breakdowns.
 
     Latency is the makespan of the schedule (``mapper.map_workload``): ops on one unit run
@@ -235,6 +277,8 @@ def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
             loop-nest mappings with the cycle simulator (top-k refinement); 0 = off.
         constraints: mapping constraints (a ``mapper.constraints.Constraints`` or the path
             of a constraints YAML file), or None.
+        before_simulation: with ``fidelity="cycle"``, called once after the work-size check
+            (:data:`MAX_SIM_CYCLES`) and before the first op is simulated.
 
     Raises:
         ConfigError / WorkloadError / MappingError: bad input (never for infeasible-but-valid
@@ -262,6 +306,10 @@ def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
     durations: list[float] = []
     macs = flops = 0
     dram = 0.0
+    if fidelity == "cycle":
+        _check_sim_size(sched.assignments)
+        if before_simulation is not None:   # e.g. the CLI's "compiling kernels" note
+            before_simulation()
     for a in sched.assignments:
         est = a.estimate
         cycles = est.cycles
@@ -354,7 +402,7 @@ def _host_summary(acc: Accelerator, rows: list[OpResult], latency: float
 
 def memory_check(acc: Accelerator, wl: Workload) -> dict[str, Any] | None:
     """Does ``wl``'s resident data (``Workload.resident_bytes``) fit the design's off-chip
-    memory? None when no unit declares a capacity. Units that share one memory (the
+    memory? ``capacity_bytes`` and ``fits`` are None when no unit declares a capacity. Units that share one memory (the
     default interconnect) share its capacity; units with their own memories (an
     interconnect that copies) add theirs. A design that does not fit is still evaluated
     (weights could stream from a host): the result says so and the CLI warns.
@@ -362,10 +410,10 @@ def memory_check(acc: Accelerator, wl: Workload) -> dict[str, Any] | None:
     from mapper.schedule import link_of
 
     caps = [u.memory_capacity_bytes() for u in acc.units]
-    if not any(c > 0 for c in caps):
-        return None
-    capacity = sum(caps) if link_of(acc).copies else max(caps)
     resident = wl.resident_bytes()
+    if not any(c > 0 for c in caps):    # capacity_gb: 0 = unchecked; say so, do not hide it
+        return {"resident_bytes": resident, "capacity_bytes": None, "fits": None}
+    capacity = sum(caps) if link_of(acc).copies else max(caps)
     return {"resident_bytes": resident, "capacity_bytes": capacity,
             "fits": resident <= capacity}
 
@@ -420,6 +468,27 @@ def _schedule_summary(sched: Any, durations: list[float], latency: float, transf
             "transfer_bytes": float(sum(t.nbytes for t in transfers)),
             "copied_dram_bytes": moved,
             "link_gbps": sched.link.bandwidth_gbps, "link_latency_s": sched.link.latency_s}
+
+
+#: Largest op (in analytically estimated cycles) simulated at cycle fidelity: 1e10 cycles
+#: is ~10 s of device time at 1 GHz for ONE op — 1,000x a GPT-3-175B training GEMM on an
+#: A100 (12288 x 49152 x 2048 tokens: ~1.1e7 cycles). The event-driven lowerings build
+#: tasks at tile or command granularity, so beyond this they need minutes and many GB
+#: (a 1e6^3 GEMM: > 10 GB in 30 s on gpu/a100) before the first event runs.
+MAX_SIM_CYCLES = 10**10
+
+
+def _check_sim_size(assignments: Any) -> None:
+    """Refuse a cycle-level run whose ops are far too large to simulate (before any work)."""
+    big = [a for a in assignments if a.estimate.cycles > MAX_SIM_CYCLES]
+    if big:
+        a = max(big, key=lambda x: x.estimate.cycles)
+        more = f" (and {len(big) - 1} more ops)" if len(big) > 1 else ""
+        raise WorkloadError(Problem(
+            f"op {a.op.name}{more} would simulate ~{a.estimate.cycles:.3g} cycles "
+            f"({a.estimate.latency_s:.3g} s of device time) on {a.unit.name}; expected at "
+            f"most {MAX_SIM_CYCLES:.0e} per op at cycle fidelity: use --fidelity analytical "
+            f"or a smaller shape", "--fidelity"))
 
 
 def _simulate(unit: Unit, op: Op, mapping: Any) -> int:

@@ -9,38 +9,17 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
 
+from archsim.cli_common import Parser as _Parser
+from archsim.cli_common import guarded
+from archsim.cli_common import nm as _nm
+from archsim.cli_common import non_empty as _non_empty
+from archsim.cli_common import non_negative_int as _non_negative_int
+from archsim.cli_common import positive_int as _positive_int
 from workloads.errors import ArchsimError
 
 DEFAULT_CONFIG = "tpu_like"
 DEFAULT_MODEL = "gpt2-small"
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # one line, exit 2
-        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
-
-
-def _positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {v}")
-    return v
-
-
-def _nm(text: str) -> tuple[int, int]:
-    parts = text.split(":")
-    try:
-        n, m = (int(x) for x in parts)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected N:M with integers 0 < N <= M, got {text!r}") from None
-    if not 0 < n <= m:
-        raise argparse.ArgumentTypeError(f"expected N:M with integers 0 < N <= M, got {text!r}")
-    return n, m
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -54,9 +33,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mapping", choices=("default", "search"), default="default",
                    help="default: each unit's configured dataflow; search: the mapper's "
                    "loop-nest search for matrix ops (spatial arrays)")
-    p.add_argument("--a-format", help="activation number format (e.g. fp16, int8)")
-    p.add_argument("--w-format", help="weight number format (e.g. int4, ternary)")
-    p.add_argument("--refine", type=int, default=0, metavar="K",
+    p.add_argument("--a-format", type=_non_empty, help="activation number format (e.g. fp16, int8)")
+    p.add_argument("--w-format", type=_non_empty, help="weight number format (e.g. int4, ternary)")
+    p.add_argument("--refine", type=_non_negative_int, default=0, metavar="K",
                    help="with mapping search: re-rank each op's K best mappings with the "
                    "cycle simulator (default 0 = off)")
     p.add_argument("--constraints", metavar="YAML",
@@ -132,6 +111,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("report", help="static HTML report of a sweep store; see "
                    "'archsim report --help'", add_help=False)
 
+    sub.add_parser("rerun", help="re-run what produced a 'run --json' result and check it "
+                   "reproduces; see 'archsim rerun --help'", add_help=False)
+    sub.add_parser("compare", help="one model on several designs, side by side (--csv); see "
+                   "'archsim compare --help'", add_help=False)
     ls = sub.add_parser("list", help="list reference configs, clusters, zoo models or number "
                         "formats")
     ls.add_argument("what", choices=("configs", "clusters", "models", "formats"))
@@ -140,7 +123,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 _EXPLORE = {"sweep": "sweep_main", "results": "results_main", "cosearch": "cosearch_main",
             "plot": "plot_main", "report": "report_main", "trace": "trace_main",
-            "plan": "plan_main", "calibrate": "main", "serve": "main"}
+            "plan": "plan_main", "calibrate": "main", "serve": "main",
+            "rerun": "rerun_main", "compare": "compare_main"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -148,7 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if (argv[:1] == ["map"] and "--timeloop" in argv) or (
             len(argv) > 1 and argv[0] == "run" and argv[1].startswith("timeloop:")):
         from archsim.timeloop_cmd import main as timeloop_main  # Timeloop inputs (issue 17)
-        return timeloop_main(argv)
+        return guarded(lambda: int(timeloop_main(argv)))
     if argv and argv[0] in _EXPLORE:   # these subcommands have their own parsers
         if argv[0] == "trace":
             from archsim.trace_cmd import main as entry_fn
@@ -158,28 +142,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             from archsim.calibrate_cmd import main as entry_fn
         elif argv[0] == "serve":
             from archsim.serve.cli import main as entry_fn
+        elif argv[0] in ("rerun", "compare"):
+            import archsim.run_cmd as run_cmd
+
+            entry_fn = getattr(run_cmd, _EXPLORE[argv[0]])
         else:
             import archsim.explore as explore
 
             entry_fn = getattr(explore, _EXPLORE[argv[0]])
-        try:
-            return int(entry_fn(argv[1:]))
-        except ArchsimError as exc:
-            print(exc.render(), file=sys.stderr)
-            return 2
+        return guarded(lambda: int(entry_fn(argv[1:])))
     ap = build_parser()
     args = ap.parse_args(argv)
     if args.cmd is None:
         ap.print_help()
         return 0
-    try:
-        return _dispatch(args)
-    except ArchsimError as exc:
-        print(exc.render(), file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    return guarded(lambda: _dispatch(args))
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -206,22 +183,12 @@ def _dispatch(args: argparse.Namespace) -> int:
         if wants_plan(args):
             return run_plan(args)
     acc = archsim.load(args.config, args.overrides)
-    if args.cmd == "gemm":
-        wl = archsim.gemm_workload(args.m, args.n, args.k, args.batch,
-                                   a_format=args.a_format or "fp16", w_format=args.w_format)
-    else:
-        wl = archsim.workload(args.model, phase=args.phase, batch=args.batch, seq=args.seq,
-                              context=args.context, tp=args.tp, a_format=args.a_format,
-                              w_format=args.w_format,
-                              attention=(archsim.api.preferred_attention(acc)
-                                         if args.fidelity == "analytical" else "unfused"))
-    if args.sparsity:
-        wl = wl.with_sparsity(*args.sparsity)
-    mode = "search" if args.cmd == "map" else args.mapping
-    res = archsim.evaluate(acc, wl, fidelity=args.fidelity, objective=args.objective,
-                           mapping=mode, constraints=args.constraints, refine=args.refine)
+    from archsim.run_cmd import build_workload, evaluate_checked
+
+    wl = build_workload(args, acc)
+    res = evaluate_checked(args, acc, wl)
     mem = res.extra.get("memory")
-    if mem and not mem["fits"]:
+    if mem and mem["fits"] is False:
         print(f"warning: {wl.name} ({wl.phase}) needs {mem['resident_bytes'] / 1e9:.4g} GB "
               f"resident (weights, KV cache, training state) but {acc.name} has "
               f"{mem['capacity_bytes'] / 1e9:.4g} GB of off-chip memory; the result assumes "
@@ -254,8 +221,9 @@ def _validation(args: argparse.Namespace) -> int:
             plot_name = os.path.relpath(args.plot, os.path.dirname(os.path.abspath(args.out)))
     text = v.render_markdown(comps, gaps, plot_name)
     if args.out:
-        with open(args.out, "w") as fh:
-            fh.write(text)
+        from archsim.cli_common import write_text_atomic
+
+        write_text_atomic(args.out, text, "--out")
     bad = [c for c in comps if not c.ok]
     for c in bad:
         print(f"OUT OF TOLERANCE: {c.family} {c.design} {c.figure}: ours {c.ours:.4g} vs "

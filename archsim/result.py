@@ -98,9 +98,7 @@ class Result:
     def table(self, max_ops: int = 40) -> str:
         """A readable report: summary, per-op table (largest ops first if truncated),
         energy and area breakdowns."""
-        lines = [
-            f"design   {self.design}",
-            f"workload {self.workload} ({self.phase}), fidelity {self.fidelity}",
+        lines = self._header() + [
             f"latency  {_t(self.latency_s)}   ({self.cycles:,} cycles @ {self.clock_hz / 1e6:g} MHz)",
             f"energy   {_e(self.energy_j)}   power {self.power_w:.3g} W",
             f"area     {self.area_mm2:.4g} mm2",
@@ -114,7 +112,10 @@ class Result:
             lines.append(f"devices  {self.extra['devices']} (tensor parallel: energy and area of "
                          f"all devices; the op table is one device's shard)")
         mem = self.extra.get("memory")
-        if mem:
+        if mem and mem.get("capacity_bytes") is None:
+            lines.append(f"memory   {mem['resident_bytes'] / 1e9:.4g} GB resident; capacity "
+                         f"not checked (the design gives no memory.capacity_gb)")
+        elif mem:
             verdict = "fits" if mem["fits"] else "DOES NOT FIT"
             lines.append(f"memory   {mem['resident_bytes'] / 1e9:.4g} GB resident of "
                          f"{mem['capacity_bytes'] / 1e9:.4g} GB ({verdict})")
@@ -166,12 +167,39 @@ class Result:
         return "\n".join(lines)
 
 
+    def _header(self) -> list[str]:
+        """Design and workload lines: with the provenance (``extra["provenance"]``, set by
+        the CLI) they name the ``--set`` overrides, batch, seq/context, formats, tp,
+        sparsity, fidelity and mapping mode."""
+        p = self.extra.get("provenance")
+        if not p:
+            return [f"design   {self.design}",
+                    f"workload {self.workload} ({self.phase}), fidelity {self.fidelity}"]
+        sets = "".join(f" --set {o}" for o in p.get("overrides", []))
+        parts = [f"{self.workload} ({self.phase})", f"batch {p.get('batch')}"]
+        if p.get("seq") and self.phase != "decode":     # decode: one new token per step
+            parts.append(f"seq {p['seq']}")
+        if p.get("context"):
+            parts.append(f"context {p['context']}")
+        fmt = f"{p.get('a_format') or 'model'}/{p.get('w_format') or 'model'}"
+        src = {"design": " (design's native)", "model": " (model's own)"}.get(
+            p.get("formats_from", ""), "")
+        parts.append(f"formats {fmt}{src}")
+        if p.get("tp", 1) != 1:
+            parts.append(f"tp {p['tp']}")
+        if p.get("sparsity"):
+            parts.append(f"sparsity {p['sparsity']}")
+        return [f"design   {self.design}{sets}",
+                f"workload {', '.join(parts)}",
+                f"run      fidelity {self.fidelity}, mapping {p.get('mapping')}, objective "
+                f"{p.get('objective')}"]
+
     def mapping_table(self) -> str:
         """Per-op mapping table: unit, dataflow, tiling, utilisation, latency, energy."""
         hdr = (f"{'op':<30} {'unit':<8} {'dataflow':<9} {'util':>6} {'latency':>10} "
                f"{'energy':>10}  mapping")
-        lines = [f"{self.design}: {self.workload} ({self.phase}), latency {_t(self.latency_s)}, "
-                 f"energy {_e(self.energy_j)}", hdr, "-" * len(hdr)]
+        lines = [*self._header(), f"latency  {_t(self.latency_s)}, energy "
+                 f"{_e(self.energy_j)}", hdr, "-" * len(hdr)]
         for o in self.ops:
             lines.append(f"{o.name[:30]:<30} {o.unit[:8]:<8} {o.dataflow[:9]:<9} "
                          f"{o.utilization:>6.1%} {_t(o.latency_s):>10} {_e(o.energy_j):>10}  "

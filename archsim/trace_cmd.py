@@ -19,26 +19,22 @@ import json
 import os
 import sys
 import tempfile
-from typing import Any, NoReturn
+from typing import Any
 
-from workloads.errors import ArchsimError, ConfigError, Problem, WorkloadError
+from archsim.cli_common import Parser as _Parser
+from archsim.cli_common import atomic_output, check_output_path, guarded
+from archsim.cli_common import non_empty as _non_empty
+from archsim.cli_common import positive_int as _positive_int
+from workloads.errors import ConfigError, Problem, WorkloadError
 
-__all__ = ["main", "build_parser", "trace"]
+__all__ = ["main", "build_parser", "trace", "estimate_tasks", "DEFAULT_MAX_EVENTS"]
 
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # one line, exit 2
-        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
-
-
-def _positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {v}")
-    return v
+#: Default event budget of a trace: at ~220 bytes of JSON per event (below) 2 M events
+#: are ~450 MB, about the most Perfetto's browser UI loads.
+DEFAULT_MAX_EVENTS = 2_000_000
+#: Bytes of JSON per event, for the size estimate in messages: gpt2-small --seq 64 on
+#: tpu_like wrote 170,448 events in 37,992,636 bytes (223 B/event).
+BYTES_PER_EVENT = 220
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -51,23 +47,49 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seq", type=_positive_int)
     p.add_argument("--context", type=_positive_int)
     p.add_argument("--tp", type=_positive_int, default=1, help="tensor-parallel devices")
-    p.add_argument("--a-format", help="activation number format (e.g. fp16, int8)")
-    p.add_argument("--w-format", help="weight number format (e.g. int4)")
+    p.add_argument("--a-format", type=_non_empty, help="activation number format (e.g. fp16, int8)")
+    p.add_argument("--w-format", type=_non_empty, help="weight number format (e.g. int4)")
     p.add_argument("--set", dest="overrides", action="append", default=[],
                    metavar="KEY=VALUE", help="override a config value (repeatable)")
     p.add_argument("--op", help="only ops whose name contains this substring")
     p.add_argument("--out", required=True, help="output .json file")
-    p.add_argument("--max-events", type=_positive_int, default=2_000_000,
-                   help="keep at most this many task events in total (earliest first)")
+    p.add_argument("--max-events", type=_positive_int, default=None,
+                   help=f"keep at most this many task events in total (earliest first); "
+                   f"without it a trace estimated above {DEFAULT_MAX_EVENTS:,} events is "
+                   f"refused before it starts")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     return p
+
+
+def estimate_tasks(chosen: list[Any]) -> int:
+    """Simulator tasks (an upper bound on trace events) of the assignments ``chosen``: each
+    distinct (unit, op shape, mapping) is lowered once — layers repeat (Llama-2-7B: 451 ops,
+    a few dozen shapes)."""
+    import dataclasses
+
+    memo: dict[Any, int] = {}
+    total = 0
+    for a in chosen:
+        key = (a.unit.name, dataclasses.replace(a.op, name=""), repr(a.mapping))
+        if key not in memo:
+            try:
+                memo[key] = a.unit.lower(a.op, a.mapping).graph.num_tasks
+            except NotImplementedError as exc:
+                raise ConfigError(Problem(f"{exc}; 'archsim trace' needs cycle fidelity",
+                                          f"units.{a.unit.name}")) from None
+        total += memo[key]
+    return total
 
 
 def trace(config: str, model: str, out: str, *, phase: str | None = None, batch: int = 1,
           seq: int | None = None, context: int | None = None, tp: int = 1,
           a_format: str | None = None, w_format: str | None = None,
           overrides: list[str] | None = None, op_filter: str | None = None,
-          max_events: int = 2_000_000) -> dict[str, Any]:
-    """Write the trace; returns a summary (ops, events, total simulated seconds)."""
+          max_events: int | None = None, progress: bool | None = None) -> dict[str, Any]:
+    """Write the trace; returns a summary (ops, events, total simulated seconds).
+
+    ``max_events`` None: refuse (WorkloadError, with the estimate) a trace estimated above
+    :data:`DEFAULT_MAX_EVENTS`; a number: keep that many events and drop the rest."""
     import archsim
     import sim
     from mapper import map_workload
@@ -80,6 +102,18 @@ def trace(config: str, model: str, out: str, *, phase: str | None = None, batch:
     if not chosen:
         raise WorkloadError(Problem(f"no op of {wl.name} has {op_filter!r} in its name",
                                     "--op"))
+    if max_events is None:
+        n_est = estimate_tasks(chosen)
+        if n_est > DEFAULT_MAX_EVENTS:
+            raise WorkloadError(Problem(
+                f"tracing {len(chosen)} ops of {wl.name} on {acc.name} would record ~{n_est:,} "
+                f"task events (~{n_est * BYTES_PER_EVENT / 1e6:,.0f} MB of JSON); expected at "
+                f"most {DEFAULT_MAX_EVENTS:,}: pick ops with --op SUBSTRING, lower --seq or "
+                f"--batch, or accept a truncated trace with --max-events N", "--model"))
+        max_events = DEFAULT_MAX_EVENTS
+    from archsim.explore.run import Progress
+
+    prog = Progress(len(chosen), progress, what="ops")
     events: list[dict[str, Any]] = [{"ph": "M", "pid": 0, "name": "process_name",
                                      "args": {"name": f"archsim {acc.name} / {wl.name}"}}]
     tracks: dict[str, int] = {}
@@ -118,35 +152,27 @@ def trace(config: str, model: str, out: str, *, phase: str | None = None, batch:
                 events.append(e)
                 n_events += 1
             t0_us += stats.makespan_s * 1e6
+            prog.update(1)
     for name, tid in tracks.items():
         events.append({"ph": "M", "pid": 0, "tid": tid, "name": "thread_name",
                        "args": {"name": name}})
-    try:
-        with open(out, "w", encoding="utf-8") as f:
-            json.dump({"traceEvents": events, "displayTimeUnit": "ns"}, f)
-    except OSError as exc:
-        raise ConfigError(Problem(f"cannot write {out}: {exc.strerror}", "--out")) from None
+    with atomic_output(out, "--out") as tmp_out, open(tmp_out, "w", encoding="utf-8") as f:
+        json.dump({"traceEvents": events, "displayTimeUnit": "ns"}, f)
     return {"ops": len(chosen), "events": n_events, "latency_s": t0_us * 1e-6, "out": out}
 
 
 def main(argv: list[str]) -> int:
     """``archsim trace`` entry point; returns the exit code (ArchsimError propagates)."""
     args = build_parser().parse_args(argv)
-    d = os.path.dirname(os.path.abspath(args.out))
-    if not os.path.isdir(d):
-        raise ConfigError(Problem(f"cannot write {args.out}: no directory {d}", "--out"))
+    check_output_path(args.out, "--out")
     s = trace(args.config, args.model, args.out, phase=args.phase, batch=args.batch,
               seq=args.seq, context=args.context, tp=args.tp, a_format=args.a_format,
               w_format=args.w_format, overrides=args.overrides, op_filter=args.op,
-              max_events=args.max_events)
+              max_events=args.max_events, progress=False if args.quiet else None)
     print(f"wrote {s['events']} task events of {s['ops']} ops "
           f"({s['latency_s'] * 1e3:.3f} ms simulated) to {s['out']}")
     return 0
 
 
 if __name__ == "__main__":   # python -m archsim.trace_cmd ...
-    try:
-        sys.exit(main(sys.argv[1:]))
-    except ArchsimError as exc:
-        print(exc.render(), file=sys.stderr)
-        sys.exit(2)
+    sys.exit(guarded(lambda: main(sys.argv[1:])))

@@ -208,8 +208,7 @@ def map_workload(acc: Accelerator, workload: Workload, objective: str = "latency
                                         f"{workload.name}:{op.name}"))
         cand.append(got)
     if problems:
-        raise MappingError(problems[:5] + ([Problem(f"... and {len(problems) - 5} more ops")]
-                                           if len(problems) > 5 else []))
+        raise _op_problems(problems)
     index = {op.name: i for i, op in enumerate(ops)}
     edges = tuple((index[a], index[b], float(d.get("bytes", 0.0)))
                   for a, b, d in workload.graph.edges(data=True))
@@ -232,3 +231,24 @@ def _constraints(constraints: Any, acc: Accelerator) -> Any:
     if problems:
         raise MappingError(problems)
     return cons
+
+
+def _op_problems(problems: list[Problem], shown: int = 5) -> MappingError:
+    """One error for every op that cannot run: ops failing for the same reason are one line
+    (``first op (and N more ops): reason``); at most ``shown`` reasons, the headline counts
+    every op."""
+    groups: dict[tuple[str, str | None, int | None], list[Problem]] = {}
+    for p in problems:
+        groups.setdefault((p.message, p.file, p.line), []).append(p)
+    lines = []
+    for (msg, file, line), ps in list(groups.items())[:shown]:
+        more = f" (and {len(ps) - 1} more ops)" if len(ps) > 1 else ""
+        lines.append(Problem(msg, ps[0].path + more, file, line))
+    rest = list(groups.values())[shown:]
+    if rest:
+        n = sum(len(ps) for ps in rest)
+        lines.append(Problem(f"{n} more ops fail for {len(rest)} other reasons"))
+    n_ops = len(problems)
+    if len(lines) == 1:
+        return MappingError(lines)
+    return MappingError(lines, summary=f"{n_ops} ops cannot run")

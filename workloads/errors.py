@@ -49,19 +49,22 @@ class ArchsimError(Exception):
 
     kind = "error"
 
-    def __init__(self, problems: list[Problem] | Problem | str) -> None:
+    def __init__(self, problems: list[Problem] | Problem | str,
+                 summary: str | None = None) -> None:
         if isinstance(problems, str):
             problems = [Problem(problems)]
         elif isinstance(problems, Problem):
             problems = [problems]
         self.problems: tuple[Problem, ...] = tuple(problems)
+        self.summary = summary
         super().__init__(self.render())
 
     def render(self) -> str:
-        """All problems, one per line, prefixed by the error kind."""
-        if len(self.problems) == 1:
+        """All problems, one per line, prefixed by the error kind (and by ``summary``, the
+        headline, when the problems shown stand for more than themselves)."""
+        if len(self.problems) == 1 and self.summary is None:
             return f"{self.kind}: {self.problems[0]}"
-        lines = [f"{self.kind}: {len(self.problems)} problems"]
+        lines = [f"{self.kind}: {self.summary or f'{len(self.problems)} problems'}"]
         lines += [f"  {p}" for p in self.problems]
         return "\n".join(lines)
 

@@ -56,6 +56,18 @@ _FAMILY_BY_ARCH = {"LlamaForCausalLM": "llama", "MistralForCausalLM": "llama",
 _GELU = ("gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh", "quick_gelu")
 
 
+#: Largest value accepted per key: ~8x beyond the largest published decoder, so that a
+#: typo (10**7 layers) is refused before a graph of tens of millions of ops is built.
+#: Largest published (2024-25): 126 layers (Llama 3.1 405B), width 18,432 (Nemotron-4
+#: 340B), 128 heads, FFN 73,728 (Nemotron-4 340B), vocabulary 262,144 (Gemma 3), context
+#: 10 M tokens (Llama 4 Scout).
+_MAX = {"num_hidden_layers": 1024, "n_layer": 1024,
+        "hidden_size": 2**18, "n_embd": 2**18, "word_embed_proj_dim": 2**18, "head_dim": 2**14,
+        "num_attention_heads": 4096, "n_head": 4096, "num_key_value_heads": 4096,
+        "intermediate_size": 2**20, "n_inner": 2**20, "ffn_dim": 2**20,
+        "vocab_size": 2**22, "max_position_embeddings": 2**27, "n_positions": 2**27}
+
+
 class _Reader:
     """Typed access to config keys, collecting problems instead of stopping at the first."""
 
@@ -77,6 +89,11 @@ class _Reader:
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
             self._bad(key, f"expected an int >= 1, got {v!r}")
             return 1
+        hi = _MAX.get(key)
+        if hi is not None and v > hi:
+            self._bad(key, f"expected an int <= {hi:,} (far beyond any published model), "
+                      f"got {v:,}")
+            return 1
         return v
 
     def bool(self, key: str, default: bool) -> bool:
@@ -96,14 +113,23 @@ class _Reader:
 
 def _load(path: Path) -> dict[str, Any]:
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except OSError as e:
         raise WorkloadError(Problem(f"cannot read the file: {e.strerror or e}", "", str(path))
                             ) from None
     try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise WorkloadError(Problem(f"not a text file (byte 0x{raw[e.start]:02x} at offset "
+                                    f"{e.start} is not UTF-8); expected a Hugging Face "
+                                    f"config.json", "", str(path))) from None
+    try:
         cfg = json.loads(text)
     except json.JSONDecodeError as e:
         raise WorkloadError(Problem(f"invalid JSON: {e.msg}", "", str(path), e.lineno)) from None
+    except RecursionError:
+        raise WorkloadError(Problem("JSON nested too deeply; expected a flat config.json", "",
+                                    str(path))) from None
     if not isinstance(cfg, dict):
         raise WorkloadError(Problem("expected a JSON object at the top level", "", str(path)))
     return cfg

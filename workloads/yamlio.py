@@ -8,6 +8,7 @@ error (PyYAML silently keeps the last one).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,8 @@ import yaml
 
 from workloads.errors import Problem
 
-__all__ = ["LocDict", "LocList", "load_yaml", "read_yaml", "parse_yaml_text", "line_of"]
+__all__ = ["LocDict", "LocList", "load_yaml", "read_yaml", "parse_yaml_text", "parse_value",
+           "line_of", "MAX_DEPTH"]
 
 
 class LocDict(dict):
@@ -77,6 +79,49 @@ def _construct_sequence(loader: _StrictLoader, node: yaml.SequenceNode) -> LocLi
     return out
 
 
+#: Nesting depth (mappings + sequences) beyond which a document is refused. Real configs
+#: nest < 10 levels; PyYAML's recursive composer would otherwise hit Python's recursion
+#: limit (~1,000 frames, several per level) and die with a RecursionError.
+MAX_DEPTH = 100
+
+# YAML 1.1 (PyYAML's resolver) reads ``1e3`` and ``4.5e2`` as strings: its float pattern
+# demands a dot and a signed exponent. YAML 1.2 and JSON read them as numbers, and so do
+# users; this is the YAML 1.2 core-schema float pattern (plus YAML 1.1's forms).
+_FLOAT_RE = re.compile(r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+    |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
+    |\.[0-9_]+(?:[eE][-+]?[0-9]+)?
+    |[-+]?\.(?:inf|Inf|INF)
+    |\.(?:nan|NaN|NAN))$""", re.X)
+
+_StrictLoader.yaml_implicit_resolvers = {
+    k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:float"]
+    for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+_StrictLoader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT_RE,
+                                    list("-+0123456789."))
+
+
+def _compose_node(self: _StrictLoader, parent: Any, index: Any) -> Any:
+    """PyYAML's composer with a depth limit (a ``Problem`` instead of a RecursionError)."""
+    self.depth = getattr(self, "depth", 0) + 1
+    try:
+        if self.depth > MAX_DEPTH:
+            mark = self.peek_event().start_mark
+            raise yaml.YAMLError(_DepthMark(mark))
+        return yaml.composer.Composer.compose_node(self, parent, index)
+    finally:
+        self.depth -= 1
+
+
+class _DepthMark:
+    """Carries the line of the too-deep node through ``yaml.YAMLError``."""
+
+    def __init__(self, mark: Any) -> None:
+        self.problem_mark = mark
+        self.problem = (f"nested more than {MAX_DEPTH} levels deep; expected a config of a "
+                        f"few levels")
+
+
+_StrictLoader.compose_node = _compose_node  # type: ignore[assignment,method-assign]
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
 
@@ -89,6 +134,8 @@ def parse_yaml_text(text: str, filename: str | None = None) -> tuple[Any, list[P
     try:
         data = loader.get_single_data()
     except yaml.YAMLError as exc:
+        if exc.args and isinstance(exc.args[0], _DepthMark):
+            exc = exc.args[0]  # type: ignore[assignment]
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
         msg = getattr(exc, "problem", None) or str(exc)
@@ -98,15 +145,45 @@ def parse_yaml_text(text: str, filename: str | None = None) -> tuple[Any, list[P
     return data, loader.problems
 
 
+def parse_value(text: str) -> Any:
+    """Parse one ``--set`` value the way the config files are parsed (YAML flow syntax with
+    the same number rules: ``1e3`` is a float); text that is not valid YAML stays a string."""
+    loader = _StrictLoader(text)
+    loader.problems = []
+    loader.filename = "--set"
+    try:
+        data = loader.get_single_data()
+    except yaml.YAMLError:
+        return text
+    finally:
+        loader.dispose()
+    return _plain(data)
+
+
+def _plain(x: Any) -> Any:
+    if isinstance(x, dict):
+        return {k: _plain(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_plain(v) for v in x]
+    return x
+
+
 def read_yaml(path: str | Path, error_type: type[Exception]) -> tuple[Any, list[Problem]]:
     """Read a YAML file strictly: (data, problems). Raises ``error_type`` only when the
     file cannot be read or parsed; duplicate keys are returned as problems (the first
     value is kept) so that callers can report them with every other problem."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        raw = p.read_bytes()
     except OSError as exc:
         raise error_type([Problem(f"cannot read file: {exc.strerror or exc}", "", str(path))]) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise error_type([Problem(f"not a text file (byte 0x{raw[exc.start]:02x} at offset "
+                                  f"{exc.start} is not UTF-8); expected a YAML file",
+                                  "", str(path), line)]) from None
     data, problems = parse_yaml_text(text, str(path))
     if data is None and problems:
         raise error_type(problems)

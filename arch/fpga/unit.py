@@ -235,6 +235,10 @@ class NmSparseFpga(Unit[DataflowMapping]):
         return rs.exceeded(self.resources_used, self.part_resources, self.spec.max_utilization)
 
     # ---- capability --------------------------------------------------------------------
+    def native_formats(self) -> tuple[str, ...]:
+        """The multiplier's format (narrower ones of the same kind also run)."""
+        return (self.spec.mac_format.name,)
+
     def supports(self, op: Op) -> str | None:
         fit = self.fit_problems()
         if fit:

@@ -36,11 +36,12 @@ class PowerSpec:
                                      "power.limit)", unit="W", min=0, min_exclusive=True)
     vf_mhz: tuple[float, ...] = param(doc="clock points of the voltage-frequency curve, "
                                           "ascending; the last is the top clock", unit="MHz")
-    vf_volts: tuple[float, ...] = param(doc="core voltage at each vf_mhz point", unit="V")
+    vf_volts: tuple[float, ...] = param(doc="core voltage at each vf_mhz point", unit="V",
+                                        min=0.2, max=2.0)   # CMOS logic cores: ~0.5-1.2 V
     active_pj_per_cycle: float = param(
         doc="whole-chip energy per SM clock while a kernel runs, at the top voltage (clock "
             "tree, warp schedulers, instruction fetch/decode, crossbar, leakage above idle); "
-            "fitted", unit="pJ", min=0)
+            "fitted", unit="pJ", min=0, max=1e7)   # 1e7 pJ x 2 GHz = 20 kW: far above a board
     core_energy_scale: float = param(
         1.0, doc="multiplier on the bottom-up (energy/ library) energies of the on-chip "
                  "actions (MMA, register file, shared memory, L2, CUDA cores) at the top "

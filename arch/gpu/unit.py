@@ -392,8 +392,11 @@ class TensorCoreGpu(Unit[GpuMapping]):
                 pt = solve_clock(pw, s.static_power_w, max(c.sm_s, c.l2_s), c.hbm_s, e_core,
                                  e_mem, *self.power_window)
                 return c.launch_s + pt.body_s
-        r = gemm_time(s, shape, plan, tiles=(tile,) if tile else None, splits=splits,
-                      launch=launch, rank=rank)
+        try:
+            r = gemm_time(s, shape, plan, tiles=(tile,) if tile else None, splits=splits,
+                          launch=launch, rank=rank)
+        except ValueError as exc:   # no CTA tile fits this SM's shared memory / registers
+            return infeasible(op, self.name, str(exc), self.clock_hz)
         return plan, r, fused, sparse
 
     def _estimate_gemm(self, op: Gemm | Conv2d, df: str, tile: tuple[int, int, int] | None,

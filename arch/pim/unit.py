@@ -180,6 +180,10 @@ class DramPim(Unit[DataflowMapping]):
     def dataflows(self) -> tuple[str, ...]:
         return ("pim_gemv", "asic")
 
+    def native_formats(self) -> tuple[str, ...]:
+        """The multiplier's format (narrower ones of the same kind also run)."""
+        return (self.spec.mac_format.name,)
+
     def supports(self, op: Op) -> str | None:
         why = fused_attention_problem(op, self.kind)
         if why:

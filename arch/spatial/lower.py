@@ -64,6 +64,7 @@ import numpy as np
 
 from arch.base import Estimate, SimInput, ceil_div
 from arch.spatial.folds import fold_cycles
+from workloads.errors import Problem, WorkloadError
 from workloads.ops import Conv2d, Gemm, Op
 
 if TYPE_CHECKING:
@@ -76,6 +77,10 @@ __all__ = ["lower_op", "fold_table", "FoldTable", "CHUNKS", "MAX_GROUPS", "RESOL
 CHUNKS = 16
 #: Upper bound on fold groups of one op (each group is 1 + 3 * CHUNKS tasks).
 MAX_GROUPS = 2048
+#: Most folds of one GEMM the lowering tabulates (~20 float64/int64 arrays of this length,
+#: ~160 bytes per fold: 4 M folds ~ 0.7 GB at peak). Larger ops are refused with a message
+#: (the analytical estimate has no such limit).
+MAX_FOLDS = 4_000_000
 #: Graph ticks per array cycle: the engine rounds each bandwidth transfer up to whole ticks,
 #: so at 1 tick/cycle thousands of short transfers would add up; 16 keeps the rounding of a
 #: memory-bound op under 1/16 cycle per task. ``Unit.simulate`` converts back.
@@ -139,6 +144,11 @@ def fold_table(dataflow: str, g: Gemm, rows: int, cols: int, part_elems: float,
     else:                       # is: r: k-tiles, c: m-tiles
         tr, tc = _tiles(k, rows), _tiles(m, cols)
     fr, fc = tr.size, tc.size
+    if fr * fc > MAX_FOLDS:     # refuse before ~20 arrays of fr*fc float64 are allocated
+        raise WorkloadError(Problem(
+            f"the cycle-level lowering of {g.name} ({m}x{n}x{k}) on a {rows}x{cols} array has "
+            f"{fr * fc:,} folds (~{fr * fc * 160 / 1e9:,.1f} GB to build); expected at most "
+            f"{MAX_FOLDS:,}: use --fidelity analytical or a smaller shape", "--fidelity"))
     r = np.tile(tr, fc).astype(np.float64)        # loop order: c outer, r inner
     c = np.repeat(tc, fr).astype(np.float64)
     i = np.tile(np.arange(fr), fc)

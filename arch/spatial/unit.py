@@ -140,6 +140,10 @@ class SpatialArray(Unit[SpatialMapping]):
     def loop_nest(self, op: Op) -> Any | None:
         return self.arch_params(op) if op.is_matrix else None
 
+    def native_formats(self) -> tuple[str, ...]:
+        """The PE multiplier's format (narrower ones of the same kind also run)."""
+        return (self.spec.mac_format.name,)
+
     def supports(self, op: Op) -> str | None:
         why = fused_attention_problem(op, self.kind)
         if why:

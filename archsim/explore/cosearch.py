@@ -366,12 +366,14 @@ def write_outputs(res: CosearchResult, out: str | Path) -> list[Path]:
     """``summary.txt``, ``pareto.csv``, ``best.csv`` and ``pareto.png``/``.svg`` in ``out``."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    from archsim.cli_common import atomic_output, write_text_atomic
+
     files = [out / "summary.txt"]
-    files[0].write_text(res.summary() + "\n")
+    write_text_atomic(files[0], res.summary() + "\n", "--out")
     for which in ("pareto", "best"):
         rows = res.table(which)
         p = out / f"{which}.csv"
-        with open(p, "w", newline="") as fh:
+        with atomic_output(p, "--out") as tmp, open(tmp, "w", newline="") as fh:
             cols = list(dict.fromkeys(k for r in rows for k in r))
             w = csv.DictWriter(fh, cols, lineterminator="\n")
             w.writeheader()

@@ -14,6 +14,7 @@ import csv
 import dataclasses
 import hashlib
 import importlib
+import inspect
 import json
 import math
 import sys
@@ -334,10 +335,15 @@ def _accuracies(acc: AccuracySpec, nets: list[dict[str, Any]], base_dir: Path, b
     out = []
     for d in nets:
         try:
-            a = float(fn(d))
+            r = fn(d)
         except ArchsimError as exc:
             b.problem(exc.problems[0].message, path, task, "accuracy")
             return []
+        if isinstance(r, bool) or not isinstance(r, (int, float)):
+            b.problem(f"the accuracy predictor returned {r!r} for {network_label(d)}; "
+                      f"expected a number", path, task, "accuracy")
+            return []
+        a = float(r)
         if not math.isfinite(a):
             b.problem(f"accuracy of {network_label(d)} is {a}", path, task, "accuracy")
             return []
@@ -367,6 +373,16 @@ def accuracy_predictor(acc: AccuracySpec, base_dir: str | Path = "."
         fn = getattr(mod, fn_name, None)
         if not callable(fn):
             raise SpecError(Problem(f"{mod_name!r} has no function {fn_name!r}", "python"))
+        try:
+            sig = inspect.signature(fn)
+        except (TypeError, ValueError):   # a builtin without a signature: trust it
+            return fn
+        try:
+            sig.bind({})
+        except TypeError:
+            raise SpecError(Problem(f"{acc.python} has signature {fn_name}{sig}; expected a "
+                                    f"function of one argument (the network's parameter "
+                                    f"dict) returning the accuracy", "python")) from None
         return fn
     path = base_dir / str(acc.csv)
     try:

@@ -64,8 +64,7 @@ def plot_pareto(db: str | Path, objectives: Sequence[str], out: str | Path,
     ax.legend(fontsize=8)
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
-    out = Path(out)
-    fig.savefig(out)
+    out = _savefig(fig, out)
     plt.close(fig)
     return out
 
@@ -80,13 +79,26 @@ def _plt() -> Any:
     return plt
 
 
+def _savefig(fig: Any, out: str | Path, flag: str = "-o") -> Path:
+    """Save ``fig`` to ``out`` atomically (temp name, then rename); the format follows the
+    suffix, which must be one of :data:`archsim.cli_common.PLOT_SUFFIXES` (matplotlib would
+    otherwise append ``.png`` and write a file under a different name)."""
+    from archsim.cli_common import PLOT_SUFFIXES, atomic_output, check_output_path
+
+    out = check_output_path(out, flag, PLOT_SUFFIXES)
+    with atomic_output(out, flag) as tmp:
+        fig.savefig(tmp, format=out.suffix[1:].lower())
+    return out
+
+
 def _save(fig: Any, out: str | Path) -> Path:
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
-    fig.savefig(out)
-    _plt().close(fig)
-    return out
+    try:
+        return _savefig(fig, out)
+    finally:
+        _plt().close(fig)
 
 
 def plot_op_breakdown(result: Result, out: str | Path, top: int = 25) -> Path:
@@ -200,6 +212,23 @@ def heatmap_table(rows: Sequence[Mapping[str, Any]], x: str, y: str, metric: str
     return xs, ys, table
 
 
+def _check_axes(rows: Sequence[Mapping[str, Any]], axes: Sequence[tuple[str, str]],
+                db: str | Path) -> None:
+    """Raise (naming the flag and listing the store's axes) if an axis key is in no row."""
+    import json as _json
+
+    from workloads.errors import Problem, SpecError
+
+    have: dict[str, None] = {}
+    for r in rows:
+        p = _json.loads(r["point"]) if isinstance(r["point"], str) else r["point"]
+        have.update(dict.fromkeys(p))
+    problems = [Problem(f"no axis {key!r} in {db}; its axes: {', '.join(have) or '(none)'}",
+                        flag) for flag, key in axes if key not in have]
+    if problems:
+        raise SpecError(problems)
+
+
 def _sortkey(v: Any) -> tuple[int, Any]:
     return (0, v) if isinstance(v, (int, float)) else (1, str(v))
 
@@ -215,7 +244,13 @@ def plot_heatmap(db: str | Path, x: str, y: str, metric: str, out: str | Path,
     plt = _plt()
     with ResultStore(db, readonly=True) as st:
         rows = st.rows(hashes=hashes)
+    _check_axes(rows, (("--x", x), ("--y", y)), db)
     xs, ys, table = heatmap_table(rows, x, y, metric, constraints, reduce)
+    if not xs or not ys:
+        from workloads.errors import ArchsimError, Problem
+
+        raise ArchsimError(Problem(f"no feasible design with a {metric} value to plot over "
+                                   f"{x} and {y}", "", str(db)))
     fig, ax = plt.subplots(figsize=(1.0 + 0.8 * max(1, len(xs)), 1.2 + 0.55 * max(1, len(ys))))
     a = np.array(table, dtype=float) if table else np.zeros((0, 0))
     if a.size:
@@ -278,6 +313,7 @@ def plot_main(argv: list[str] | None = None) -> int:
     import argparse
     import sys
 
+    from archsim.cli_common import positive_int
     from workloads.errors import ArchsimError
 
     ap = argparse.ArgumentParser(prog="archsim plot", description="Plots of sweeps and of "
@@ -298,21 +334,25 @@ def plot_main(argv: list[str] | None = None) -> int:
         q.add_argument("config", help="config path or reference design name")
         q.add_argument("--model", required=True, help="zoo model or HF config.json")
         q.add_argument("--phase")
-        q.add_argument("--batch", type=int, default=1)
-        q.add_argument("--seq", type=int)
-        q.add_argument("--context", type=int)
+        q.add_argument("--batch", type=positive_int, default=1)
+        q.add_argument("--seq", type=positive_int)
+        q.add_argument("--context", type=positive_int)
         q.add_argument("--a-format")
         q.add_argument("--w-format")
         q.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
         if name == "breakdown":
             q.add_argument("--by", choices=("op", "component"), default="op")
-            q.add_argument("--top", type=int, default=25, help="ops shown (the rest summed)")
+            q.add_argument("--top", type=positive_int, default=25, help="ops shown (the rest summed)")
     for q in (pp, hp, *sub.choices.values()):
         if not any(a.dest == "output" for a in q._actions):
             q.add_argument("-o", "--output", action="append", required=True,
                            help="output file (.png/.svg/.pdf); may repeat")
     args = ap.parse_args(argv)
+    from archsim.cli_common import PLOT_SUFFIXES, check_output_path
+
     try:
+        for out in args.output:     # every output is checked before any work starts
+            check_output_path(out, "-o", PLOT_SUFFIXES)
         for out in args.output:
             _plot_one(args, out)
             print(f"wrote {out}")

@@ -16,15 +16,17 @@ import argparse
 import json
 import math
 import os
+import signal
 import sys
+import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from archsim.explore.spec import METRICS, SweepSpec, Task, load_spec
-from archsim.explore.store import ResultStore, Row
+from archsim.explore.store import ResultStore, Row, owner_id
 from workloads.errors import ArchsimError
 
 __all__ = ["SweepReport", "run_sweep", "run_tasks", "evaluate_tasks", "sweep_main",
@@ -40,6 +42,7 @@ class SweepReport:
     total: int = 0          # tasks in the sweep
     skipped: int = 0        # already in the store (resumed)
     evaluated: int = 0      # evaluated by this call
+    elsewhere: int = 0      # evaluated meanwhile by another driver on the same store
     errors: int = 0         # of those, stored as status='error'
     elapsed_s: float = 0.0
     hashes: list[str] = field(default_factory=list)   # every task hash of the sweep
@@ -133,11 +136,22 @@ def evaluate_tasks(tasks: list[Task], with_json: bool = True,
 
 # ---- progress ---------------------------------------------------------------------------------
 class Progress:
-    """A one-line progress report with rate and ETA on stderr."""
+    """Progress with rate and ETA on stderr: a redrawn bar on a terminal; off a terminal
+    (logs, CI) one plain line every :attr:`LOG_EVERY_S` seconds once the run has taken
+    longer than :attr:`QUIET_FOR_S`. ``enabled=False`` (``--no-progress``) silences it,
+    ``None`` means "bar on a terminal, lines elsewhere"."""
 
-    def __init__(self, total: int, enabled: bool, stream: Any = None) -> None:
-        self.total, self.enabled = total, enabled
+    QUIET_FOR_S = 5.0
+    LOG_EVERY_S = 10.0
+
+    def __init__(self, total: int, enabled: bool | None, stream: Any = None,
+                 what: str = "pts") -> None:
+        self.total = total
+        self.what = what
         self.stream = stream or sys.stderr
+        self.enabled = enabled is not False
+        isatty = getattr(self.stream, "isatty", None)
+        self.tty = bool(enabled) if enabled is not None else bool(isatty and isatty())
         self.done = 0
         self.t0 = time.perf_counter()
         self.last = 0.0
@@ -145,18 +159,29 @@ class Progress:
     def update(self, n: int, force: bool = False) -> None:
         self.done += n
         now = time.perf_counter()
-        if not self.enabled or (not force and now - self.last < 0.5 and self.done < self.total):
+        el = now - self.t0
+        if not self.enabled:
+            return
+        if self.tty:
+            if not force and now - self.last < 0.5 and self.done < self.total:
+                return
+        elif not force and (el < self.QUIET_FOR_S or now - self.last < self.LOG_EVERY_S):
+            return
+        elif force and el < self.QUIET_FOR_S:
             return
         self.last = now
-        el = now - self.t0
         rate = self.done / el if el > 0 else 0.0
         eta = (self.total - self.done) / rate if rate > 0 else math.inf
         frac = self.done / self.total if self.total else 1.0
-        bar = "#" * int(frac * 30)
-        self.stream.write(f"\r[{bar:<30}] {self.done}/{self.total} {frac:6.1%} "
-                          f"{rate:7.1f} pts/s  ETA {_dur(eta)}   ")
-        if self.done >= self.total:
-            self.stream.write("\n")
+        if self.tty:
+            bar = "#" * int(frac * 30)
+            self.stream.write(f"\r[{bar:<30}] {self.done}/{self.total} {frac:6.1%} "
+                              f"{rate:7.1f} {self.what}/s  ETA {_dur(eta)}   ")
+            if self.done >= self.total:
+                self.stream.write("\n")
+        else:
+            self.stream.write(f"progress: {self.done}/{self.total} ({frac:.1%}), "
+                              f"{rate:.1f} {self.what}/s, ETA {_dur(eta)}\n")
         self.stream.flush()
 
 
@@ -177,14 +202,20 @@ def _chunks(tasks: list[Task], workers: int, chunk: int | None) -> list[list[Tas
 def run_tasks(tasks: list[Task], db: str | Path, *, backend: str = "local",
               workers: int | None = None, scheduler: str | None = None, client: Any = None,
               progress: bool | None = None, chunk: int | None = None,
-              with_json: bool = True, axis_keys: Iterable[str] = ()) -> SweepReport:
-    """Evaluate the tasks not yet in ``db`` and store them; see :func:`run_sweep`."""
+              with_json: bool = False, axis_keys: Iterable[str] = (),
+              poll_s: float = 0.5) -> SweepReport:
+    """Evaluate the tasks not yet in ``db`` and store them; see :func:`run_sweep`.
+
+    Each chunk is *claimed* in the store before it is dispatched, so a second driver on the
+    same store skips it; points claimed by another live driver are waited for (checked every
+    ``poll_s`` seconds) and taken over if that driver dies."""
     if backend not in BACKENDS:
         raise ArchsimError(f"unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}")
     t0 = time.perf_counter()
     workers = workers or os.cpu_count() or 1
     store = ResultStore(db)
     store.add_axes(axis_keys)
+    owner = owner_id()
     done = store.done_hashes()
     seen: set[str] = set()
     todo = []
@@ -193,28 +224,85 @@ def run_tasks(tasks: list[Task], db: str | Path, *, backend: str = "local",
             todo.append(t)
         seen.add(t.hash)
     rep = SweepReport(total=len(seen), skipped=len(seen & done), hashes=[t.hash for t in tasks])
-    prog = Progress(len(todo), sys.stderr.isatty() if progress is None else progress)
+    prog = Progress(len(todo), progress)
 
     def sink(rows: list[Row]) -> None:
         store.put_many(rows)
+        store.refresh_claims(owner)
         rep.evaluated += len(rows)
         rep.errors += sum(r["status"] != "ok" for r in rows)
         prog.update(len(rows))
 
+    def claimed(left: list[Task]) -> Iterator[list[Task]]:
+        for c in _chunks(left, workers, chunk):
+            got = store.claim([t.hash for t in c], owner)
+            mine = [t for t in c if t.hash in got]
+            if mine:
+                yield mine
+
     try:
-        if todo:
-            chunks = _chunks(todo, workers, chunk)
+        left = todo
+        while left:
+            n0 = rep.evaluated
             if backend == "local":
-                _run_local(chunks, workers, with_json, sink)
+                _run_local(claimed(left), workers, with_json, sink)
             else:
-                _run_dask(chunks, workers, scheduler, client, with_json, sink)
+                _run_dask(list(claimed(left)), workers, scheduler, client, with_json, sink)
+            stored = store.done_hashes()
+            left = [t for t in left if t.hash not in stored]
+            if left and rep.evaluated == n0:   # all claimed by another live driver: wait
+                time.sleep(poll_s)
+        rep.elsewhere = len(todo) - rep.evaluated
+        if rep.elsewhere:
+            prog.update(rep.elsewhere, force=True)
     finally:
-        store.close()
+        try:
+            store.release(owner)
+        finally:
+            store.close()
     rep.elapsed_s = time.perf_counter() - t0
     return rep
 
 
-def _run_local(chunks: list[list[Task]], workers: int, with_json: bool,
+def _worker_init(parent_pid: int) -> None:
+    """Pool-worker start-up: Ctrl-C belongs to the driver (which stops the pool), and a
+    worker never outlives its driver, even one killed with SIGKILL."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    from archsim.cli_common import print_warnings
+
+    print_warnings()
+    try:    # Linux: the kernel sends SIGKILL when the parent dies (prctl PR_SET_PDEATHSIG=1)
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent_pid:    # the driver died before this line
+        os._exit(1)
+
+    def watch() -> None:              # elsewhere: notice the re-parenting within 0.5 s
+        while os.getppid() == parent_pid:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="archsim-parent-watch").start()
+
+
+def _stop_pool(ex: Any) -> None:
+    """Stop a ProcessPoolExecutor now: cancel queued chunks and end running workers."""
+    procs = list((getattr(ex, "_processes", None) or {}).values())
+    ex.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        if p.is_alive():
+            p.terminate()
+    for p in procs:
+        p.join(timeout=5)
+        if p.is_alive():
+            p.kill()
+            p.join(timeout=5)
+
+
+def _run_local(chunks: Iterable[list[Task]], workers: int, with_json: bool,
                sink: Callable[[list[Row]], None]) -> None:
     if workers == 1:
         for c in chunks:
@@ -222,7 +310,9 @@ def _run_local(chunks: list[list[Task]], workers: int, with_json: bool,
         return
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
-    with ProcessPoolExecutor(max_workers=workers) as ex:
+    ex = ProcessPoolExecutor(max_workers=workers, initializer=_worker_init,
+                             initargs=(os.getpid(),))
+    try:
         # keep a bounded number of chunks in flight so memory stays flat on huge sweeps
         it = iter(chunks)
         pending = set()
@@ -237,6 +327,10 @@ def _run_local(chunks: list[list[Task]], workers: int, with_json: bool,
                 nxt = next(it, None)
                 if nxt is not None:
                     pending.add(ex.submit(evaluate_tasks, nxt, with_json))
+    except BaseException:       # Ctrl-C, a store error: no worker may outlive this call
+        _stop_pool(ex)
+        raise
+    ex.shutdown(wait=True)
 
 
 def _run_dask(chunks: list[list[Task]], workers: int, scheduler: str | None, client: Any,
@@ -269,7 +363,7 @@ def _run_dask(chunks: list[list[Task]], workers: int, scheduler: str | None, cli
 def run_sweep(spec: SweepSpec, db: str | Path, *, backend: str = "local",
               workers: int | None = None, scheduler: str | None = None, client: Any = None,
               progress: bool | None = None, chunk: int | None = None,
-              with_json: bool = True) -> SweepReport:
+              with_json: bool = False) -> SweepReport:
     """Run (or resume) a sweep into the SQLite file ``db``.
 
     Args:
@@ -278,7 +372,8 @@ def run_sweep(spec: SweepSpec, db: str | Path, *, backend: str = "local",
         backend: ``local`` (process pool of ``workers``, default os.cpu_count()) or
             ``dask`` (``scheduler`` address, a given ``client``, or a LocalCluster).
         progress: progress line on stderr (default: when stderr is a terminal).
-        with_json: also store each full Result as JSON.
+        with_json: also store each full Result (with its per-op table) as JSON — ~50 KB
+            per ResNet-50 point, so off unless asked for.
     Returns:
         a :class:`SweepReport` (``evaluated`` counts the evaluations this call made).
     """
@@ -301,18 +396,25 @@ def run_sweep(spec: SweepSpec, db: str | Path, *, backend: str = "local",
 # ---- command line ---------------------------------------------------------------------------
 def sweep_main(argv: list[str] | None = None) -> int:
     """``archsim sweep SPEC --db results.sqlite [--backend local|dask] [--scheduler ADDR]
-    [--workers N] [--fidelity analytical|cycle] [--no-progress] [--no-json] [--plot FILE]``"""
-    ap = argparse.ArgumentParser(prog="archsim sweep", description="Run or resume a "
+    [--workers N] [--fidelity analytical|cycle] [--no-progress] [--with-json] [--plot FILE]``"""
+    from archsim.cli_common import Parser, positive_int
+
+    ap = Parser(prog="archsim sweep", description="Run or resume a "
                                  "design-space sweep into a SQLite result store.")
     ap.add_argument("spec", help="sweep spec YAML")
     ap.add_argument("--db", required=True, help="SQLite result store (created or resumed)")
     ap.add_argument("--backend", choices=BACKENDS, default="local")
     ap.add_argument("--scheduler", help="dask scheduler address (default: a LocalCluster)")
-    ap.add_argument("--workers", type=int, default=None, help="default: os.cpu_count()")
+    ap.add_argument("--workers", type=positive_int, default=None,
+                    help="default: os.cpu_count()")
     ap.add_argument("--fidelity", choices=("analytical", "cycle"), default=None,
                     help="override the spec's fidelity")
-    ap.add_argument("--no-progress", action="store_true")
-    ap.add_argument("--no-json", action="store_true", help="store metrics only")
+    ap.add_argument("--no-progress", "--quiet", "-q", action="store_true",
+                    help="no progress on stderr")
+    ap.add_argument("--with-json", action="store_true",
+                    help="also store each full result with its per-op table as JSON "
+                    "(~50 KB per ResNet-50 point; default: metrics only)")
+    ap.add_argument("--no-json", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--plot", help="write the Pareto front plot (.png or .svg)")
     args = ap.parse_args(argv)
     try:
@@ -323,12 +425,18 @@ def sweep_main(argv: list[str] | None = None) -> int:
             spec = dataclasses.replace(spec, fidelity=args.fidelity)
         rep = run_sweep(spec, args.db, backend=args.backend, workers=args.workers,
                         scheduler=args.scheduler, progress=not args.no_progress and None,
-                        with_json=not args.no_json)
+                        with_json=args.with_json and not args.no_json)
     except ArchsimError as exc:
         print(exc.render(), file=sys.stderr)
         return 2
     print(f"{rep.total} tasks: {rep.skipped} already stored, {rep.evaluated} evaluated "
-          f"({rep.errors} errors) in {rep.elapsed_s:.1f} s ({rep.points_per_s:.1f} /s)")
+          f"({rep.errors} errors) in {rep.elapsed_s:.1f} s ({rep.points_per_s:.1f} /s)"
+          + (f", {rep.elsewhere} by another sweep on the same store" if rep.elsewhere else ""))
+    failed = _all_failed(args.db, rep.hashes)
+    if failed:
+        print(f"error: all {rep.total} tasks of {args.spec} failed; the first: {failed}",
+              file=sys.stderr)
+        return 2
     from archsim.explore.pareto import front_table, sweep_front
 
     front = sweep_front(args.db, spec.objectives, spec.constraints, hashes=rep.hashes)
@@ -339,6 +447,16 @@ def sweep_main(argv: list[str] | None = None) -> int:
         plot_pareto(args.db, spec.objectives[:2], args.plot, spec.constraints, rep.hashes)
         print(f"wrote {args.plot}")
     return 0
+
+
+def _all_failed(db: str, hashes: list[str]) -> str | None:
+    """The first error message if every task of ``hashes`` is stored as an error, else
+    None (a sweep where nothing could be evaluated is a failed command, not an empty front)."""
+    with ResultStore(db, readonly=True) as st:
+        rows = st.rows(hashes=hashes)
+    if not rows or any(r["status"] == "ok" for r in rows):
+        return None
+    return str(rows[0]["error"]).splitlines()[0]
 
 
 def results_main(argv: list[str] | None = None) -> int:
@@ -386,7 +504,9 @@ def results_main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if args.output:
-        Path(args.output).write_text(text)
+        from archsim.cli_common import write_text_atomic
+
+        write_text_atomic(args.output, text, "-o")
     else:
         sys.stdout.write(text)
     return 0

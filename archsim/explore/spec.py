@@ -51,6 +51,13 @@ METRICS = ("latency_s", "energy_j", "area_mm2", "power_w", "edp_js", "cycles", "
 #: Metrics where larger is better: as objectives they are negated before minimising.
 MAXIMISED = ("utilization", "throughput_flops", "tokens_per_s", "samples_per_s")
 SEARCH_METHODS = ("grid", "random", "nsga2")
+#: Largest grid sweep (points x workloads) accepted. At the measured ~50 ResNet-50
+#: points/s per core of the analytical model (benchmarks/bench_sweep.py) a million tasks
+#: are ~6 core-hours and ~50 GB of stored results with per-op JSON: beyond this a user
+#: almost certainly mistyped a range; random search or NSGA-II sample such spaces instead.
+MAX_GRID_TASKS = 1_000_000
+#: Most values one axis may take (a ``range`` with a tiny step is the usual mistake).
+MAX_AXIS_VALUES = 100_000
 
 
 @dataclass(frozen=True)
@@ -77,6 +84,9 @@ class AxisSpec:
                 out.append(("range", f"expected [lo, hi, step], got {len(self.range)} numbers"))
             elif self.range[2] <= 0 or self.range[1] < self.range[0]:
                 out.append(("range", "expected lo <= hi and step > 0"))
+            elif axis_count(self) > MAX_AXIS_VALUES:
+                out.append(("range", f"{axis_count(self):.4g} values; expected at most "
+                            f"{MAX_AXIS_VALUES:,} (use a larger step or log_range)"))
         if self.log_range is not None:
             if len(self.log_range) != 3:
                 out.append(("log_range", f"expected [lo, hi, n], got {len(self.log_range)} numbers"))
@@ -84,6 +94,9 @@ class AxisSpec:
                 lo, hi, n = self.log_range
                 if lo <= 0 or hi < lo or n < 1 or not float(n).is_integer():
                     out.append(("log_range", "expected 0 < lo <= hi and an integer n >= 1"))
+                elif n > MAX_AXIS_VALUES:
+                    out.append(("log_range", f"n = {n:.4g}; expected at most "
+                                f"{MAX_AXIS_VALUES:,} values"))
         return out
 
 
@@ -192,8 +205,20 @@ class SweepSpec:
         keys = [a.key for a in self.axes]
         for i, k in enumerate(keys):
             if k in keys[:i]:
-                out.append((f"axes[{i}].key", f"axis {k!r} given twice"))
+                out.append((f"axes[{i}].key", f"axis {k!r} given twice (first as "
+                            f"axes[{keys.index(k)}])"))
         return out
+
+    def size_problem(self) -> str | None:
+        """Why a grid search is too large to run (before any point is listed), or None."""
+        if self.search.method != "grid":
+            return None
+        n = math.prod(axis_count(a) for a in self.axes) * len(self.workloads)
+        if n <= MAX_GRID_TASKS:
+            return None
+        return (f"the grid has {n:.3g} tasks (points x workloads); expected at most "
+                f"{MAX_GRID_TASKS:,}: use fewer axis values, or search: {{method: random, "
+                f"samples: N}} or nsga2")
 
     def check_when(self, b: SpecBuilder, axes: Any) -> None:
         """Conditions name an earlier axis and values it takes (file:line problems)."""
@@ -256,6 +281,9 @@ class SweepSpec:
     def points(self) -> list[Point]:
         """The points the ``search`` method visits up front (nsga2: its first generation)."""
         if self.search.method == "grid":
+            too_big = self.size_problem()
+            if too_big:        # a spec built in code skips the loader's check
+                raise SpecError(Problem(too_big, "axes", self.file))
             return self.grid()
         return random_points(self, self.search.samples, self.search.seed)
 
@@ -333,6 +361,18 @@ class Task:
                           sort_keys=True, default=str)
         h = hashlib.sha256(blob.encode()).hexdigest()[:24]
         return Task(h, base_path, p, w.as_dict(), w.label, fidelity, objective)
+
+
+def axis_count(a: AxisSpec) -> int:
+    """How many values an axis takes, without listing them."""
+    if a.values:
+        return len(a.values)
+    if a.range is not None and len(a.range) == 3 and a.range[2] > 0:
+        lo, hi, step = a.range
+        return int(math.floor((hi - lo) / step + 1e-9)) + 1
+    if a.log_range is not None and len(a.log_range) == 3:
+        return max(1, int(a.log_range[2]))
+    return 1
 
 
 def axis_values(a: AxisSpec) -> tuple[Any, ...]:
@@ -435,6 +475,9 @@ def _build(data: Any, file: str, base_dir: Path, problems: list[Problem]) -> Swe
         dataclasses.replace(a, values=values.get(i, a.values), when=whens.get(i, ()))
         for i, a in enumerate(spec.axes)))
     spec.check_when(b, orig_axes)
+    too_big = spec.size_problem()
+    if too_big:
+        b.problem(too_big, "axes", data, "axes")
     if b.problems:
         raise SpecError(_dedupe(b.problems))
     base = _resolve_base(spec.base, base_dir, b, data)

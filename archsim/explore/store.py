@@ -17,6 +17,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+import socket
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator
@@ -24,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from archsim.explore.spec import METRICS, column_name
+from workloads.errors import ArchsimError, Problem
 
 __all__ = ["ResultStore", "Row", "BASE_COLUMNS"]
 
@@ -48,25 +51,82 @@ CREATE TABLE IF NOT EXISTS results (
 );
 CREATE INDEX IF NOT EXISTS results_design ON results(design_id);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS claims (hash TEXT PRIMARY KEY, owner TEXT NOT NULL,
+                                   claimed REAL NOT NULL);
 """
+
+#: A claim not refreshed for this long is considered abandoned (its driver hung or runs on
+#: another host and died) and may be taken over. Drivers refresh their claims every time
+#: they store a finished chunk; a chunk taking longer than this is far outside normal use.
+CLAIM_LEASE_S = 3600.0
+
+
+def owner_id() -> str:
+    """This process's claim owner: ``host:pid``."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _owner_alive(owner: str) -> bool:
+    """False only when ``owner`` ran on this host and its process is gone."""
+    host, _, pid = owner.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return True
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:       # alive, owned by another user
+        return True
+    return True
 
 
 class ResultStore:
     """A sweep database. Safe to open from several processes at once."""
 
     def __init__(self, path: str | Path, readonly: bool = False, timeout_s: float = 60.0) -> None:
+        """Open (``readonly``: an existing store only) or create the store at ``path``.
+
+        Raises:
+            ArchsimError: the path is missing (read-only), a folder, in a missing or
+                read-only folder, read-only itself, or not an archsim SQLite store.
+        """
         self.path = str(path)
-        if readonly:
-            if not Path(self.path).exists():
-                raise FileNotFoundError(self.path)
-            self.conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True,
-                                        timeout=timeout_s, isolation_level=None)
-        else:
-            self.conn = sqlite3.connect(self.path, timeout=timeout_s, isolation_level=None)
-            self.conn.execute("PRAGMA journal_mode=WAL")
-            self.conn.execute("PRAGMA synchronous=NORMAL")
-            self.conn.executescript(_SCHEMA)
-        self.conn.execute(f"PRAGMA busy_timeout={int(timeout_s * 1000)}")
+        p = Path(self.path)
+        if p.is_dir():
+            raise _store_error(self.path, "is a folder; expected a result store file")
+        if readonly and not p.exists():
+            raise _store_error(self.path, "no such result store (run 'archsim sweep' first)")
+        if not readonly and not p.resolve().parent.is_dir():
+            raise _store_error(self.path, f"no folder {str(p.resolve().parent)!r} to "
+                               f"create the result store in")
+        try:
+            if readonly:
+                self.conn = sqlite3.connect(f"file:{p.resolve().as_posix()}?mode=ro", uri=True,
+                                            timeout=timeout_s, isolation_level=None)
+                names = {r[0] for r in self.conn.execute(
+                    "SELECT name FROM sqlite_master WHERE type = 'table'")}
+                if "results" not in names:
+                    self.conn.close()
+                    raise _store_error(self.path, "is an SQLite file without a 'results' "
+                                       "table; expected a store written by 'archsim sweep'")
+            else:
+                self.conn = sqlite3.connect(self.path, timeout=timeout_s, isolation_level=None)
+                self.conn.execute("PRAGMA journal_mode=WAL")
+                self.conn.execute("PRAGMA synchronous=NORMAL")
+                self.conn.executescript(_SCHEMA)
+            self.conn.execute(f"PRAGMA busy_timeout={int(timeout_s * 1000)}")
+        except sqlite3.DatabaseError as exc:
+            msg = str(exc)
+            if "not a database" in msg or "malformed" in msg:
+                why = "is not an SQLite database; expected a result store written by " \
+                      "'archsim sweep'"
+            elif "readonly" in msg or "read-only" in msg:
+                why = "is read-only; expected a writable result store (or a new file name)"
+            elif "unable to open" in msg:
+                why = "cannot be opened (check the folder exists and is writable)"
+            else:
+                why = f"cannot be used as a result store ({msg})"
+            raise _store_error(self.path, why) from None
         self.conn.row_factory = sqlite3.Row
         self._known: set[str] = set()
 
@@ -148,6 +208,46 @@ class ResultStore:
                     if "duplicate column" not in str(exc):
                         raise
 
+    # ---- claims: two drivers on one store never compute the same point ---------------------
+    def claim(self, hashes: Iterable[str], owner: str) -> set[str]:
+        """Claim the points ``hashes`` for ``owner``; returns those now claimed by it.
+
+        A point already stored, or claimed by a live driver, is not returned. Claims of a
+        driver that died on this host, or not refreshed for :data:`CLAIM_LEASE_S`, are
+        taken over."""
+        hs = list(dict.fromkeys(hashes))
+        if not hs:
+            return set()
+        now = time.time()
+        cur = self.conn.cursor()
+        cur.execute("BEGIN IMMEDIATE")
+        try:
+            marks = ",".join("?" * len(hs))
+            held = cur.execute(f"SELECT hash, owner, claimed FROM claims WHERE hash IN ({marks})",
+                               hs).fetchall()
+            stale = [h for h, o, t in held
+                     if o != owner and (now - t > CLAIM_LEASE_S or not _owner_alive(o))]
+            cur.executemany("DELETE FROM claims WHERE hash = ?", [(h,) for h in stale])
+            done = {r[0] for r in cur.execute(f"SELECT hash FROM results WHERE hash IN ({marks})",
+                                              hs)}
+            cur.executemany("INSERT OR IGNORE INTO claims VALUES (?, ?, ?)",
+                            [(h, owner, now) for h in hs if h not in done])
+            mine = {r[0] for r in cur.execute(
+                f"SELECT hash FROM claims WHERE owner = ? AND hash IN ({marks})", [owner, *hs])}
+            cur.execute("COMMIT")
+        except BaseException:
+            cur.execute("ROLLBACK")
+            raise
+        return mine - done
+
+    def refresh_claims(self, owner: str) -> None:
+        """Renew the lease of every claim of ``owner``."""
+        self.conn.execute("UPDATE claims SET claimed = ? WHERE owner = ?", (time.time(), owner))
+
+    def release(self, owner: str) -> None:
+        """Drop every claim of ``owner`` (its points are stored or given up)."""
+        self.conn.execute("DELETE FROM claims WHERE owner = ?", (owner,))
+
     # ---- reading -------------------------------------------------------------------------
     def done_hashes(self) -> set[str]:
         return {r[0] for r in self.conn.execute("SELECT hash FROM results")}
@@ -190,6 +290,10 @@ class ResultStore:
         w.writeheader()
         w.writerows(rows)
         return buf.getvalue()
+
+
+def _store_error(path: str, why: str) -> ArchsimError:
+    return ArchsimError(Problem(why, "", path))
 
 
 def _q(col: str) -> str:

@@ -1,0 +1,205 @@
+"""What every ``archsim`` subcommand shares: the one-line argument parser, flag types,
+atomic output files and the single error path.
+
+The error path (:func:`guarded`) is the only place where the CLI turns exceptions into
+messages and exit codes:
+
+* :class:`~workloads.errors.ArchsimError` (every user mistake) -> its rendered message, exit 2;
+* ``KeyboardInterrupt`` (Ctrl-C) -> ``interrupted``, exit 130 (128 + SIGINT, the shell's
+  convention);
+* limits met while reading user input that Python reports as built-in exceptions
+  (file-system errors, SQLite errors, ``RecursionError`` from absurdly nested input,
+  ``MemoryError``, ``OverflowError`` from values outside the float range) -> one line naming
+  the file or value when known, exit 2.
+
+Any other exception is a program bug and is left to raise with its traceback (house style).
+Output files are written through :func:`atomic_output`: to a temporary name in the target
+folder, renamed over the target only when complete, so an interrupted or failed command
+never leaves a partial file behind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sqlite3
+import sys
+import tempfile
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import NoReturn, TextIO
+
+from workloads.errors import ArchsimError, ConfigError, Problem
+
+__all__ = ["Parser", "positive_int", "non_negative_int", "nm", "non_empty", "guarded",
+           "atomic_output", "check_output_path", "print_warnings", "PLOT_SUFFIXES", "EXIT_USAGE",
+           "EXIT_INTERRUPT"]
+
+#: Exit code of a user mistake (bad input, flag, file), as argparse uses.
+EXIT_USAGE = 2
+#: Exit code after Ctrl-C: 128 + SIGINT (2), the POSIX shells' convention.
+EXIT_INTERRUPT = 130
+#: File suffixes matplotlib writes for ``archsim plot`` / ``--plot`` outputs.
+PLOT_SUFFIXES = (".png", ".svg", ".pdf")
+
+
+class Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose usage errors are one line (plus a hint) and exit 2."""
+
+    def error(self, message: str) -> NoReturn:  # one line, exit 2
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {v}")
+    return v
+
+
+def non_negative_int(text: str) -> int:
+    """argparse type: an integer >= 0 (e.g. ``--refine``, where 0 means off)."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {v}")
+    return v
+
+
+def nm(text: str) -> tuple[int, int]:
+    """argparse type: an N:M sparsity pattern with integers 0 < N <= M."""
+    parts = text.split(":")
+    try:
+        n, m = (int(x) for x in parts)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected N:M with integers 0 < N <= M, got {text!r}") from None
+    if not 0 < n <= m:
+        raise argparse.ArgumentTypeError(f"expected N:M with integers 0 < N <= M, got {text!r}")
+    return n, m
+
+
+def non_empty(text: str) -> str:
+    """argparse type: a non-blank string (``--w-format ''`` is a mistake, not 'unset')."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a non-empty value")
+    return text
+
+
+# ---- the error path -------------------------------------------------------------------------
+def _os_message(exc: OSError) -> str:
+    what = exc.strerror or str(exc)
+    name = exc.filename
+    return f"error: {name}: {what}" if name else f"error: {what}"
+
+
+def guarded(fn: Callable[[], int], stderr: TextIO | None = None) -> int:
+    """Run a command body and map every failure a user can cause to (message, exit code).
+
+    Returns the body's exit code, 2 after a reported error, 130 after Ctrl-C.
+    """
+    err = stderr or sys.stderr
+
+    def say(msg: str) -> None:
+        print(msg, file=err)
+
+    try:
+        with warnings.catch_warnings():
+            print_warnings(err)
+            return int(fn())
+    except ArchsimError as exc:
+        say(exc.render())
+    except KeyboardInterrupt:
+        say("interrupted")
+        return EXIT_INTERRUPT
+    except sqlite3.Error as exc:          # a store we opened turned out unusable mid-run
+        say(f"error: result store: {exc}")
+    except RecursionError:
+        say("error: input nested too deeply (Python's recursion limit was reached); "
+            "expected a flat config or model file")
+    except MemoryError:
+        say("error: out of memory; lower the problem size (batch, seq, sweep grid) or use "
+            "--fidelity analytical")
+    except OverflowError as exc:
+        say(f"error: numeric overflow ({exc}); an input value is outside the range any "
+            f"hardware has — check the config values and --set overrides")
+    except OSError as exc:                # file-system trouble outside a specific check
+        say(_os_message(exc))
+    return EXIT_USAGE
+
+
+def print_warnings(stream: TextIO | None = None) -> None:
+    """Show :class:`~arch.spec.PlausibilityWarning` (and other ``UserWarning``) as one
+    ``warning: ...`` line each on ``stream`` (stderr), each distinct message once."""
+    from arch.spec import PlausibilityWarning
+
+    out = stream or sys.stderr
+
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+             file: object = None, line: str | None = None) -> None:
+        print(f"warning: {message}", file=out)
+
+    warnings.simplefilter("default", PlausibilityWarning)
+    warnings.showwarning = show
+
+
+# ---- output files ---------------------------------------------------------------------------
+def check_output_path(path: str | Path, flag: str,
+                      suffixes: Sequence[str] | None = None) -> Path:
+    """Check before any work starts that ``path`` can be written: its folder exists and is
+    writable, it is not a folder, and (if ``suffixes``) it has one of them.
+
+    Raises:
+        ConfigError: naming ``flag``, the path and what was expected.
+    """
+    p = Path(path)
+    if suffixes is not None and p.suffix.lower() not in suffixes:
+        raise ConfigError(Problem(f"cannot tell the file type of {str(path)!r}; expected a "
+                                  f"name ending in {', '.join(suffixes)}", flag))
+    if p.is_dir():
+        raise ConfigError(Problem(f"{str(path)!r} is a folder; expected a file name", flag))
+    d = p.resolve().parent
+    if not d.is_dir():
+        raise ConfigError(Problem(f"cannot write {str(path)!r}: no folder {str(d)!r}", flag))
+    if not os.access(d, os.W_OK):
+        raise ConfigError(Problem(f"cannot write {str(path)!r}: folder {str(d)!r} is not "
+                                  f"writable", flag))
+    return p
+
+
+@contextlib.contextmanager
+def atomic_output(path: str | Path, flag: str = "--output") -> Iterator[Path]:
+    """Yield a temporary path next to ``path`` (same suffix); on a clean exit rename it to
+    ``path``, on any exception (Ctrl-C included) delete it. Readers never see half a file.
+
+    Raises:
+        ConfigError: the folder is missing or not writable (names ``flag``).
+    """
+    p = check_output_path(path, flag)
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=f".part{p.suffix}",
+                               dir=str(p.resolve().parent))
+    os.close(fd)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)       # mkstemp makes 0600; give the usual file mode
+    try:
+        yield Path(tmp)
+        os.replace(tmp, p)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def write_text_atomic(path: str | Path, text: str, flag: str = "--output") -> None:
+    """Write ``text`` to ``path`` through :func:`atomic_output`."""
+    with atomic_output(path, flag) as tmp:
+        tmp.write_text(text, encoding="utf-8")
