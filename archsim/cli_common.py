@@ -33,7 +33,8 @@ from typing import NoReturn, TextIO
 
 from workloads.errors import ArchsimError, ConfigError, Problem
 
-__all__ = ["Parser", "positive_int", "non_negative_int", "nm", "non_empty", "guarded",
+__all__ = ["Parser", "positive_int", "non_negative_int", "positive_float",
+           "ratio_at_least_one", "nm", "non_empty", "guarded",
            "atomic_output", "check_output_path", "print_warnings", "PLOT_SUFFIXES", "EXIT_USAGE",
            "EXIT_INTERRUPT"]
 
@@ -71,6 +72,28 @@ def non_negative_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
     if v < 0:
         raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {v}")
+    return v
+
+
+def positive_float(text: str) -> float:
+    """argparse type: a finite number > 0 (rates, durations, fractions)."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}") from None
+    if not v > 0 or v == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text!r}")
+    return v
+
+
+def ratio_at_least_one(text: str) -> float:
+    """argparse type: a finite number >= 1 (imbalance factors, oversubscription)."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number >= 1, got {text!r}") from None
+    if not 1 <= v < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a finite number >= 1, got {text!r}")
     return v
 
 

@@ -19,40 +19,21 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from archsim.cli_common import positive_int, ratio_at_least_one
 from workloads.errors import ArchsimError, ConfigError, Problem
 
 __all__ = ["main", "add_run_args", "wants_plan", "run_plan", "load_cluster_for"]
 
 
-def _pos(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {v}")
-    return v
-
-
-def _ratio(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number >= 1, got {text!r}") from None
-    if not v >= 1:
-        raise argparse.ArgumentTypeError(f"expected a number >= 1, got {text!r}")
-    return v
-
-
 def add_run_args(r: argparse.ArgumentParser) -> None:
     """The parallel-plan flags of ``archsim run`` (``--tp`` is already there)."""
     g = r.add_argument_group("parallel plan (docs/cluster.md; DESIGN may be a cluster)")
-    g.add_argument("--pp", type=_pos, default=1, help="pipeline stages (1F1B)")
-    g.add_argument("--dp", type=_pos, default=1, help="data-parallel replicas")
-    g.add_argument("--ep", type=_pos, default=1, help="expert-parallel degree (MoE)")
-    g.add_argument("--cp", type=_pos, default=1, help="context-parallel degree (ring attention)")
-    g.add_argument("--microbatches", type=_pos, default=1, help="microbatches per step")
-    g.add_argument("--interleave", type=_pos, default=1,
+    g.add_argument("--pp", type=positive_int, default=1, help="pipeline stages (1F1B)")
+    g.add_argument("--dp", type=positive_int, default=1, help="data-parallel replicas")
+    g.add_argument("--ep", type=positive_int, default=1, help="expert-parallel degree (MoE)")
+    g.add_argument("--cp", type=positive_int, default=1, help="context-parallel degree (ring attention)")
+    g.add_argument("--microbatches", type=positive_int, default=1, help="microbatches per step")
+    g.add_argument("--interleave", type=positive_int, default=1,
                    help="model chunks per pipeline stage (interleaved 1F1B)")
     g.add_argument("--zero", type=int, choices=(0, 1, 2, 3), default=0, help="ZeRO stage")
     g.add_argument("--recompute", choices=("none", "selective", "full"), default="none",
@@ -61,7 +42,7 @@ def add_run_args(r: argparse.ArgumentParser) -> None:
                    help="Megatron sequence parallelism over the tp group")
     g.add_argument("--tp-overlap", action="store_true",
                    help="overlap tp collectives with the other half of the batch (TokenWeave)")
-    g.add_argument("--moe-imbalance", type=_ratio, default=1.0,
+    g.add_argument("--moe-imbalance", type=ratio_at_least_one, default=1.0,
                    help="busiest expert device's tokens / the mean (default 1)")
 
 
@@ -158,13 +139,13 @@ def main(argv: Sequence[str]) -> int:
     ap.add_argument("design", help="cluster (configs/cluster, e.g. dgx_h100, h100_pod64) or a "
                     "device design (one node of --devices)")
     ap.add_argument("--model", required=True, help="zoo transformer or HF config.json")
-    ap.add_argument("--devices", type=_pos, required=True, help="devices the plan uses")
+    ap.add_argument("--devices", type=positive_int, required=True, help="devices the plan uses")
     ap.add_argument("--phase", choices=("train", "prefill", "decode"), default="train")
-    ap.add_argument("--batch", type=_pos, help="global batch in sequences (default: devices "
+    ap.add_argument("--batch", type=positive_int, help="global batch in sequences (default: devices "
                     "for train, 16 otherwise)")
-    ap.add_argument("--seq", type=_pos, help="tokens per sequence (prefill/train)")
-    ap.add_argument("--context", type=_pos, help="KV-cache tokens (decode)")
-    ap.add_argument("--top", type=_pos, default=10, help="rows of the table (default 10)")
+    ap.add_argument("--seq", type=positive_int, help="tokens per sequence (prefill/train)")
+    ap.add_argument("--context", type=positive_int, help="KV-cache tokens (decode)")
+    ap.add_argument("--top", type=positive_int, default=10, help="rows of the table (default 10)")
     ap.add_argument("--objective", choices=("time", "energy"), default="time",
                     help="rank by step time (default) or energy per step")
     ap.add_argument("--tp-overlap", action="store_true", help="TokenWeave-style tp overlap")

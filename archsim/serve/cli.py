@@ -19,49 +19,22 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
 from collections.abc import Callable
 from dataclasses import replace
-from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
+from archsim.cli_common import Parser, atomic_output, positive_float, positive_int
 from workloads.errors import ArchsimError, Problem, WorkloadError
 
 __all__ = ["main", "build_parser"]
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # one line, exit 2
-        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
-
-
-def _pos_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {v}")
-    return v
-
-
-def _pos_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}") from None
-    if not v > 0 or v == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text!r}")
-    return v
 
 
 def build_parser() -> argparse.ArgumentParser:
     from archsim.serve.cluster import ROUTERS
     from archsim.serve.replica import ORDERS, POLICIES, PREEMPTIONS
 
-    p = _Parser(prog="archsim serve", description="Simulate LLM serving (requests, batching, "
+    p = Parser(prog="archsim serve", description="Simulate LLM serving (requests, batching, "
                 "KV paging, replicas, disaggregation) on a design; every iteration is priced "
                 "by the design's own model.")
     p.add_argument("design", help="config YAML or reference-design name (gpu/h100, pim_gpt)")
@@ -69,43 +42,43 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--set", dest="overrides", action="append", default=[],
                    metavar="KEY=VALUE", help="override a config value (repeatable)")
     g = p.add_argument_group("deployment")
-    g.add_argument("--tp", type=_pos_int, default=1, help="tensor-parallel devices per replica "
+    g.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel devices per replica "
                    "(the prefill pool's when disaggregated)")
-    g.add_argument("--replicas", type=_pos_int, default=1, help="data-parallel replicas")
+    g.add_argument("--replicas", type=positive_int, default=1, help="data-parallel replicas")
     g.add_argument("--router", choices=ROUTERS, default="round-robin")
-    g.add_argument("--decode-replicas", type=_pos_int,
+    g.add_argument("--decode-replicas", type=positive_int,
                    help="disaggregate: this many decode replicas")
-    g.add_argument("--decode-tp", type=_pos_int, help="TP of a decode replica (default --tp)")
+    g.add_argument("--decode-tp", type=positive_int, help="TP of a decode replica (default --tp)")
     g.add_argument("--kv-link", default="nvlink4",
                    help="KV link: nvlink4, nvlink3, ib-ndr, ib-hdr or GBPS[:LATENCY_US]")
-    g.add_argument("--memory-fraction", type=_pos_float, default=0.9,
+    g.add_argument("--memory-fraction", type=positive_float, default=0.9,
                    help="share of device memory for weights + KV (vLLM default 0.9)")
     r = p.add_argument_group("requests")
-    r.add_argument("--rate", type=_pos_float, help="mean arrival rate (requests/s)")
-    r.add_argument("--duration", type=_pos_float, help="arrival window (s)")
+    r.add_argument("--rate", type=positive_float, help="mean arrival rate (requests/s)")
+    r.add_argument("--duration", type=positive_float, help="arrival window (s)")
     r.add_argument("--trace", help="CSV/JSONL trace or a shipped trace name")
     r.add_argument("--prompt", default="512", help="prompt length: N, uniform:A:B, "
                    "lognormal:MEDIAN:SIGMA")
     r.add_argument("--output", default="128", help="output length (same forms)")
     r.add_argument("--arrival", choices=("poisson", "gamma"), default="poisson")
-    r.add_argument("--cv", type=_pos_float, default=1.0, help="gamma arrivals: CV of the gaps")
+    r.add_argument("--cv", type=positive_float, default=1.0, help="gamma arrivals: CV of the gaps")
     r.add_argument("--seed", type=int, default=0)
-    r.add_argument("--max-requests", type=_pos_int)
+    r.add_argument("--max-requests", type=positive_int)
     s = p.add_argument_group("scheduler")
     s.add_argument("--scheduler", choices=POLICIES, default="vllm")
-    s.add_argument("--chunk", type=_pos_int, default=512, help="Sarathi token budget")
-    s.add_argument("--max-num-seqs", type=_pos_int, default=256)
-    s.add_argument("--max-batched-tokens", type=_pos_int,
+    s.add_argument("--chunk", type=positive_int, default=512, help="Sarathi token budget")
+    s.add_argument("--max-num-seqs", type=positive_int, default=256)
+    s.add_argument("--max-batched-tokens", type=positive_int,
                    help="vLLM/Orca tokens per iteration (default max(context, 2048))")
     s.add_argument("--order", choices=ORDERS, default="fcfs")
     s.add_argument("--preemption", choices=PREEMPTIONS, default="recompute")
-    s.add_argument("--block-size", type=_pos_int, default=16, help="KV block (tokens)")
+    s.add_argument("--block-size", type=positive_int, default=16, help="KV block (tokens)")
     s.add_argument("--iteration-overhead-ms", type=float, default=0.0,
                    help="engine time per iteration outside the ops (ms; default 0)")
     o = p.add_argument_group("metrics and output")
     o.add_argument("--slo", default="", help="per request: ttft=2s,tpot=100ms[,e2e=..]; "
                    "run percentiles: tbt_p99=100ms, ttft_p90=200ms, ...")
-    o.add_argument("--attainment", type=_pos_float, default=0.9,
+    o.add_argument("--attainment", type=positive_float, default=0.9,
                    help="SLO attainment target for meets/capacity (0-1]")
     o.add_argument("--find-capacity", action="store_true",
                    help="search the highest --rate that meets the SLO")
@@ -157,19 +130,11 @@ def _requests(args: argparse.Namespace) -> Callable[[float | None], list[Any]]:
     return synth
 
 
-def _atomic(path: str, write: Callable[[str], None]) -> None:
-    """Write through ``write(tmp)`` then rename onto ``path`` (no partial file)."""
-    d = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(d):
-        raise WorkloadError(Problem(f"no such directory {d!r}", "", path))
-    fd, tmp = tempfile.mkstemp(prefix=".serve-", suffix=Path(path).suffix, dir=d)
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+def _atomic(path: str, write: Callable[[str], None], flag: str) -> None:
+    """Write through ``write(tmp)`` then rename onto ``path`` (no partial file;
+    ``archsim.cli_common.atomic_output``)."""
+    with atomic_output(path, flag) as tmp:
+        write(str(tmp))
 
 
 def _timeline(raw: dict[str, Any], path: str) -> None:
@@ -185,7 +150,7 @@ def _timeline(raw: dict[str, Any], path: str) -> None:
     def w(tmp: str) -> None:
         with open(tmp, "w", encoding="utf-8") as f:
             json.dump({"traceEvents": ev, "displayTimeUnit": "ms"}, f)
-    _atomic(path, w)
+    _atomic(path, w, "--timeline")
 
 
 def _plot(res: Any, raw: dict[str, Any], path: str) -> None:
@@ -223,7 +188,7 @@ def _plot(res: Any, raw: dict[str, Any], path: str) -> None:
 
     def w(tmp: str) -> None:
         fig.savefig(tmp, dpi=110, format="png")
-    _atomic(path, w)
+    _atomic(path, w, "--plot")
     plt.close(fig)
 
 
