@@ -14,43 +14,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from workloads.ops import AllReduce, Op
+from workloads.ops import AllReduce, Collective
 
 __all__ = ["Collective", "GroupAllReduce", "AllGather", "ReduceScatter", "AllToAll",
            "SendRecv", "AllReduce"]
 
 
-@dataclass(frozen=True, kw_only=True)
-class Collective(Op):
-    """Base of the collectives of a plan (module doc)."""
-
-    kind: ClassVar[str] = "collective"
-    elements: int
-    devices: int = 1
-    group: str = ""
-
-    def _positive_fields(self) -> tuple[str, ...]:
-        return ("elements", "devices")
-
-    def payload_bytes(self) -> float:
-        """The per-device buffer in bytes."""
-        return self.elements * self.a_format.bytes_per_element
-
-    def input_bytes(self) -> float:
-        return self.payload_bytes()
-
-    def output_bytes(self) -> float:
-        return self.payload_bytes()
-
-    def describe(self) -> str:
-        return f"{self.elements} x{self.devices} ({self.group})"
-
-
-@dataclass(frozen=True, kw_only=True)
-class GroupAllReduce(AllReduce):
-    """An all-reduce that knows its group (``tp``, ``cp``, ``dp``)."""
-
-    group: str = ""
+#: An all-reduce that knows its group (``tp``, ``cp``, ``dp``): every all-reduce has ``group``.
+GroupAllReduce = AllReduce
 
 
 @dataclass(frozen=True, kw_only=True)

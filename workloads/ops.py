@@ -475,17 +475,23 @@ class Embedding(Op):
 
 
 @dataclass(frozen=True, kw_only=True)
-class AllReduce(Op):
-    """All-reduce of ``elements`` values (``a_format``) across ``devices`` devices."""
+class Collective(Op):
+    """Base of the collectives: ``elements`` values in ``a_format`` per device across
+    ``devices`` devices of a ``group`` (``tp``, ``ep``, ``cp``, ``dp``, ``pp``; "" = none
+    named). The buffer follows nccl-tests: the whole vector for all-reduce, the gathered
+    output for all-gather, the input for reduce-scatter, what one device sends for
+    all-to-all, the message for send/recv (``workloads.collectives`` has the others)."""
 
-    kind: ClassVar[str] = "allreduce"
+    kind: ClassVar[str] = "collective"
     elements: int
     devices: int = 1
+    group: str = ""
 
     def _positive_fields(self) -> tuple[str, ...]:
         return ("elements", "devices")
 
     def payload_bytes(self) -> float:
+        """The per-device buffer in bytes."""
         return self.elements * self.a_format.bytes_per_element
 
     def input_bytes(self) -> float:
@@ -495,7 +501,14 @@ class AllReduce(Op):
         return self.payload_bytes()
 
     def describe(self) -> str:
-        return f"{self.elements} x{self.devices}"
+        return f"{self.elements} x{self.devices}" + (f" ({self.group})" if self.group else "")
+
+
+@dataclass(frozen=True, kw_only=True)
+class AllReduce(Collective):
+    """All-reduce of ``elements`` values (``a_format``) across ``devices`` devices."""
+
+    kind: ClassVar[str] = "allreduce"
 
 
 @dataclass(frozen=True, kw_only=True)
