@@ -267,6 +267,12 @@ class Unit(ABC, Generic[M]):
         mapper's loop-nest search applies to this unit, else None (the default)."""
         return None
 
+    def fused_attention(self) -> bool:
+        """True when the unit runs attention as one fused kernel (``workloads.ops.Attention``,
+        FlashAttention-style) by default; the zoo then builds one Attention op per layer
+        for designs of it (``archsim.api.preferred_attention``). Default: False."""
+        return False
+
     def native_formats(self) -> tuple[str, ...]:
         """Number formats (``workloads.formats`` names) the unit's datapath computes in
         natively, preferred first. The CLI uses them as the default activation and weight

@@ -112,17 +112,9 @@ def workload(model: str, phase: str | None = None, batch: int = 1, seq: int | No
 
 
 def preferred_attention(acc: Accelerator) -> str:
-    """``fused`` when a unit of ``acc`` is configured for fused attention
-    (``attention: fused``, e.g. GPUs from Ampere on) and runs the ``Attention`` op, else
-    ``unfused``."""
-    from workloads.ops import Attention
-
-    probe = Attention(name="probe", batch=1, heads=1, kv_heads=1, q_len=1, kv_len=1,
-                      head_dim=64)
-    for u in acc.units:
-        if getattr(getattr(u, "spec", None), "attention", "") == "fused" and not u.supports(probe):
-            return "fused"
-    return "unfused"
+    """``fused`` when a unit of ``acc`` runs attention as one fused kernel by default
+    (``Unit.fused_attention()``: GPUs configured ``attention: fused``), else ``unfused``."""
+    return "fused" if any(u.fused_attention() for u in acc.units) else "unfused"
 
 
 def gemm_workload(m: int, n: int, k: int, batch: int = 1, a_format: str = "fp16",

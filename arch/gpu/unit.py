@@ -215,6 +215,10 @@ class TensorCoreGpu(Unit[GpuMapping]):
             raise MappingError(Problem(f"expected an int >= 1, got {m.split_k!r}",
                                        "mapping.split_k"))
 
+    def fused_attention(self) -> bool:
+        """The spec's ``attention: fused`` (FlashAttention-style kernels: Ampere and later)."""
+        return self.spec.attention == "fused"
+
     def op_dataflows(self, op: Op) -> tuple[str, ...]:
         """Kernels worth trying: the GEMM datapaths for matrix ops (and both attention
         forms for the attention GEMMs), fused/unfused for an attention softmax."""

@@ -124,6 +124,11 @@ def design_problems(unit: Unit) -> list[str]:
     ar = energy.area(unit.components(), energy.Technology(node_nm=unit.node_nm))
     if not (ar.total_mm2 > 0 or "resources" in unit.report()):
         out.append(f"area {ar.total_mm2} mm2 and no resource report")
+    probe = Attention(name="probe", batch=1, heads=1, kv_heads=1, q_len=1, kv_len=8,
+                      head_dim=64)
+    if unit.fused_attention() and unit.supports(probe):
+        out.append(f"fused_attention() is True but the Attention op is refused: "
+                   f"{unit.supports(probe)}")
     for bad in ("no_such_dataflow", {"no_such_key": 1}, 3.5, ["ws"]):
         try:
             unit.parse_mapping(bad)
