@@ -267,6 +267,12 @@ class Unit(ABC, Generic[M]):
         mapper's loop-nest search applies to this unit, else None (the default)."""
         return None
 
+    def host_runtime(self) -> tuple[str, str]:
+        """(name, one-line note) of the host software stack the unit models, when its
+        estimates add host dispatch time (``wall_s`` in ``Estimate.details``); ("", "")
+        (default) for none (an ideal host)."""
+        return "", ""
+
     def fused_attention(self) -> bool:
         """True when the unit runs attention as one fused kernel (``workloads.ops.Attention``,
         FlashAttention-style) by default; the zoo then builds one Attention op per layer

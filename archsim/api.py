@@ -383,11 +383,9 @@ def _host_summary(acc: Accelerator, rows: list[OpResult], latency: float
     if not any("wall_s" in r.details for r in rows):
         return None
     add = sum(r.details["wall_s"] - r.latency_s for r in rows if "wall_s" in r.details)
-    runtime = next((str(getattr(u.spec, "runtime", "")) for u in acc.units
-                    if getattr(getattr(u, "spec", None), "runtime", "ideal") != "ideal"), "")
-    from arch.gpu.host import RUNTIME_NOTES
-
-    return {"runtime": runtime, "note": RUNTIME_NOTES.get(runtime, ""), "device_s": latency,
+    runtime, note = next((u.host_runtime() for u in acc.units if u.host_runtime()[0]),
+                         ("", ""))
+    return {"runtime": runtime, "note": note, "device_s": latency,
             "wall_s": latency + max(0.0, add),
             "host_bound_ops": sum(1 for r in rows if r.details.get("wall_s", 0.0) > r.latency_s)}
 

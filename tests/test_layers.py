@@ -77,3 +77,17 @@ def test_no_import_cycle_in_validation_spatial_and_mapper():
     sub = GRAPH.subgraph(n for n in GRAPH if n.startswith(groups))
     cycles = list(nx.simple_cycles(sub))
     assert not cycles, cycles
+
+
+def test_core_modules_name_no_family():
+    """The public API, the result, the mapper and the run command reach families only
+    through the Unit contract (a new family edits none of them)."""
+    import arch.registry  # noqa: F401
+    from arch.base import UNIT_KINDS
+
+    families = {".".join(c.__module__.split(".")[:2]) for c in UNIT_KINDS.values()}
+    core = [n for n in GRAPH if n in ("archsim.api", "archsim.result", "archsim.run_cmd",
+                                      "archsim.golden") or n.startswith("mapper")]
+    bad = [f"{a} -> {b}" for a in core for b in GRAPH.successors(a)
+           if any(b == f or b.startswith(f + ".") for f in families)]
+    assert not bad, "\n".join(bad)

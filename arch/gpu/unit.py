@@ -215,6 +215,13 @@ class TensorCoreGpu(Unit[GpuMapping]):
             raise MappingError(Problem(f"expected an int >= 1, got {m.split_k!r}",
                                        "mapping.split_k"))
 
+    def host_runtime(self) -> tuple[str, str]:
+        """The spec's ``runtime`` (``arch.gpu.host``) unless ``ideal``."""
+        from arch.gpu.host import RUNTIME_NOTES
+
+        r = self.spec.runtime
+        return ("", "") if r == "ideal" else (r, RUNTIME_NOTES.get(r, ""))
+
     def fused_attention(self) -> bool:
         """The spec's ``attention: fused`` (FlashAttention-style kernels: Ampere and later)."""
         return self.spec.attention == "fused"
