@@ -224,10 +224,6 @@ class Unit(ABC, Generic[M]):
         if not isinstance(m.dataflow, str):
             raise MappingError(Problem(f"expected a dataflow name, got {m.dataflow!r}",
                                        "mapping.dataflow"))
-        if m.dataflow and m.dataflow not in self.dataflows():
-            raise MappingError(Problem(
-                f"unknown dataflow {m.dataflow!r} for a {self.kind} unit; expected one of: "
-                f"{', '.join(self.dataflows()) or '(none)'}", "mapping.dataflow"))
         self.check_mapping(m)
         return m  # type: ignore[no-any-return]
 
@@ -244,7 +240,13 @@ class Unit(ABC, Generic[M]):
             f"{type(obj).__name__}", "mapping"))
 
     def check_mapping(self, m: M) -> None:
-        """Family-specific validation of a parsed mapping (raise ``MappingError``)."""
+        """Validation of a parsed mapping (raise ``MappingError``); the default checks that
+        the dataflow is one of ``dataflows()``. Families that add fields extend it (and
+        call it for the dataflow)."""
+        if m.dataflow and m.dataflow not in self.dataflows():
+            raise MappingError(Problem(
+                f"unknown dataflow {m.dataflow!r} for a {self.kind} unit; expected one of: "
+                f"{', '.join(self.dataflows()) or '(none)'}", "mapping.dataflow"))
 
     def op_dataflows(self, op: Op) -> tuple[str, ...]:
         """The dataflows worth trying for ``op`` (default: all of ``dataflows()``); the
@@ -265,6 +267,12 @@ class Unit(ABC, Generic[M]):
     def loop_nest(self, op: Op) -> Any | None:
         """Parameters of the loop-nest space of ``op`` (``dataflow.ArchParams``) when the
         mapper's loop-nest search applies to this unit, else None (the default)."""
+        return None
+
+    def einsum_space(self, op: Op) -> tuple[Any, Any] | None:
+        """``(dataflow.einsum.Einsum, dataflow.hierarchy.Hierarchy)`` of ``op`` when the
+        mapper's 7-D Einsum nest search applies to it on this unit (``parse_mapping``
+        then takes the ``dataflow.nest.NestMapping`` it finds), else None (the default)."""
         return None
 
     def host_runtime(self) -> tuple[str, str]:

@@ -127,6 +127,11 @@ def _candidates(op: Op, unit: Unit, objective: str, search: bool, oc: Any,
             rr, _ = refine_with_simulation(unit, op, objective, refine, dataflows=dfs, **kw)
             r = rr or r
         mappings = [unit.parse_mapping(r.mapping if r is not None else None)]
+        es = unit.einsum_space(op) if oc is None and objective in OBJECTIVES else None
+        if es is not None:              # the 7-D nest of a convolution competes with im2col
+            nm = _einsum_best(es, objective)
+            if nm is not None:
+                mappings.append(unit.parse_mapping(nm))
     elif search or dfs is not None:
         mappings = list(unit.mapping_space(op, oc if dfs is not None else None))
     else:
@@ -149,6 +154,30 @@ def _candidates(op: Op, unit: Unit, objective: str, search: bool, oc: Any,
     if best is None:
         return None, reason
     return best[1], ""
+
+
+#: Candidates the 7-D Einsum nest search judges per (problem, hierarchy, objective): a fixed
+#: count (not a time budget), so a search gives the same mapping on any machine.
+EINSUM_EVALUATIONS = 100_000
+_EINSUM_MEMO: dict[tuple[str, str, str], Any] = {}
+
+
+def _einsum_best(space: tuple[Any, Any], objective: str) -> Any:
+    """Best ``dataflow.nest.NestMapping`` of ``(problem, hierarchy)`` for ``objective`` by
+    :func:`mapper.nest_search.search` (seeded, :data:`EINSUM_EVALUATIONS` candidates,
+    memoised), or None when it finds no feasible mapping."""
+    problem, hier = space
+    key = (repr(problem), repr(hier), objective)
+    if key not in _EINSUM_MEMO:
+        from mapper.nest_search import search as nest_search
+
+        try:
+            r = nest_search(problem, hier, objective=objective, time_budget_s=float("inf"),
+                            max_evaluations=EINSUM_EVALUATIONS, seed=0)
+            _EINSUM_MEMO[key] = r.mapping
+        except ValueError:              # nothing feasible among the candidates
+            _EINSUM_MEMO[key] = None
+    return _EINSUM_MEMO[key]
 
 
 def map_workload(acc: Accelerator, workload: Workload, objective: str = "latency",

@@ -204,6 +204,7 @@ class TensorCoreGpu(Unit[GpuMapping]):
 
     # ---- mappings -----------------------------------------------------------------------
     def check_mapping(self, m: GpuMapping) -> None:
+        super().check_mapping(m)
         if m.tile is not None and (
                 not isinstance(m.tile, tuple) or len(m.tile) != 3
                 or not all(isinstance(x, int) and not isinstance(x, bool) and x > 0

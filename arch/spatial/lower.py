@@ -377,7 +377,7 @@ def lower_op(unit: SpatialArray, op: Op, mapping: Any = None) -> SimInput:
     if not est.feasible:
         raise MappingError(Problem(est.reason, op.name))
     L = _Lowering(unit, op)
-    if m.nest is not None:
+    if m.nest is not None or m.einsum is not None:
         cyc = float(est.details.get("compute_cycles", est.cycles))
         return _pipeline(L, est, L.ARRAY, cyc)
     if isinstance(op, (Gemm, Conv2d)):

@@ -45,6 +45,7 @@ from arch.spec import param
 from arch.vector import estimate_vector
 from dataflow.mapping import DATAFLOW_CONSTRAINTS
 from dataflow.mapping import Mapping as LoopNest
+from dataflow.nest import NestMapping
 from workloads.errors import MappingError, Problem
 from workloads.formats import FORMATS, NumberFormat
 from workloads.ops import AllReduce, Conv2d, Gemm, Op
@@ -53,6 +54,8 @@ __all__ = ["SpatialArraySpec", "SpatialArray", "SpatialMapping", "DATAFLOWS", "f
            "gemm_traffic"]
 
 DATAFLOWS = ("ws", "os", "is")
+#: Dataflow name of a 7-D Einsum nest mapping (found by the mapper's nest search).
+EINSUM_DATAFLOW = "nest7d"
 
 
 @dataclass(frozen=True)
@@ -63,8 +66,13 @@ class SpatialMapping(UnitMapping):
     it satisfies (``ws``, ``os``, ``is``, ``rs``, ``free``)."""
 
     nest: LoopNest | None = None
+    #: a 7-D Einsum nest (``dataflow.nest.NestMapping``, dataflow ``nest7d``) of a
+    #: convolution on the unit's three-level hierarchy (``arch.spatial.einsum``)
+    einsum: NestMapping | None = None
 
     def describe(self) -> str:
+        if self.einsum is not None:
+            return "nest7d"
         return self.nest.describe() if self.nest is not None else (self.dataflow or "default")
 
 
@@ -118,13 +126,25 @@ class SpatialArray(Unit[SpatialMapping]):
 
     # ---- mappings ----------------------------------------------------------------------
     def convert_mapping(self, obj: Any) -> SpatialMapping:
-        """A loop nest (``dataflow.Mapping``) becomes ``SpatialMapping(nest=...)``."""
+        """A GEMM loop nest (``dataflow.Mapping``) becomes ``SpatialMapping(nest=...)``; a
+        7-D Einsum nest (``dataflow.nest.NestMapping``) ``SpatialMapping("nest7d",
+        einsum=...)``."""
         if isinstance(obj, LoopNest):
             return SpatialMapping(obj.dataflow, obj)
+        if isinstance(obj, NestMapping):
+            return SpatialMapping(EINSUM_DATAFLOW, einsum=obj)
         return super().convert_mapping(obj)
 
     def check_mapping(self, m: SpatialMapping) -> None:
+        if m.einsum is not None:
+            if not isinstance(m.einsum, NestMapping) or m.nest is not None \
+                    or m.dataflow != EINSUM_DATAFLOW:
+                raise MappingError(Problem(
+                    f"an Einsum nest mapping has dataflow {EINSUM_DATAFLOW!r}, a "
+                    f"dataflow.nest.NestMapping and no GEMM nest", "mapping.einsum"))
+            return
         if m.nest is None:
+            super().check_mapping(m)
             return
         if not isinstance(m.nest, LoopNest):
             raise MappingError(Problem(f"expected a dataflow.Mapping loop nest, got "
@@ -133,6 +153,15 @@ class SpatialArray(Unit[SpatialMapping]):
             raise MappingError(Problem(
                 f"loop nest dataflow {m.nest.dataflow!r} (mapping says {m.dataflow!r}); "
                 f"expected one of {', '.join(DATAFLOW_CONSTRAINTS)}", "mapping.nest.dataflow"))
+
+    def einsum_space(self, op: Op) -> tuple[Any, Any] | None:
+        """Convolutions: their 7-D Einsum on the unit's hierarchy (``arch.spatial.einsum``),
+        which keeps the sliding-window reuse that the im2col GEMM view loses."""
+        if not isinstance(op, Conv2d) or self.supports(op):
+            return None
+        from arch.spatial.einsum import problem_and_hierarchy
+
+        return problem_and_hierarchy(self, op)
 
     def op_dataflows(self, op: Op) -> tuple[str, ...]:
         return DATAFLOWS if op.is_matrix else ()
@@ -174,6 +203,11 @@ class SpatialArray(Unit[SpatialMapping]):
         reason = self.supports(op)
         if reason:
             return infeasible(op, self.name, reason, self.clock_hz)
+        if m.einsum is not None:
+            if not isinstance(op, Conv2d):
+                return infeasible(op, self.name, "a 7-D Einsum nest mapping applies to "
+                                  "convolutions only", self.clock_hz)
+            return self._estimate_einsum(op, m.einsum)
         if m.nest is not None:
             if not op.is_matrix:
                 return infeasible(op, self.name, "a loop-nest mapping applies to matrix ops "
@@ -215,6 +249,31 @@ class SpatialArray(Unit[SpatialMapping]):
             e_mac_pj=e("mac", "mac"), e_rf_pj=e("pe_reg", "read"),
             e_glb_pj=e("glb", "read") * a_b * 8 / s.glb_width_bits,
             e_dram_pj_per_byte=e("dram", "read"))
+
+    def _estimate_einsum(self, op: Conv2d, nest: NestMapping) -> Estimate:
+        """Estimate of a 7-D Einsum nest (``arch.spatial.einsum``, ``dataflow.nest``):
+        cycles = the slowest of compute and each level's bandwidth (DRAM at the sustained
+        rate); actions from the per-level access counts. Like the GEMM nest model, pipeline
+        fill/drain is not charged."""
+        from arch.spatial.einsum import actions, compact, problem_and_hierarchy
+        from dataflow.nest import analyse
+
+        problem, hier = problem_and_hierarchy(self, op)
+        res = analyse(problem, hier, nest)
+        if not res.feasible:
+            return infeasible(op, self.name, "; ".join(res.reasons), self.clock_hz)
+        acts, dram_r, dram_w = actions(self, op, res)
+        cycles = cycles_of(res.cycles)
+        dram_cycles = float(res.level_cycles.get("dram", 0))
+        return Estimate(
+            op.name, op.kind, self.name, EINSUM_DATAFLOW, cycles, self.clock_hz,
+            macs=op.macs(), flops=op.flops(), dram_read_bytes=dram_r, dram_write_bytes=dram_w,
+            actions=MappingProxyType(acts),
+            utilization=op.effective_macs() / (cycles * self.pes) if cycles else 0.0,
+            bound="compute" if res.compute_cycles >= dram_cycles else "memory",
+            mapping=compact(nest, hier),
+            details=MappingProxyType({"compute_cycles": float(res.compute_cycles),
+                                      "memory_cycles": dram_cycles}))
 
     def _estimate_mapped(self, op: Op, mapping: Any) -> Estimate:
         """Estimate of a loop-nest mapping (``dataflow.Mapping``): cycles =
