@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 
 import pytest
 import yaml
@@ -140,7 +141,9 @@ def test_fuzz_config_files(capsys, tmp_path_factory, cfg, cut, junk):
 
 
 @pytest.mark.slow
-@settings(max_examples=400, **{**_SETTINGS, "derandomize": False})
+# new random examples on every local run; CI (CI=true) replays a fixed set, so a landing is
+# never decided by a random draw (tests/conftest.py)
+@settings(max_examples=400, **{**_SETTINGS, "derandomize": bool(os.environ.get("CI"))})
 @given(case=st.one_of(override_case(), flag_case()))
 def test_fuzz_many(capsys, case):
     check(capsys, case)
