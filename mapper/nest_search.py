@@ -41,6 +41,7 @@ from dataflow.nest import (
     NestResult,
     analyse,
 )
+from mapper.factors import divisors
 from mapper.nest_kernel import evaluate_kernel
 
 __all__ = ["MapSpace", "Batch", "SearchResult", "make_space", "evaluate_batch", "search",
@@ -56,9 +57,8 @@ def _ordered_factorisations(n: int, slots: int) -> list[tuple[int, ...]]:
     if slots == 1:
         return [(n,)]
     out = []
-    for f in range(1, n + 1):
-        if n % f == 0:
-            out += [(f, *rest) for rest in _ordered_factorisations(n // f, slots - 1)]
+    for f in divisors(n):
+        out += [(f, *rest) for rest in _ordered_factorisations(n // f, slots - 1)]
     return out
 
 

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from mapper.factors import divisors
 from workloads.errors import WorkloadError
 from workloads.models.transformer import TransformerShape
 from workloads.parallel import ParallelPlan, check_plan
@@ -40,10 +41,6 @@ def pipeline_time(t_f: float, t_b: float, p: int, m: int, v: int = 1) -> float:
     if t_b == 0:
         return (m + p - 1) * t_f
     return (m + (p - 1) / v) * (t_f + t_b)
-
-
-def divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
 
 
 def candidate_plans(s: TransformerShape, devices: int, phase: str, batch: int, seq: int,

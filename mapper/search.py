@@ -39,6 +39,7 @@ from dataflow.mapping import (
     Mapping,
     Shape,
 )
+from mapper.factors import divisors
 from mapper.objective import objective_value
 
 __all__ = ["PERMS", "SearchResult", "arch_params", "best_mapping", "evaluate_batch",
@@ -187,8 +188,6 @@ def _best(ev: dict[str, np.ndarray], objective: Any) -> tuple[int, float]:
 
 # ---- candidate generation --------------------------------------------------------------
 
-def _divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
 
 
 _OPT_CACHE: dict[tuple, np.ndarray] = {}
@@ -206,20 +205,20 @@ def dim_options(size: int, allowed: tuple[bool, bool, bool], rows: int, cols: in
     if hit is not None:
         return hit
     out = []
-    divs = _divisors(size)
+    divs = divisors(size)
     for sr in (divs if allowed[0] else [1]):
         if sr > rows:
             break
         r1 = size // sr
-        for sc in (_divisors(r1) if allowed[1] else [1]):
+        for sc in (divisors(r1) if allowed[1] else [1]):
             if sc > cols:
                 break
             r2 = r1 // sc
-            for rf in (_divisors(r2) if allowed[2] else [1]):
+            for rf in (divisors(r2) if allowed[2] else [1]):
                 if rf > rf_max:
                     break
                 r3 = r2 // rf
-                for g in _divisors(r3):
+                for g in divisors(r3):
                     out.append((sr, sc, rf, g, r3 // g))
     arr = np.array(out, dtype=np.int64).reshape(-1, 5)
     _OPT_CACHE[key] = arr

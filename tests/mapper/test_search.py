@@ -134,3 +134,28 @@ def test_best_mapping_on_eyeriss_like():
     assert best_mapping(unit, Softmax(name="s", rows=4, cols=4)) is None
     est = unit.estimate(op, r.mapping)                           # .dataflow is accepted
     assert est.feasible or est.reason
+
+
+def test_divisors_closed_form_and_huge_dimensions():
+    from mapper.factors import divisors
+
+    assert divisors(1) == [1] and divisors(36) == [1, 2, 3, 4, 6, 9, 12, 18, 36]
+    assert divisors(97) == [1, 97]
+    # 720720 = 2^4 3^2 5 7 11 13: (4+1)(2+1)(1+1)^4 = 240 divisors
+    assert len(divisors(720720)) == 240
+    # 99999999999 = 3^2 x 21649 x 513239 (a fuzzed --m): 3 x 2 x 2 = 12, found at once
+    assert divisors(99999999999) == [1, 3, 9, 21649, 64947, 194841, 513239, 1539717, 4619151,
+                                     11111111111, 33333333333, 99999999999]
+
+
+def test_search_on_huge_dimensions_answers(capsys):
+    """The fuzzed call that hung (a scan of 1e11 candidate divisors): it now answers."""
+    import json
+    import math
+
+    from archsim.cli import main
+
+    assert main(["gemm", "spatial/tpu_like", "--m", "99999999999", "--n", "99999999999",
+                 "--k", "64", "--mapping", "search", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert math.isfinite(d["latency_s"]) and d["latency_s"] > 0
