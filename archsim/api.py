@@ -70,8 +70,14 @@ def load(config: str | Path | Accelerator, overrides: Iterable[str] = ()) -> Acc
 def workload(model: str, phase: str | None = None, batch: int = 1, seq: int | None = None,
              context: int | None = None, a_format: str | NumberFormat | None = None,
              w_format: str | NumberFormat | None = None, tp: int = 1, ep: int = 1,
-             attention: str = "unfused") -> Workload:
+             attention: str = "unfused", kernels: str = "fused") -> Workload:
     """Build a zoo model (or a Hugging Face ``config.json`` path) for one phase.
+
+    ``kernels="eager_amp"`` (transformers) builds the kernels PyTorch eager runs for the
+    Hugging Face module code under ``torch.autocast(a_format)`` with fp32 parameters (casts,
+    fp32 norms and residual stream, dropout, the activation's expression op by op, the loss:
+    ``workloads.models.transformer``); ``a_format`` is then the autocast format (default
+    bf16) and ``w_format`` must be unset or the same.
 
     ``attention="fused"`` builds zoo transformers with one ``Attention`` op per layer
     (FlashAttention) instead of QK / softmax / AV ops; :func:`preferred_attention` says what
@@ -84,15 +90,25 @@ def workload(model: str, phase: str | None = None, batch: int = 1, seq: int | No
     parallelism are plans over many graphs: ``archsim.parallel.evaluate_plan``
     (docs/cluster.md).
     """
+    amp: str | None = None
+    if kernels == "eager_amp":
+        amp = get_format(a_format or "bf16", "--a-format").name
+        if w_format is not None and get_format(w_format, "--w-format").name != amp:
+            raise WorkloadError(Problem(f"autocast runs the weights in the activation format "
+                                        f"({amp}); expected no --w-format or {amp}",
+                                        "--w-format"))
     if model.endswith(".json"):
         from workloads.hf import from_hf_config
 
         w = from_hf_config(model, phase=phase, batch=batch, seq=seq, context=context, tp=tp,
-                           ep=ep)
+                           ep=ep, attention=attention, kernels=kernels, amp=amp)
+        if amp is not None:
+            return w
     elif model.endswith(".onnx"):
-        if phase not in (None, "inference") or seq or context or tp != 1:
+        if phase not in (None, "inference") or seq or context or tp != 1 or amp:
             raise WorkloadError(Problem("an ONNX model is evaluated as exported (inference); "
-                                        "expected no --phase/--seq/--context/--tp", "--model"))
+                                        "expected no --phase/--seq/--context/--tp/--kernels",
+                                        "--model"))
         from workloads.onnx_import import from_onnx
 
         w = from_onnx(model, batch=batch)
@@ -104,7 +120,9 @@ def workload(model: str, phase: str | None = None, batch: int = 1, seq: int | No
         from workloads.zoo import build
 
         w = build(model, phase=phase, batch=batch, seq=seq, context=context, tp=tp, ep=ep,
-                  attention=attention)
+                  attention=attention, kernels=kernels, amp=amp)
+        if amp is not None:     # the builder set every op's format (autocast's policy)
+            return w
     if a_format is not None or w_format is not None:
         w = w.with_formats(get_format(a_format, "--a-format") if a_format else None,
                            get_format(w_format, "--w-format") if w_format else None)

@@ -66,6 +66,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--tp", type=_positive_int, default=1,
                    help="tensor-parallel devices (transformers, Megatron-style sharding with "
                         "all-reduces over the design's GPU link; default 1)")
+    r.add_argument("--kernels", choices=("fused", "eager_amp"), default="fused",
+                   help="transformers: 'fused' (one kernel per layer op, as a tuned engine "
+                        "runs them; default) or 'eager_amp' (PyTorch eager + autocast on fp32 "
+                        "parameters, as a Hugging Face script runs them: casts, fp32 norms, "
+                        "dropout, the activation op by op, the loss; --a-format is the "
+                        "autocast format, default bf16)")
     r.add_argument("--max-ops", type=_positive_int, default=40, help="op rows in the text table")
     _common(r)
     from archsim.plan_cmd import add_run_args

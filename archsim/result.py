@@ -184,7 +184,11 @@ class Result:
         fmt = f"{p.get('a_format') or 'model'}/{p.get('w_format') or 'model'}"
         src = {"design": " (design's native)", "model": " (model's own)"}.get(
             p.get("formats_from", ""), "")
-        parts.append(f"formats {fmt}{src}")
+        if p.get("kernels", "fused") != "fused":
+            amp = p.get("a_format") or "bf16"
+            parts.append(f"kernels {p['kernels']} (autocast {amp} on fp32 parameters)")
+        else:
+            parts.append(f"formats {fmt}{src}")
         if p.get("tp", 1) != 1:
             parts.append(f"tp {p['tp']}")
         if p.get("sparsity"):

@@ -44,9 +44,12 @@ def build_workload(args: argparse.Namespace, acc: Any) -> Any:
                               context=args.context, tp=args.tp, a_format=args.a_format,
                               w_format=args.w_format,
                               attention=(archsim.api.preferred_attention(acc)
-                                         if args.fidelity == "analytical" else "unfused"))
+                                         if args.fidelity == "analytical" else "unfused"),
+                              kernels=getattr(args, "kernels", "fused"))
     args.native_format = None
-    if not args.a_format and not args.w_format:
+    if getattr(args, "kernels", "fused") != "fused":    # autocast set every op's format
+        pass
+    elif not args.a_format and not args.w_format:
         from archsim.api import with_native_formats
 
         wl, args.native_format = with_native_formats(acc, wl)
@@ -160,6 +163,8 @@ def provenance(args: argparse.Namespace, acc: Any, wl: Any, res: Any, mode: str)
                 argv += [flag, str(v)]
         if args.tp != 1:
             argv += ["--tp", str(args.tp)]
+        if getattr(args, "kernels", "fused") != "fused":
+            argv += ["--kernels", args.kernels]
     argv += ["--batch", str(args.batch), "--fidelity", args.fidelity, "--objective",
              args.objective, "--mapping", mode]
     for flag, v in (("--a-format", args.a_format), ("--w-format", args.w_format),
@@ -180,7 +185,7 @@ def provenance(args: argparse.Namespace, acc: Any, wl: Any, res: Any, mode: str)
         "a_format": a_fmt, "w_format": w_fmt,
         "formats_from": "flags" if (args.a_format or args.w_format) else
         ("design" if getattr(args, "native_format", None) else "model"),
-        "tp": getattr(args, "tp", 1),
+        "tp": getattr(args, "tp", 1), "kernels": getattr(args, "kernels", "fused"),
         "sparsity": f"{args.sparsity[0]}:{args.sparsity[1]}" if args.sparsity else None,
         "fidelity": args.fidelity, "mapping": mode, "objective": args.objective,
         "refine": args.refine, "constraints": args.constraints,

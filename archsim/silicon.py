@@ -308,7 +308,8 @@ def model_rows(acc: Any, rows: Iterable[Row | dict[str, Any]]) -> list[dict[str,
     """Whole-model rows (``cnn_infer``, ``cnn_train``, ``train_step``) on design ``acc``:
     measured and predicted device and wall time (ms). The wall time uses the ``eager``
     runtime (PyTorch eager, ``arch.gpu.host``); transformers are built with the design's
-    attention (``archsim.api.preferred_attention``)."""
+    attention (``archsim.api.preferred_attention``) and, for ``train_step`` rows (a Hugging
+    Face script under autocast), the kernels eager PyTorch runs (``kernels="eager_amp"``)."""
     from archsim.api import evaluate, preferred_attention, workload
 
     unit = acc.units[0]
@@ -323,9 +324,10 @@ def model_rows(acc: Any, rows: Iterable[Row | dict[str, Any]]) -> list[dict[str,
                           w_format="fp16")
         elif k == "cnn_train":
             wl = workload(str(d["model"]), phase="train", batch=int(d["batch"]))
-        elif k == "train_step":
+        elif k == "train_step":     # a Hugging Face script under torch.autocast
+            amp = str(d.get("dtype", "amp_bf16")).removeprefix("amp_")
             wl = workload(str(d["model"]), phase="train", batch=int(d["batch"]),
-                          seq=int(d["seq"]), a_format="bf16", w_format="bf16",
+                          seq=int(d["seq"]), a_format=amp, kernels="eager_amp",
                           attention=preferred_attention(acc))
         else:
             continue
@@ -337,3 +339,37 @@ def model_rows(acc: Any, rows: Iterable[Row | dict[str, Any]]) -> list[dict[str,
                     "measured_ms": float(d["ms"]),
                     "measured_kernel_ms": float(d["kernel_ms"]) if "kernel_ms" in d else None})
     return out
+
+
+def fit_core_scale_to_throughput(config: Any, op: Op, tflops: float,
+                                 overrides: Sequence[str] = (),
+                                 lo: float = 0.5, hi: float = 20.0) -> float:
+    """``power.core_energy_scale`` of GPU design ``config`` at which the sustained
+    throughput of ``op`` (power-capped, ``TensorCoreGpu.estimate``) equals ``tflops``.
+
+    Used to move a power model to another board of the same die when that board's only
+    measurement is a throughput (not an energy): the V-f curve and the per-clock energy are
+    transferred, and the per-action energy scale -- the constant that sets the capped clock of
+    a dense GEMM -- is solved for. The throughput falls as the scale rises (a higher energy
+    per MMA lowers the clock that fits under the limit), so a bisection on ``[lo, hi]``
+    (geometric, to 0.1%) finds it; the clock moves in ``clock_step_mhz`` steps, so the answer
+    is the middle of the step's interval, not an exact root.
+    """
+    from archsim.api import load
+
+    def tput(scale: float) -> float:
+        acc = load(config, [*overrides, f"units[0].power.core_energy_scale={scale!r}"])
+        e = acc.units[0].estimate(op)
+        return 2.0 * op.macs() / e.latency_s / 1e12
+
+    if not tput(lo) >= tflops >= tput(hi):
+        raise ValueError(f"{tflops} TFLOP/s is outside what core_energy_scale in "
+                         f"[{lo}, {hi}] gives for {op.name}")
+    a, b = lo, hi
+    while b / a > 1.001:
+        mid = math.sqrt(a * b)
+        if tput(mid) >= tflops:
+            a = mid
+        else:
+            b = mid
+    return math.sqrt(a * b)

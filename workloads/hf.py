@@ -38,6 +38,7 @@ Every problem found in the file is reported together, each naming the file and t
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -158,6 +159,10 @@ def _nonneg(r: _Reader, key: str) -> int:
     return v
 
 
+def _positive_number(v: object) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
+
+
 def _act(r: _Reader, default: str) -> str:
     act = r.choice("activation_function", default, _GELU + ("relu",))
     return "relu" if act == "relu" else "gelu"
@@ -228,7 +233,10 @@ def shape_from_hf_config(path: str | Path) -> TransformerShape:
         kw = dict(layers=r.int("n_layer"), d_model=d, heads=r.int("n_head"),
                   ffn=r.int("n_inner", 4 * d), vocab=r.int("vocab_size"),
                   context=r.int("n_positions"), ffn_kind=_act(r, "gelu_new"),
-                  tied_embeddings=r.bool("tie_word_embeddings", True))
+                  tied_embeddings=r.bool("tie_word_embeddings", True),
+                  act_impl=str(r.cfg.get("activation_function", "gelu_new")),
+                  dropout=any(_positive_number(r.cfg.get(k, 0.1))    # HF default 0.1
+                              for k in ("resid_pdrop", "embd_pdrop", "attn_pdrop")))
     else:  # opt
         d = r.int("hidden_size")
         pre = r.bool("do_layer_norm_before", True)
@@ -257,7 +265,8 @@ def shape_from_hf_config(path: str | Path) -> TransformerShape:
 
 def from_hf_config(path: str | Path, phase: str | None = None, batch: int = 1,
                    seq: int | None = None, context: int | None = None,
-                   tp: int = 1, ep: int = 1) -> Workload:
+                   tp: int = 1, ep: int = 1, attention: str = "unfused",
+                   kernels: str = "fused", amp: str | None = None) -> Workload:
     """Build a decoder workload from a local Hugging Face ``config.json``.
 
     Args:
@@ -266,6 +275,8 @@ def from_hf_config(path: str | Path, phase: str | None = None, batch: int = 1,
         batch: sequences per step.
         seq: tokens per sequence for prefill/train (default min(512, context)).
         context: KV-cache tokens for decode (default half the maximum positions).
+        attention, kernels: as :func:`workloads.models.transformer.build_transformer`.
+        amp: with ``kernels="eager_amp"``: the autocast format of the linear layers.
 
     Returns:
         The workload, parameters counted from its op shapes; fp16 activations and weights.
@@ -274,4 +285,8 @@ def from_hf_config(path: str | Path, phase: str | None = None, batch: int = 1,
         WorkloadError: a bad file or key (naming the file and the key), or a bad phase,
             batch, seq or context.
     """
-    return build_transformer(shape_from_hf_config(path), phase, batch, seq, context, tp, ep)
+    s = shape_from_hf_config(path)
+    if amp is not None:
+        s = replace(s, a_format=amp, w_format=amp)
+    return build_transformer(s, phase, batch, seq, context, tp, ep, attention=attention,
+                             kernels=kernels)

@@ -428,11 +428,16 @@ class Norm(_VectorOp):
 @dataclass(frozen=True, kw_only=True)
 class Elementwise(_VectorOp):
     """Element-wise op (``fn`` in add, mul, relu, gelu, silu, swiglu, copy, sgd, adam, pool)
-    over ``rows x cols`` elements with ``inputs`` input tensors."""
+    over ``rows x cols`` elements with ``inputs`` input tensors in ``a_format``.
+
+    ``out_format`` (default: ``a_format``) is the format of the output when it differs, e.g.
+    a cast (``fn="copy"``) from fp32 to bf16 as autocast runs before a bf16 GEMM.
+    """
 
     kind: ClassVar[str] = "elementwise"
     fn: str = "add"
     inputs: int = 1
+    out_format: NumberFormat | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -444,6 +449,10 @@ class Elementwise(_VectorOp):
 
     def input_bytes(self) -> float:
         return self.inputs * self.elements * self.a_format.bytes_per_element
+
+    def output_bytes(self) -> float:
+        f = self.a_format if self.out_format is None else self.out_format
+        return self.elements * f.bytes_per_element
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -40,8 +40,10 @@ __all__ = ["ModelInfo", "model_names", "build", "model_info", "transformer_shape
 
 
 def _gpt2(size: str, L: int, d: int, h: int) -> TransformerShape:
+    # HF GPT2Config: activation_function "gelu_new", resid/embd/attn_pdrop 0.1 (tag A)
     return TransformerShape(name=f"gpt2-{size}", kind="decoder", layers=L, d_model=d, heads=h,
-                            ffn=4 * d, vocab=50257, context=1024)
+                            ffn=4 * d, vocab=50257, context=1024, dropout=True,
+                            act_impl="gelu_new")
 
 
 def _gpt3(size: str, L: int, d: int, h: int) -> TransformerShape:
@@ -225,7 +227,8 @@ def transformer_shape(name: str) -> TransformerShape:
 
 def build(name: str, phase: str | None = None, batch: int = 1, seq: int | None = None,
           context: int | None = None, tp: int = 1, ep: int = 1,
-          attention: str = "unfused") -> Workload:
+          attention: str = "unfused", kernels: str = "fused", amp: str | None = None
+          ) -> Workload:
     """Build a zoo model's op graph.
 
     Args:
@@ -238,6 +241,10 @@ def build(name: str, phase: str | None = None, batch: int = 1, seq: int | None =
         ep: expert-parallel degree (mixture-of-experts transformers only).
         attention: transformers: ``unfused`` (QK, softmax, AV ops) or ``fused`` (one
             ``Attention`` op per layer, FlashAttention); ignored for CNNs.
+        kernels: transformers: ``fused`` or ``eager_amp`` (``build_transformer``); CNNs:
+            ``fused`` only.
+        amp: with ``kernels="eager_amp"``: the autocast format of the linear layers (the
+            shape's ``a_format`` when None).
 
     Returns:
         The workload with ``parameters`` counted from its op shapes.
@@ -247,8 +254,11 @@ def build(name: str, phase: str | None = None, batch: int = 1, seq: int | None =
             batch/seq/context out of range; the message lists the valid values.
     """
     if name in _SHAPES:
-        return build_transformer(_SHAPES[name], phase, batch, seq, context, tp, ep,
-                                 attention=attention)
+        s = _SHAPES[name]
+        if amp is not None:
+            s = replace(s, a_format=amp, w_format=amp)
+        return build_transformer(s, phase, batch, seq, context, tp, ep,
+                                 attention=attention, kernels=kernels)
     if name in CNN_BUILDERS:
         if ep != 1:
             raise WorkloadError(Problem(f"expert parallelism applies to mixture-of-experts "
@@ -256,6 +266,9 @@ def build(name: str, phase: str | None = None, batch: int = 1, seq: int | None =
         if tp != 1:
             raise WorkloadError(Problem(f"tensor parallelism applies to transformers; {name} "
                                         "is a CNN (use tp 1)", "tp"))
+        if kernels != "fused":
+            raise WorkloadError(Problem(f"kernels={kernels!r} applies to transformers; {name} "
+                                        "is a CNN (use fused)", "kernels"))
         return build_cnn(name, phase, batch)
     raise _unknown(name)
 

@@ -15,7 +15,8 @@ backward ops of every forward op, then one optimiser update per weight-bearing o
   is kept (frameworks skip it) so that the 3x identity holds exactly.
 * vector op ``X`` -> ``X.bwd``, an :class:`Elementwise` of the same size: softmax and norm
   backward as ``mul`` over (output, gradient); element-wise ``fn`` backward as the same
-  ``fn`` with one more input (the gradient); residual ``add`` backward as a ``copy``.
+  ``fn`` with one more input (the gradient); residual ``add`` backward as a ``copy``; a
+  ``copy`` (or a cast, ``out_format`` set) backward as a copy (a cast back).
 * embedding ``X`` -> ``X.bwd``, a scatter-add (``add``) of the gathered rows.
 * ``X.update``: ``Elementwise(fn=optimizer)`` over the op's parameters in fp32
   (Adam reads parameter, gradient, m, v: 4 inputs; SGD with momentum: 3).
@@ -111,6 +112,11 @@ def _bwd_vector(op: Op, name: str) -> Elementwise:
     if isinstance(op, (Softmax, Norm)):
         fn, inputs = "mul", 2
     elif isinstance(op, Elementwise):
+        if op.fn == "copy":     # a copy's (a cast's) gradient is a copy (a cast back)
+            return Elementwise(name=name, rows=op.rows, cols=op.cols, fn="copy", inputs=1,
+                               a_format=op.out_format or op.a_format,
+                               out_format=None if op.out_format is None else op.a_format,
+                               acc_format=op.acc_format, pass_="bwd_data", layer=op.layer)
         if op.fn == "add":
             fn, inputs = "copy", 1
         else:

@@ -48,6 +48,22 @@ Counting rules (documented choices):
   the linear layers of the blocks (BitNet b1.58 keeps embedding and LM head in fp16: Ma et
   al. 2024, answer of the authors on the paper's Hugging Face page, "the lm_head is not
   quantized").
+
+Kernels (``kernels=``): ``fused`` (default) is one kernel per op above, as a tuned engine
+runs the model (dropout folded into the residual add). ``eager_amp`` is what PyTorch eager
+runs for the Hugging Face module code under ``torch.autocast(amp)`` with fp32 parameters
+(the usual mixed-precision training script): every linear layer's fp32 weight is cast to
+``amp`` once per step (``...cast_w``; autocast's cast cache) and its input is cast when it
+arrives in fp32 (``...cast_in``); embeddings, the residual stream and the norms are fp32
+(``layer_norm`` and ``pow`` are on autocast's fp32 list); dropout is its own kernel
+(``...dropout_out``, ``embed.dropout``) in training; attention heads are merged by a copy
+(``...attn.merge``: transpose + contiguous); the FFN activation runs the module's
+expression kernel by kernel (SwiGLU: ``silu`` then ``mul``; GPT-2's ``gelu_new``, i.e.
+``NewGELUActivation``, nine kernels from ``pow`` on, in fp32; ``tanh`` is costed as a
+``silu``: one special function per element); training adds the loss as HF computes it
+(``logits.float()`` and a log-softmax over the vocabulary; the gather of the label
+log-probabilities is not counted). The backward of each of these is an op of its own
+(:func:`~workloads.models.common.to_training`), as autograd runs it.
 """
 
 from __future__ import annotations
@@ -56,7 +72,7 @@ import math
 from dataclasses import dataclass
 
 from workloads.errors import Problem, WorkloadError
-from workloads.formats import get_format
+from workloads.formats import NumberFormat, get_format
 from workloads.graph import Workload
 from workloads.models.common import FP16, FP32, GraphBuilder, to_training
 from workloads.ops import (
@@ -71,7 +87,10 @@ from workloads.ops import (
     Softmax,
 )
 
-__all__ = ["TransformerShape", "build_transformer", "resolve_phase"]
+__all__ = ["TransformerShape", "build_transformer", "resolve_phase", "KERNELS"]
+
+#: How the layer ops become kernels (``build_transformer(kernels=...)``; module doc).
+KERNELS = ("fused", "eager_amp")
 
 
 @dataclass(frozen=True)
@@ -150,6 +169,7 @@ class TransformerShape:
     qk_nope_dim: int = 0
     v_head_dim: int = 0
     dropout: bool = False
+    act_impl: str = ""
 
     @property
     def is_moe(self) -> bool:
@@ -236,7 +256,8 @@ def _tokens(s: TransformerShape, phase: str, seq: int | None, context: int | Non
 
 def build_transformer(s: TransformerShape, phase: str | None = None, batch: int = 1,
                       seq: int | None = None, context: int | None = None,
-                      tp: int = 1, ep: int = 1, attention: str = "unfused") -> Workload:
+                      tp: int = 1, ep: int = 1, attention: str = "unfused",
+                      kernels: str = "fused") -> Workload:
     """The op graph of transformer ``s`` for one phase.
 
     Args:
@@ -251,6 +272,9 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
         attention: ``unfused`` (QK, softmax and AV ops; dense scores) or ``fused``: one
             ``Attention`` op per layer (``{L}.attn.core``; causal in prefill/train of
             decoders), as FlashAttention runs it (multi-head latent attention stays unfused).
+        kernels: ``fused`` (one kernel per layer op, in the shape's formats: what a tuned
+            engine runs) or ``eager_amp``: the kernels PyTorch eager runs for the module code
+            under ``torch.autocast`` with fp32 parameters (:data:`KERNELS`, module doc).
 
     Returns:
         The workload, ``parameters`` counted from the op shapes.
@@ -263,6 +287,10 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
     if attention not in ("unfused", "fused"):
         raise WorkloadError(Problem(f"attention must be unfused or fused, got {attention!r}",
                                     "attention"))
+    if kernels not in KERNELS:
+        raise WorkloadError(Problem(f"kernels must be one of {', '.join(KERNELS)}, got "
+                                    f"{kernels!r}", "kernels"))
+    eager = kernels == "eager_amp"
     q, keys, ctx = _tokens(s, ph, seq, context)
     hl, kvl = _tp_heads(s, tp)
     _check_ep(s, ep)
@@ -284,25 +312,90 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
             return after
         return b.add(AllReduce(name=name, elements=m * d, devices=tp, layer=layer), [after])
 
+    # eager_amp: autocast runs GEMMs in the activation format (amp) on fp32 parameters and
+    # keeps its fp32-list ops (norms, softmax, pow, the loss) and the residual stream in fp32
+    amp = a_fmt
+    vec = amp if eager else FP16        # vector ops' format (fused: set by with_formats)
+    wide = FP32 if eager else vec       # residual stream, norms, embeddings' output
+
+    def out_fmt(o: Op | str) -> NumberFormat:
+        op = w.op(o) if isinstance(o, str) else o
+        f = getattr(op, "out_format", None)
+        return f if f is not None else op.a_format
+
+    def cast(name: str, layer: str, rows: int, cols: int, src: Op | str,
+             dst: NumberFormat) -> Op | str:
+        """autocast's cast of ``src``'s output to ``dst`` (none if it is already ``dst``)."""
+        if out_fmt(src) == dst:
+            return src
+        return b.add(Elementwise(name=name, rows=rows, cols=cols, fn="copy", inputs=1,
+                                 a_format=out_fmt(src), out_format=dst, layer=layer), [src])
+
     def lin(name: str, layer: str, rows: int, n: int, k: int, role: str,
-            after: list[Op | str], bias: bool | None = None, quant: bool = True) -> Op:
+            after: list[Op | str], bias: bool | None = None, quant: bool = True,
+            tied_to: str | None = None) -> Op:
         fa, fw, fc = (a_fmt, w_fmt, acc_fmt) if quant else (FP16, FP16, FP32)
+        if eager:   # the fp32 input and the fp32 weight cast to amp (once per step each)
+            fa, fw = amp, amp
+            after = [cast(f"{name}.cast_in", layer, rows, k, a, amp) for a in after[:1]]
+            after.append(b.add(Elementwise(name=f"{name}.cast_w", rows=1, cols=n * k,
+                                           fn="copy", inputs=1, a_format=FP32,
+                                           out_format=amp, layer=layer)))
         op = Gemm(name=name, m=rows, n=n, k=k, role=role, layer=layer, a_format=fa,
                   w_format=fw, acc_format=fc)
-        return b.add(op, after, bias=n if (s.bias if bias is None else bias) else 0)
+        return b.add(op, after, bias=n if (s.bias if bias is None else bias) else 0,
+                     tied_to=tied_to)
 
     def norm(name: str, layer: str, after: Op) -> Op:
-        return b.add(Norm(name=name, rows=m, cols=d, norm=s.norm, layer=layer), [after])
+        return b.add(Norm(name=name, rows=m, cols=d, norm=s.norm, layer=layer,
+                          a_format=wide), [after])
 
     def norm_cols(name: str, layer: str, after: Op, cols: int) -> Op:
-        return b.add(Norm(name=name, rows=m, cols=cols, norm=s.norm, layer=layer), [after])
+        return b.add(Norm(name=name, rows=m, cols=cols, norm=s.norm, layer=layer,
+                          a_format=wide), [after])
 
     drop = s.dropout and ph == "train"
 
     def add(name: str, layer: str, rows: int, cols: int, after: list[Op | str],
-            fn: str = "add", extra: int = 0, more: int = 0) -> Op:
+            fn: str = "add", extra: int = 0, more: int = 0, fmt: NumberFormat | None = None
+            ) -> Op:
         return b.add(Elementwise(name=name, rows=rows, cols=cols, fn=fn,
-                                 inputs=len(after) + more, layer=layer), after, extra=extra)
+                                 inputs=len(after) + more, layer=layer,
+                                 a_format=fmt or vec), after, extra=extra)
+
+    def dropout(name: str, layer: str, rows: int, cols: int, x: Op) -> Op:
+        """eager_amp: ``nn.Dropout`` as its own kernel (fused: folded into the next add)."""
+        if not (eager and drop):
+            return x
+        return add(name, layer, rows, cols, [x], fn="mul", fmt=out_fmt(x))
+
+    def residual(name: str, layer: str, x: Op, res: Op | str) -> Op:
+        if eager:   # amp branch + fp32 stream -> fp32
+            return add(name, layer, m, d, [x, res], fmt=FP32)
+        return add(name, layer, m, d, [x, res], more=int(drop))
+
+    def activation(L: str, up: Op, gate: Op | None) -> Op:
+        """The FFN activation; eager_amp runs the module's expression kernel by kernel."""
+        if not eager:
+            if gate is not None:
+                return add(f"{L}.ffn.act", L, m, ffn, [gate, up], fn="swiglu")
+            return add(f"{L}.ffn.act", L, m, ffn, [up], fn=s.ffn_kind)
+        if gate is not None:     # act(gate) * up: two kernels in amp
+            g = add(f"{L}.ffn.act", L, m, ffn, [gate], fn="silu", fmt=amp)
+            return add(f"{L}.ffn.act_mul", L, m, ffn, [g, up], fn="mul", fmt=amp)
+        if s.act_impl != "gelu_new":
+            return add(f"{L}.ffn.act", L, m, ffn, [up], fn=s.ffn_kind, fmt=amp)
+        # HF NewGELUActivation: 0.5*x*(1+tanh(sqrt(2/pi)*(x+0.044715*pow(x,3)))); pow is on
+        # autocast's fp32 list, so x is cast up and every op after it runs in fp32
+        x32 = cast(f"{L}.ffn.act.cast", L, m, ffn, up, FP32)
+        cube = add(f"{L}.ffn.act.pow", L, m, ffn, [x32], fn="mul", fmt=FP32)
+        c = add(f"{L}.ffn.act.mul_c", L, m, ffn, [cube], fn="mul", fmt=FP32)
+        inner = add(f"{L}.ffn.act.add_x", L, m, ffn, [up, c], fn="add", fmt=FP32)
+        sc = add(f"{L}.ffn.act.mul_s", L, m, ffn, [inner], fn="mul", fmt=FP32)
+        th = add(f"{L}.ffn.act.tanh", L, m, ffn, [sc], fn="silu", fmt=FP32)
+        one = add(f"{L}.ffn.act.add_1", L, m, ffn, [th], fn="add", fmt=FP32)
+        half = add(f"{L}.ffn.act.mul_h", L, m, ffn, [up], fn="mul", fmt=amp)
+        return add(f"{L}.ffn.act.mul", L, m, ffn, [half, one], fn="mul", fmt=FP32)
 
     def bgemm(name: str, layer: str, rows: int, n: int, k: int, batch_: int, role: str,
               after: list[Op | str], extra: int = 0) -> Op:
@@ -386,8 +479,9 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
         # class token (d) and learned positions (tokens x d) added to the patch tokens
         x: Op = add("embed.positions", "embed", m, d, [conv], extra=d + s.vit_tokens * d)
     else:
+        ef = FP32 if eager else FP16     # fp32 tables under autocast (fused: with_formats)
         tok = b.add(Embedding(name="embed.tokens", tokens=m, dim=s.emb, vocab=vocab,
-                              layer="embed"))
+                              layer="embed", a_format=ef, w_format=ef))
         x = all_reduce("embed.allreduce", "embed", tok)
         if s.emb != d:
             x = lin("embed.project_in", "embed", m, d, s.emb, "proj", [x], bias=False,
@@ -396,12 +490,13 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
         if s.positions == "learned":
             rows = s.position_rows or s.context
             parts.append(b.add(Embedding(name="embed.positions", tokens=m, dim=d, vocab=rows,
-                                         layer="embed")))
+                                         layer="embed", a_format=ef, w_format=ef)))
         if s.token_types:
             parts.append(b.add(Embedding(name="embed.token_types", tokens=m, dim=d,
-                                         vocab=s.token_types, layer="embed")))
+                                         vocab=s.token_types, layer="embed", a_format=ef, w_format=ef)))
         if len(parts) > 1:
-            x = add("embed.add", "embed", m, d, parts)
+            x = add("embed.add", "embed", m, d, parts, fmt=wide)
+        x = dropout("embed.dropout", "embed", m, d, x)
         if s.embed_norm:
             x = norm("embed.norm", "embed", x)
 
@@ -436,9 +531,12 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
                 ctx_op = b.add(Gemm(name=f"{L}.attn.av", m=q, n=hd, k=keys, batch=batch * h,
                                     b_is_weight=False, b_shared=h // kv, role="av", layer=L),
                                [probs, qkv])
+            if eager:    # (b, h, q, hd) -> (b, q, h*hd): transpose + contiguous
+                ctx_op = add(f"{L}.attn.merge", L, m, h * hd, [ctx_op], fn="copy", fmt=amp)
             proj = lin(f"{L}.attn.proj", L, m, d, h * hd, "proj", [ctx_op], bias=row_bias)
         proj = all_reduce(f"{L}.attn.allreduce", L, proj)
-        x = add(f"{L}.attn.residual", L, m, d, [proj, res], more=int(drop))
+        proj = dropout(f"{L}.attn.dropout_out", L, m, d, proj)
+        x = residual(f"{L}.attn.residual", L, proj, res)
         if not s.pre_norm:
             x = norm(f"{L}.ln1", L, x)
         res = x
@@ -448,14 +546,15 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
         elif s.ffn_kind == "swiglu":
             gate = lin(f"{L}.ffn.gate", L, m, ffn, d, "ffn_gate", [f_in])
             up = lin(f"{L}.ffn.up", L, m, ffn, d, "ffn_up", [f_in])
-            act = add(f"{L}.ffn.act", L, m, ffn, [gate, up], fn="swiglu")
+            act = activation(L, up, gate)
         else:
             up = lin(f"{L}.ffn.up", L, m, ffn, d, "ffn_up", [f_in])
-            act = add(f"{L}.ffn.act", L, m, ffn, [up], fn=s.ffn_kind)
+            act = activation(L, up, None)
         if not (s.is_moe and i >= s.dense_layers):
             down = lin(f"{L}.ffn.down", L, m, d, ffn, "ffn_down", [act], bias=row_bias)
         down = all_reduce(f"{L}.ffn.allreduce", L, down)
-        x = add(f"{L}.ffn.residual", L, m, d, [down, res], more=int(drop))
+        down = dropout(f"{L}.ffn.dropout_out", L, m, d, down)
+        x = residual(f"{L}.ffn.residual", L, down, res)
         if not s.pre_norm:
             x = norm(f"{L}.ln2", L, x)
 
@@ -467,8 +566,17 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
         if s.emb != d:
             x = lin("head.project_out", "head", rows, s.emb, d, "proj", [x], bias=False,
                     quant=False)
-        b.add(Gemm(name="lm_head", m=rows, n=vocab, k=s.emb, role="lm_head", layer="head"),
-              [x], tied_to="embed.tokens" if s.tied_embeddings else None)
+        tied = "embed.tokens" if s.tied_embeddings else None
+        if not eager:
+            b.add(Gemm(name="lm_head", m=rows, n=vocab, k=s.emb, role="lm_head",
+                       layer="head"), [x], tied_to=tied)
+        else:
+            logits = lin("lm_head", "head", rows, vocab, s.emb, "lm_head", [x], bias=False,
+                         tied_to=tied)
+            if ph == "train":   # HF ForCausalLMLoss: logits.float(), then cross_entropy
+                lf = cast("head.logits_float", "head", rows, vocab, logits, FP32)
+                b.add(Softmax(name="head.log_softmax", rows=rows, cols=vocab, layer="head",
+                              a_format=FP32), [lf])
     elif s.kind == "vit":
         b.add(Gemm(name="head", m=batch, n=s.vocab, k=d, role="classifier", layer="head"),
               [x], bias=s.vocab)
