@@ -106,10 +106,16 @@ class Workload:
 
     def with_formats(self, a_format: NumberFormat | None = None,
                      w_format: NumberFormat | None = None) -> Workload:
-        """A copy whose matrix ops use other activation / weight formats."""
+        """A copy whose ops use other activation / weight formats (weights: matrix ops and
+        embeddings). Optimiser updates (``pass_ == "update"``) keep their format: mixed
+        precision updates fp32 master weights and fp32 optimiser state whatever the compute
+        formats are."""
         out = Workload(self.name, self.phase, self.batch, self.seq, self.context, self.parameters,
                        self.family, tied=self.tied, devices=self.devices)
         for op in self.ops():
+            if op.pass_ == "update":
+                out.add(op, self.graph.predecessors(op.name))
+                continue
             out.add(op.with_formats(a_format, w_format if op.is_matrix or op.kind == "embedding"
                                     else None),
                     self.graph.predecessors(op.name))

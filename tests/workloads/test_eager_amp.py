@@ -126,3 +126,13 @@ def test_cli_flag_and_header(capsys: pytest.CaptureFixture[str]) -> None:
     assert rc == 0 and "kernels eager_amp (autocast bf16" in out
     assert main(["run", "gpu/h100", "--model", "resnet50", "--kernels", "eager_amp"]) == 2
     assert "kernels" in capsys.readouterr().err
+
+
+def test_format_flags_keep_the_optimizer_in_fp32() -> None:
+    """--a-format/--w-format set the compute formats; AdamW still reads and writes fp32
+    parameters, gradients and moments (4 inputs + 1 output of 4 bytes per parameter)."""
+    w = archsim.workload("gpt2-small", phase="train", batch=1, seq=128, a_format="bf16",
+                         w_format="bf16")
+    upd = [o for o in w.ops() if o.pass_ == "update"]
+    assert upd and all(o.a_format == FP32 for o in upd)
+    assert sum(o.input_bytes() + o.output_bytes() for o in upd) == 20 * w.parameters
