@@ -47,9 +47,8 @@ def build_workload(args: argparse.Namespace, acc: Any) -> Any:
                                          if args.fidelity == "analytical" else "unfused"),
                               kernels=getattr(args, "kernels", "fused"))
     args.native_format = None
-    if getattr(args, "kernels", "fused") != "fused":    # autocast set every op's format
-        pass
-    elif not args.a_format and not args.w_format:
+    # eager_amp: autocast's policy set every op's format, so no design-native formats
+    if getattr(args, "kernels", "fused") == "fused" and not args.a_format and not args.w_format:
         from archsim.api import with_native_formats
 
         wl, args.native_format = with_native_formats(acc, wl)

@@ -136,3 +136,11 @@ def test_format_flags_keep_the_optimizer_in_fp32() -> None:
     upd = [o for o in w.ops() if o.pass_ == "update"]
     assert upd and all(o.a_format == FP32 for o in upd)
     assert sum(o.input_bytes() + o.output_bytes() for o in upd) == 20 * w.parameters
+
+
+def test_cli_unknown_kernels_is_one_line_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:     # argparse: usage error, exit 2
+        main(["run", "gpu/h100", "--model", "gpt2-small", "--kernels", "bogus"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "--kernels" in err and "Traceback" not in err
