@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from arch.gpu.bench import DO_BENCH, timed_call_s
 from workloads.errors import ConfigError, Problem
 from workloads.formats import FORMATS
 from workloads.ops import Elementwise, Gemm, Norm, Op, Softmax
@@ -130,52 +131,16 @@ def row_op(row: dict[str, Any]) -> Op | None:
     return None
 
 
-def flush_writeback_s(unit: Any, est: Any) -> float:
-    """Extra time of a kernel timed right after ``do_bench``'s L2 flush.
-
-    The harness flushes L2 by zeroing a 256 MB buffer before every call, leaving the L2's
-    reusable share (``l2.usable_fraction`` x capacity) full of dirty lines; the kernel's own
-    reads evict them, so up to that many bytes are written back to HBM during the kernel.
-    A compute-bound kernel hides the write-back; a memory-bound one (GEMV, small-M GEMM,
-    decode bmm) pays it: extra = max(0, hbm_s + wb / BW - body).
-    """
-    s = unit.spec
-    wb = min(est.dram_read_bytes, s.l2.l2_bytes * s.l2.usable_fraction)
-    hbm_s = float(est.details.get("hbm_s", 0.0))
-    body = max(hbm_s, est.latency_s - s.launch_overhead_us * 1e-6)
-    return max(0.0, hbm_s + wb / s.memory.sustained_bytes_per_s - body)
-
-
 def predict_ms(unit: Any, row: dict[str, Any]) -> float | None:
     """Predicted device time (ms) of a latency row on ``unit`` (None if not modelled);
-    GEMM / bmm rows (timed after an L2 flush) include :func:`flush_writeback_s`."""
+    GEMM / bmm rows are timed as ``do_bench`` times them (``arch.gpu.bench``: L2 flush
+    before every call, sharing the power window, dirty-L2 write-back)."""
     op = row_op(row)
     if op is None or unit.supports(op):
         return None
-    flushed = row.get("kind") in ("gemm", "bmm")
-    if flushed and getattr(unit.spec, "power", None) is not None:
-        unit = unit.in_power_window(*flush_window(unit))
-    est = unit.estimate(op)
-    t = est.latency_s
-    if flushed:
-        t += flush_writeback_s(unit, est)
-    return float(t * 1e3)
-
-
-#: ``triton.testing.do_bench`` flushes L2 before every call by zeroing a 256e6-byte buffer.
-DO_BENCH_FLUSH_BYTES = 256_000_000
-
-
-def flush_window(unit: Any) -> tuple[float, float]:
-    """(board joules, seconds) of ``do_bench``'s L2-flush memset, which alternates with the
-    timed kernel inside the power limiter's averaging window: a short kernel averages its
-    power with the (memory-bound, cheaper) memset and may run above its sustained clock."""
-    n = DO_BENCH_FLUSH_BYTES // 4
-    cols = 1 << 10
-    op = Elementwise(name="flush", rows=n // cols, cols=cols, fn="copy", inputs=0,
-                     a_format=FORMATS["fp32"])
-    e = unit.estimate(op)
-    return float(e.details.get("power_w", 0.0)) * e.latency_s, float(e.latency_s)
+    if row.get("kind") in ("gemm", "bmm"):
+        return timed_call_s(unit, op, DO_BENCH) * 1e3
+    return float(unit.estimate(op).latency_s * 1e3)
 
 
 @dataclass(frozen=True)

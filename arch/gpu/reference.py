@@ -75,15 +75,38 @@ def _gpu() -> tuple[list[Comparison], list[Gap]]:
                             e.dram_bytes / e.latency_s / 1e12, "TB/s", 0.10,
                             "not independent: HBM efficiency 0.9 = 4.3/4.8", design="h200"))
     best = ref["measured_best_gemm_tflops"]
-    # the H100 best-of-sweep figures are known gaps (below): the power-capped H100 model is
-    # checked against silicon/h100.jsonl instead ("gpu_silicon")
+    # Best-of-sweep figures, timed as mamf-finder v2 timed them (arch.gpu.bench: a 256 MiB
+    # memset and an output copy before every call share the power limiter's window with the
+    # GEMM): the short calls of a sweep run above the sustained clock.
+    from arch.gpu.bench import MAMF_FINDER_V2, timed_call_s
+
+    def mamf(name: str, m: int, n: int, k: int, fmt: str) -> float:
+        f = FORMATS[fmt]
+        op = Gemm(name="g", m=m, n=n, k=k, a_format=f, w_format=f)
+        return 2.0 * m * n * k / timed_call_s(units[name], op, MAMF_FINDER_V2) / 1e12
+
+    why = ("timed as mamf-finder v2 times it (L2 flush + output copy before each call, in "
+           "the power window); a best-of-sweep also favours lucky shapes")
     for name, key, fmt, shape_key, val_key in (
-            ("a100", "a100_sxm", "bf16", "shape_mnk", "bf16"),):
+            ("a100", "a100_sxm", "bf16", "shape_mnk", "bf16"),
+            ("h100", "h100_sxm", "bf16", "shape_mnk", "bf16"),
+            ("h200", "h200_sxm", "fp8_e4m3", "fp8_shape_mnk", "fp8_e4m3")):
         m, n, k = best[key][shape_key]
-        comps.append(Comparison("gpu", f"best {fmt} GEMM {m}x{n}x{k}",
+        comps.append(Comparison("gpu", f"best {fmt} GEMM {m}x{n}x{k} (mamf-finder)",
                                 f"gpus.yaml measured_best_gemm_tflops.{key}.{val_key}", "M",
-                                best[key][val_key], tflops(name, m, n, k, fmt), "TFLOP/s", 0.10,
-                                "best-of-sweep figure favours lucky shapes/clocks", design=name))
+                                best[key][val_key], mamf(name, m, n, k, fmt), "TFLOP/s", 0.10,
+                                why, design=name))
+    # ml-engineering's table notes "H200 is the same" on the H100 bf16 row (same die)
+    m, n, k = best["h100_sxm"]["shape_mnk"]
+    comps.append(Comparison("gpu", f"best bf16 GEMM {m}x{n}x{k} (mamf-finder)",
+                            "gpus.yaml measured_best_gemm_tflops.h100_sxm.bf16 (ml-engineering: "
+                            "\"H200 is the same\")", "M", best["h100_sxm"]["bf16"],
+                            mamf("h200", m, n, k, "bf16"), "TFLOP/s", 0.10,
+                            why + "; the H200's per-action scale is fitted to its own 8192^3 "
+                            "figure, not to this one", design="h200"))
+    m, n, k = best["h100_sxm"]["fp8_shape_mnk"]
+    h100_fp8 = mamf("h100", m, n, k, "fp8_e4m3")
+    h100_fp8_err = h100_fp8 / best["h100_sxm"]["fp8_e4m3"] - 1.0
     # Peak rates emerge from SMs x tensor-core rate x clock (spec sheet peaks, tag A/C).
     for name, key in (("a100", "a100_sxm_80gb"), ("h100", "h100_sxm_80gb"), ("t4", "t4")):
         u = units[name]
@@ -108,21 +131,15 @@ def _gpu() -> tuple[list[Comparison], list[Gap]]:
             "figure divided by the 4.8 TB/s peak"),
         Gap("gpu", "h200_measured zeros (894 TFLOP/s)", "data-dependent power is not "
             "modelled (the per-action energies do not depend on the operand values)"),
-        Gap("gpu", "H200 best-of-sweep fp8 GEMM (gpus.yaml measured_best_gemm_tflops.h200_sxm: "
-            "1453.4 TFLOP/s at 1280x4096x12032)", "the power-capped H200 (H100 die constants, "
-            "per-action scale fitted to the bf16 8192^3 figure) predicts 1271 TFLOP/s at 1335 "
-            "MHz sustained (-12.6%; 1393 under do_bench's flush window). A best-of-sweep is the "
-            "maximum over many shapes of short runs (100 calls each, idle gaps between shapes "
-            "inside the power limiter's window), not a sustained figure; the same-die H100 "
-            "figure is a gap for the same reason"),
         Gap("gpu", "h200_measured sm_clock/l2/sm_count", "configuration facts, used as inputs of "
             "configs/gpu/h200.yaml rather than compared"),
-        Gap("gpu", "H100 best-of-sweep GEMMs (gpus.yaml measured_best_gemm_tflops.h100_sxm: "
-            "bf16 794.5, fp8 1402.6 TFLOP/s)", "the power-capped H100 (700 W, sustained clock "
-            "from the calibrated power model) predicts 663 / 1138 TFLOP/s. The measured H100 "
-            "of silicon/h100.jsonl (tag M, same board) never reaches them either: its best "
-            "bf16 shape is 748, its best fp8 1338 TFLOP/s, and its sustained clock under "
-            "dense GEMM is 1.19-1.4 GHz; a best-of-sweep on another card is not a sustained "
-            "figure. Checked instead: family gpu_silicon"),
+        Gap("gpu", f"H100 best-of-sweep fp8 GEMM {m}x{n}x{k} (gpus.yaml "
+            "measured_best_gemm_tflops.h100_sxm.fp8_e4m3: 1402.6 TFLOP/s)",
+            f"timed as mamf-finder v2 times it, the power-capped H100 predicts {h100_fp8:.0f} "
+            f"TFLOP/s ({h100_fp8_err:+.1%}). The same bias shows on held-out silicon: under "
+            "sustained fp8 GEMM the modelled clock is 5% low (1125 vs 1185 MHz, family "
+            "gpu_silicon), i.e. the fp8 MMA energy (library prior x the one fitted scale; no "
+            "fp8 row is in the calibration half) is a little high; the best-of-sweep was "
+            "also taken on another card"),
     ]
     return comps, gaps
