@@ -368,6 +368,10 @@ def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
         extra["memory"] = mem
     host = _host_summary(acc, rows, latency)
     if host is not None:
+        # while the device waits on the host the board still draws its static power: the
+        # energy over the wall time charges every unit's leakage for the wall time
+        host["energy_j"] = energy.evaluate(all_comps, total_actions, host["wall_s"],
+                                           tech).total_j * n_dev
         extra["host"] = host
     rate = (wl.tokens / latency if wl.is_llm else None) if latency > 0 else None
     srate = (wl.batch / latency if not wl.is_llm else None) if latency > 0 else None

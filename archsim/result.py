@@ -124,6 +124,9 @@ class Result:
             lines.append(f"wall     {_t(host['wall_s'])}   (device {_t(host['device_s'])}; "
                          f"runtime {host['runtime']}: {host['note']}; "
                          f"{host['host_bound_ops']} of {len(self.ops)} ops host-bound)")
+            if "energy_j" in host:
+                lines.append(f"wall energy {host['energy_j']:.3g} J   (kernels + static power "
+                             f"while the device waits on the host)")
         lines.append("")
         ops = list(self.ops)
         shown = ops

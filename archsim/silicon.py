@@ -271,7 +271,9 @@ def energy_prediction(acc: Any, row: dict[str, Any]) -> tuple[float, float, floa
 
 def model_rows(acc: Any, rows: Iterable[Row | dict[str, Any]]) -> list[dict[str, Any]]:
     """Whole-model rows (``cnn_infer``, ``cnn_train``, ``train_step``) on design ``acc``:
-    measured and predicted device and wall time (ms). The wall time uses the ``eager``
+    measured and predicted device and wall time (ms), and the predicted energy of the
+    kernels (``device_j``) and over the wall time (``wall_j``: plus the static power while
+    the device waits on the host). The wall time uses the ``eager``
     runtime (PyTorch eager, ``arch.gpu.host``); transformers are built with the design's
     attention (``archsim.api.preferred_attention``) and, for ``train_step`` rows (a Hugging
     Face script under autocast), the kernels eager PyTorch runs (``kernels="eager_amp"``)."""
@@ -301,6 +303,8 @@ def model_rows(acc: Any, rows: Iterable[Row | dict[str, Any]]) -> list[dict[str,
         out.append({"kind": k, "label": f"{d['model']} batch {d['batch']}",
                     "device_ms": res.latency_s * 1e3,
                     "wall_ms": float(host.get("wall_s", res.latency_s)) * 1e3,
+                    "device_j": res.energy_j,
+                    "wall_j": float(host.get("energy_j", res.energy_j)),
                     "measured_ms": float(d["ms"]),
                     "measured_kernel_ms": float(d["kernel_ms"]) if "kernel_ms" in d else None})
     return out

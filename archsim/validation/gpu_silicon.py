@@ -49,12 +49,19 @@ def _gpu_silicon() -> tuple[list[Comparison], list[Gap]]:
                                 float(d["sm_mhz"]), mhz, "MHz", 0.10,
                                 "NVML clock read at the end of a ~4 s loop", design="h100"))
     for m in silicon.model_rows(acc, rows):
-        if m["kind"] == "train_step":
-            gaps.append(Gap("gpu_silicon", f"training step {m['label']}: board energy",
-                            "the step's energy counts the kernels only (device time at each "
-                            "kernel's power); the board's draw while the GPU waits on the host "
-                            "(eager Python between kernels) is not added, so the energy per "
-                            "step is low by about the host-bound share of the wall time"))
+        e_row = next((r.data for r in rows if r.kind == "energy" and r.data.get("op") ==
+                      m["kind"] and f"{r.data.get('model')} batch {r.data.get('batch')}" ==
+                      m["label"]), None)
+        if e_row is not None:
+            meas = float(e_row["mj_per_call"]) / 1e3
+            gaps.append(Gap(
+                "gpu_silicon", f"{m['kind']} {m['label']}: board energy",
+                f"{m['wall_j']:.1f} J predicted over the wall time ({m['device_j']:.1f} J in "
+                f"kernels + the static power while the GPU waits on the host) vs {meas:.1f} J "
+                f"measured ({m['wall_j'] / meas - 1:+.0%}). The board drew {e_row['avg_w']:.0f} "
+                f"W at {e_row['sm_mhz']:.0f} MHz for the whole step, so the GPU was busy for "
+                f"most of it: the predicted kernel time ({m['device_ms']:.1f} ms of "
+                f"{m['measured_ms']:.1f}) still misses kernels, and their energy with them"))
         how = (" (HF, kernels eager_amp)" if m["kind"] == "train_step" else "")
         comps.append(Comparison("gpu_silicon", f"{m['kind']} {m['label']} wall time (eager)"
                                 f"{how}", _SRC, "M", m["measured_ms"], m["wall_ms"], "ms", 0.25,

@@ -45,6 +45,21 @@ def test_eager_hf_and_cuda_graph_decode_differ_on_wall_not_device() -> None:
     assert "wall" in text and "eager_hf" in text and "host-bound" in text
 
 
+def test_energy_over_the_wall_adds_idle_board_power_while_waiting_on_the_host() -> None:
+    """While the GPU waits on Python the board draws its idle power: 135 W measured with
+    nothing running (shared/reference/silicon/README.md). The extra energy over the wall time,
+    divided by the host-bound time, is that power (the model's static power; the library's
+    SRAM leakage adds a few W), and a CUDA graph, hidden behind the device, adds ~nothing."""
+    hf, graph = _decode("eager_hf"), _decode("cuda_graph")
+    h = hf.extra["host"]
+    waited = h["wall_s"] - h["device_s"]
+    assert waited > 0.01                                    # 10+ ms of host-bound decode
+    assert (h["energy_j"] - hf.energy_j) / waited == pytest.approx(135.0, rel=0.05)
+    g = graph.extra["host"]
+    assert g["energy_j"] == pytest.approx(graph.energy_j, rel=0.02)
+    assert f"{h['energy_j']:.3g} J" in hf.table()
+
+
 def test_ideal_runtime_reports_no_host() -> None:
     res = archsim.evaluate(load("gpu/a100"), archsim.gemm_workload(256, 256, 256))
     assert "host" not in res.extra and "wall_s" not in res.ops[0].details
