@@ -80,6 +80,7 @@ def lower_gemm(spec: GpuSpec, r: GemmResult, name: str = "gemm", pre_s: float = 
     b = TaskGraphBuilder(clock_hz=f * q)
     b.add_op(name)
     hbm = b.add_bandwidth_memory("hbm", spec.memory.sustained_bytes_per_s / f / q)
+    # L2 bytes per SM clock (the L2 runs on the SM clock: same per cycle under DVFS)
     l2_bpc = spec.l2.bandwidth_gbps * 1e9 / spec.clock_hz
     l2 = b.add_bandwidth_memory("l2", l2_bpc / q)
     n_sm_used = min(S, n_cta)
@@ -170,16 +171,17 @@ def lower_gemm(spec: GpuSpec, r: GemmResult, name: str = "gemm", pre_s: float = 
 
 def lower_stream(spec: GpuSpec, name: str, read_b: float, write_b: float, ops: float,
                  sfu_ops: float = 0.0, launch: bool = True, link_s: float = 0.0,
-                 pieces: int = 32):
+                 pieces: int = 32, clock_hz: float = 0.0):
     """TaskGraph of a streaming kernel: ``pieces`` read -> ALU/SFU -> write pipelines.
 
-    Clock: the SM clock x ``RESOLUTION``. ``link_s`` adds a network transfer (ring all-reduce) that runs
-    beside the memory traffic.
+    Clock: the SM clock (``clock_hz``: the kernel's DVFS clock; 0 = ``spec.clock_hz``) x
+    ``RESOLUTION``. ``link_s`` adds a network transfer (ring all-reduce) that runs beside the
+    memory traffic.
     """
     from sim import TaskGraphBuilder
 
     q = RESOLUTION
-    f = spec.clock_hz * q
+    f = (clock_hz or spec.clock_hz) * q
     b = TaskGraphBuilder(clock_hz=f)
     b.add_op(name)
     hbm = b.add_bandwidth_memory("hbm", spec.memory.sustained_bytes_per_s / f)

@@ -603,19 +603,26 @@ class TensorCoreGpu(Unit[GpuMapping]):
             raise MappingError(Problem(reason, op.name))
         df, tile, split = self._parse_mapping(mapping)
         s = self.spec
+        # DVFS: the graph runs at the clock the power cap leaves this kernel (the estimate's
+        # operating point; the top clock without a power model)
+        mhz = float(self.estimate(op, mapping).details.get("clock_mhz", 0.0)) \
+            if s.power is not None else 0.0
+        f_hz = mhz * 1e6 if mhz > 0 else s.clock_hz
         if isinstance(op, (Gemm, Conv2d)):
             k = self._gemm_kernel(op, df, tile, split)
             if isinstance(k, Estimate):
                 raise MappingError(Problem(k.reason, op.name))
-            return lower_gemm(s, k[1], op.name)
+            r = k[1] if f_hz == s.clock_hz else replace(k[1], f_hz=f_hz * k[1].f_hz / s.clock_hz)
+            return lower_gemm(s, r, op.name)
         if isinstance(op, VectorOp):
             fused = isinstance(op, Softmax) and self._fused(op, df or None)
             fn = op.fn if isinstance(op, Elementwise) else op.kind
             sfu = _SFU_PER_ELEMENT.get(fn, 0) * op.elements
             if fused:
-                return lower_stream(s, op.name, 0.0, 0.0, op.vector_ops(), sfu, launch=False)
+                return lower_stream(s, op.name, 0.0, 0.0, op.vector_ops(), sfu, launch=False,
+                                    clock_hz=f_hz)
             return lower_stream(s, op.name, op.input_bytes() + op.weight_bytes(),
-                                op.output_bytes(), op.vector_ops(), sfu)
+                                op.output_bytes(), op.vector_ops(), sfu, clock_hz=f_hz)
         if isinstance(op, Embedding):
             return lower_stream(s, op.name, op.weight_bytes(), op.output_bytes(), 0.0)
         if isinstance(op, AllReduce):

@@ -119,3 +119,27 @@ def test_lut_lowering_includes_precompute():
     t = _sim_s(u, op)
     assert t >= est.details["precompute_s"] + est.details["sm_s"] * 0.98
     assert t <= est.latency_s * 1.35
+
+
+def test_cycle_fidelity_runs_at_the_power_capped_clock() -> None:
+    """DVFS reaches the task graph: a capped GEMM's graph runs at the clock the power cap
+    leaves it, so its simulated time is the uncapped graph's time x at most f_top / f (the
+    same graph on a slower clock; the clock-bound tasks stretch by exactly that ratio, the
+    HBM transfers and the ns-valued launch/latency delays do not, so a compute-bound GEMM
+    lands just under it), and an uncapped memory-bound kernel is unchanged."""
+    from dataclasses import replace
+
+    from arch.gpu.unit import TensorCoreGpu
+
+    u = gpu("h100")
+    free = TensorCoreGpu(u.name, replace(u.spec, power=None), u.node_nm)
+    g = Gemm(name="g", m=8192, n=8192, k=8192, a_format=FORMATS["bf16"],
+             w_format=FORMATS["bf16"])
+    mhz = u.estimate(g).details["clock_mhz"]
+    assert mhz < 1500                                       # capped (1.25-1.4 GHz measured)
+    ratio = u.spec.clock_mhz / mhz
+    assert 0.97 * ratio <= _sim_s(u, g) / _sim_s(free, g) <= ratio * (1 + 1e-9)
+    # and the capped simulation agrees with the capped estimate (both at that clock)
+    assert _sim_s(u, g) == pytest.approx(u.estimate(g).latency_s, rel=0.10)
+    v = Elementwise(name="v", rows=8192, cols=8192, fn="copy", a_format=FORMATS["bf16"])
+    assert _sim_s(u, v) == pytest.approx(_sim_s(free, v), rel=1e-6)
