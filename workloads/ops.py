@@ -432,27 +432,38 @@ class Elementwise(_VectorOp):
 
     ``out_format`` (default: ``a_format``) is the format of the output when it differs, e.g.
     a cast (``fn="copy"``) from fp32 to bf16 as autocast runs before a bf16 GEMM.
+    ``inputs=0`` is a fill (a memset: writes only). ``mask`` is a bool mask of one byte per
+    element that the kernel writes besides its output (``"write"``: PyTorch's
+    ``native_dropout`` forward) or reads besides its inputs (``"read"``: its backward).
     """
 
     kind: ClassVar[str] = "elementwise"
     fn: str = "add"
     inputs: int = 1
     out_format: NumberFormat | None = None
+    mask: str = ""
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.fn not in VECTOR_OPS_PER_ELEMENT or self.fn in ("softmax", "layernorm", "rmsnorm"):
             raise WorkloadError(Problem(f"unknown element-wise fn {self.fn!r}", self.name))
+        if self.mask not in ("", "write", "read"):
+            raise WorkloadError(Problem(f"mask must be '', 'write' or 'read', got {self.mask!r}",
+                                        self.name))
+        if self.inputs < 0:
+            raise WorkloadError(Problem(f"inputs must be >= 0, got {self.inputs}", self.name))
 
     def _ops_per_element(self) -> int:
         return VECTOR_OPS_PER_ELEMENT[self.fn]
 
     def input_bytes(self) -> float:
-        return self.inputs * self.elements * self.a_format.bytes_per_element
+        mask = self.elements if self.mask == "read" else 0
+        return self.inputs * self.elements * self.a_format.bytes_per_element + mask
 
     def output_bytes(self) -> float:
         f = self.a_format if self.out_format is None else self.out_format
-        return self.elements * f.bytes_per_element
+        mask = self.elements if self.mask == "write" else 0
+        return self.elements * f.bytes_per_element + mask
 
 
 @dataclass(frozen=True, kw_only=True)

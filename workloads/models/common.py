@@ -20,6 +20,10 @@ backward ops of every forward op, then one optimiser update per weight-bearing o
 * embedding ``X`` -> ``X.bwd``, a scatter-add (``add``) of the gathered rows.
 * ``X.update``: ``Elementwise(fn=optimizer)`` over the op's parameters in fp32
   (Adam reads parameter, gradient, m, v: 4 inputs; SGD with momentum: 3).
+* a builder may replace these rules for a forward op (``to_training(backward=...)``): the
+  kernels a framework really runs for it (``kernels="eager_amp"``: autograd's), the listed
+  input-gradient ops running one after the other; an empty list passes the gradient through
+  (no kernel, e.g. the backward of an ``add`` whose inputs share the output's format).
 
 Edges: the gradient of ``X``'s output comes from the input-gradient ops of ``X``'s forward
 successors (the last forward op seeds the backward pass); weight-gradient ops also depend on
@@ -28,6 +32,7 @@ successors (the last forward op seeds the backward pass); weight-gradient ops al
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from workloads.formats import FORMATS, NumberFormat
@@ -44,7 +49,7 @@ from workloads.ops import (
     Softmax,
 )
 
-__all__ = ["op_parameters", "GraphBuilder", "to_training", "FP16", "FP32"]
+__all__ = ["op_parameters", "GraphBuilder", "to_training", "backward_ops", "FP16", "FP32"]
 
 FP16 = FORMATS["fp16"]
 FP32 = FORMATS["fp32"]
@@ -128,8 +133,8 @@ def _bwd_vector(op: Op, name: str) -> Elementwise:
                        layer=op.layer)
 
 
-def _backward_ops(op: Op) -> tuple[list[Op], list[Op]]:
-    """(input-gradient ops, weight-gradient ops) of one forward op."""
+def backward_ops(op: Op) -> tuple[list[Op], list[Op]]:
+    """(input-gradient ops, weight-gradient ops) of one forward op (module doc's rules)."""
     if isinstance(op, Gemm):
         data, weight = op.as_pass("bwd_data"), op.as_pass("bwd_weight")
         # attention GEMMs: both operands are activations, both gradients flow upstream
@@ -155,7 +160,9 @@ def _backward_ops(op: Op) -> tuple[list[Op], list[Op]]:
 
 
 def to_training(fwd: Workload, params: dict[str, int], tied: dict[str, str],
-                optimizer: str) -> Workload:
+                optimizer: str,
+                backward: Mapping[str, tuple[Sequence[Op], Sequence[Op]]] | None = None
+                ) -> Workload:
     """A training step (forward, backward, update) built from a forward graph.
 
     Args:
@@ -163,6 +170,9 @@ def to_training(fwd: Workload, params: dict[str, int], tied: dict[str, str],
         params: parameters owned by each forward op (``GraphBuilder.params``).
         tied: op -> owner of the weights it reuses (``GraphBuilder.tied``).
         optimizer: ``"adam"`` or ``"sgd"`` (momentum SGD).
+        backward: forward op name -> (input-gradient ops, weight-gradient ops) replacing
+            :func:`backward_ops` for that op; the input-gradient ops run in the listed order
+            (each after the previous one); an empty list passes the gradient through.
 
     Returns:
         A new workload with phase ``train``; see the module docstring for the rules.
@@ -177,13 +187,21 @@ def to_training(fwd: Workload, params: dict[str, int], tied: dict[str, str],
     for op in reversed(order):
         succ = list(fwd.graph.successors(op.name))
         upstream = [g for s in succ for g in grads_in[s]] if succ else [op.name]
-        data_ops, weight_ops = _backward_ops(op)
+        given = (backward or {}).get(op.name)
+        if given is None:
+            data_ops, weight_ops = backward_ops(op)
+        else:
+            data_ops, weight_ops = list(given[0]), list(given[1])
         preds = fwd.predecessors(op.name)
         names_in: list[str] = []
         for b in data_ops:
             deps = upstream + (preds if b.pass_ == "bwd_weight" else [])
+            if given is not None and names_in:     # a chain: after the previous kernel
+                deps = names_in[-1:]
             out.add(b, list(dict.fromkeys(deps)))
             names_in.append(b.name)
+        if given is not None and not names_in:     # no kernel: the gradient passes through
+            names_in = list(upstream)
         names_w: list[str] = []
         for b in weight_ops:
             if b.name not in out.graph:

@@ -1,4 +1,6 @@
 """One transformer builder for every transformer in the zoo and every imported config.
+(Over 600 lines: one builder whose closures share the shape, the phase and the kernels
+mode; split by variant it would repeat them.)
 
 A :class:`TransformerShape` records the hyper-parameters and the architectural choices that
 change the op graph or the parameter count (norm kind, biases, position encoding, tied
@@ -62,8 +64,15 @@ expression kernel by kernel (SwiGLU: ``silu`` then ``mul``; GPT-2's ``gelu_new``
 ``NewGELUActivation``, nine kernels from ``pow`` on, in fp32; ``tanh`` is costed as a
 ``silu``: one special function per element); training adds the loss as HF computes it
 (``logits.float()`` and a log-softmax over the vocabulary; the gather of the label
-log-probabilities is not counted). The backward of each of these is an op of its own
-(:func:`~workloads.models.common.to_training`), as autograd runs it.
+log-probabilities is not counted). In training the backward is what autograd launches
+(``to_training(backward=...)``; sources in the code): ``mul`` of two tensors needing
+gradients is two kernels, ``pow`` three, an ``add`` none (the engine casts a gradient to an
+input's bf16 and sums the gradients of a tensor used twice, e.g. the residual stream);
+bias gradients are column sums of the output gradient; layer norm adds a gain/shift
+reduction; dropout writes and reads a 1-byte mask; the split of q, k, v is undone by a
+concatenation; ``nll_loss`` zero-fills a gradient of the whole fp32 logits; embedding
+backward zero-fills its table's gradient (the tied table then sums two gradients). The
+rest follows :func:`~workloads.models.common.to_training`'s one kernel per op.
 """
 
 from __future__ import annotations
@@ -74,7 +83,7 @@ from dataclasses import dataclass
 from workloads.errors import Problem, WorkloadError
 from workloads.formats import NumberFormat, get_format
 from workloads.graph import Workload
-from workloads.models.common import FP16, FP32, GraphBuilder, to_training
+from workloads.models.common import FP16, FP32, GraphBuilder, backward_ops, to_training
 from workloads.ops import (
     AllReduce,
     Attention,
@@ -318,6 +327,20 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
     vec = amp if eager else FP16        # vector ops' format (fused: set by with_formats)
     wide = FP32 if eager else vec       # residual stream, norms, embeddings' output
 
+    # eager_amp training: the backward kernels autograd runs where they differ from
+    # to_training's one-kernel-per-op rule (forward op -> (input-grad ops, weight-grad ops));
+    # each entry names its source: tools/autograd/derivatives.yaml, the autograd engine
+    # (torch/csrc/autograd/engine.cpp, input_buffer.cpp), ATen's CUDA kernels
+    autograd = eager and ph == "train"
+    bwd: dict[str, tuple[list[Op], list[Op]]] = {}
+
+    def grad_op(name: str, layer: str, rows: int, cols: int, fmt: NumberFormat,
+                fn: str = "mul", inputs: int = 1, out: NumberFormat | None = None,
+                mask: str = "", pass_: str = "bwd_data") -> Elementwise:
+        """One backward kernel of ``rows x cols`` elements read in ``fmt``."""
+        return Elementwise(name=name, rows=rows, cols=cols, fn=fn, inputs=inputs, a_format=fmt,
+                           out_format=out, mask=mask, pass_=pass_, layer=layer)
+
     def out_fmt(o: Op | str) -> NumberFormat:
         op = w.op(o) if isinstance(o, str) else o
         f = getattr(op, "out_format", None)
@@ -343,16 +366,32 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
                                            out_format=amp, layer=layer)))
         op = Gemm(name=name, m=rows, n=n, k=k, role=role, layer=layer, a_format=fa,
                   w_format=fw, acc_format=fc)
-        return b.add(op, after, bias=n if (s.bias if bias is None else bias) else 0,
-                     tied_to=tied_to)
+        has_bias = s.bias if bias is None else bias
+        if autograd and has_bias:
+            # addmm's bias is broadcast over the rows: the engine sums its gradient back to
+            # the bias's shape (at::sum_to in validate_outputs), one column reduction reading
+            # the whole amp output gradient: ``rows`` inputs of ``n`` elements, ``n`` written
+            data, weight = backward_ops(op)
+            weight.append(grad_op(f"{name}.bwd_bias", layer, 1, n, amp, fn="add", inputs=rows,
+                                  pass_="bwd_weight"))
+            bwd[name] = (data, weight)
+        return b.add(op, after, bias=n if has_bias else 0, tied_to=tied_to)
 
     def norm(name: str, layer: str, after: Op) -> Op:
-        return b.add(Norm(name=name, rows=m, cols=d, norm=s.norm, layer=layer,
-                          a_format=wide), [after])
+        return norm_cols(name, layer, after, d)
 
     def norm_cols(name: str, layer: str, after: Op, cols: int) -> Op:
-        return b.add(Norm(name=name, rows=m, cols=cols, norm=s.norm, layer=layer,
-                          a_format=wide), [after])
+        op = b.add(Norm(name=name, rows=m, cols=cols, norm=s.norm, layer=layer,
+                        a_format=wide), [after])
+        if autograd:
+            # native_layer_norm_backward (CUDA): one kernel for the input gradient (reads the
+            # output gradient and x, writes dx) and a second for the gain/shift gradients,
+            # column sums over the rows of dy * x_hat and dy: it reads dy and x again
+            per = 2 if s.norm == "layernorm" else 1
+            data, _ = backward_ops(op)
+            bwd[name] = (data, [grad_op(f"{name}.bwd_weight", layer, per, cols, wide, fn="add",
+                                        inputs=m, pass_="bwd_weight")])
+        return op
 
     drop = s.dropout and ph == "train"
 
@@ -364,13 +403,46 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
                                  a_format=fmt or vec), after, extra=extra)
 
     def dropout(name: str, layer: str, rows: int, cols: int, x: Op) -> Op:
-        """eager_amp: ``nn.Dropout`` as its own kernel (fused: folded into the next add)."""
+        """eager_amp: ``nn.Dropout`` as its own kernel (fused: folded into the next add):
+        ``native_dropout`` writes the output and a 1-byte bool mask; its backward
+        (``native_dropout_backward``: grad * mask * scale) reads the gradient and the mask."""
         if not (eager and drop):
             return x
-        return add(name, layer, rows, cols, [x], fn="mul", fmt=out_fmt(x))
+        fmt = out_fmt(x)
+        op = b.add(Elementwise(name=name, rows=rows, cols=cols, fn="mul", inputs=1,
+                               mask="write", layer=layer, a_format=fmt), [x])
+        bwd[name] = ([grad_op(f"{name}.bwd", layer, rows, cols, fmt, mask="read")], [])
+        return op
+
+    def embedding_backward(op: Op, tied: bool) -> None:
+        """eager_amp training: embedding_dense_backward (CUDA) zero-fills a gradient of the
+        whole table (at::zeros) before scatter-adding the gathered rows' gradients (the
+        index sort's kernels are not counted); a table shared with the LM head then adds this
+        gradient to the one the head left in ``.grad`` (AccumulateGrad: one add)."""
+        if not autograd or not isinstance(op, Embedding):
+            return
+        rows_, f = (op.vocab, op.dim), op.w_format
+        weight = [grad_op(f"{op.name}.bwd_zero", op.layer, *rows_, f, fn="copy", inputs=0,
+                          pass_="bwd_weight"), *backward_ops(op)[1]]
+        if tied:
+            weight.append(grad_op(f"{op.name}.bwd_accumulate", op.layer, *rows_, f, fn="add",
+                                  inputs=2, pass_="bwd_weight"))
+        bwd[op.name] = ([], weight)
 
     def residual(name: str, layer: str, x: Op, res: Op | str) -> Op:
         if eager:   # amp branch + fp32 stream -> fp32
+            if autograd:
+                # add's backward passes the gradient on (derivatives.yaml add.Tensor: self:
+                # grad); the engine casts the branch's copy to the branch's amp format; the
+                # stream ``res`` also feeds the next norm (or, post-norm, the sublayer), so the
+                # engine sums its two gradients: one add kernel
+                ops: list[Op] = []
+                if out_fmt(x) != FP32:
+                    ops.append(grad_op(f"{name}.bwd", layer, m, d, FP32, fn="copy",
+                                       out=out_fmt(x)))
+                ops.append(grad_op(f"{name}.bwd_accumulate", layer, m, d, FP32, fn="add",
+                                   inputs=2))
+                bwd[name] = (ops, [])
             return add(name, layer, m, d, [x, res], fmt=FP32)
         return add(name, layer, m, d, [x, res], more=int(drop))
 
@@ -382,6 +454,10 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
             return add(f"{L}.ffn.act", L, m, ffn, [up], fn=s.ffn_kind)
         if gate is not None:     # act(gate) * up: two kernels in amp
             g = add(f"{L}.ffn.act", L, m, ffn, [gate], fn="silu", fmt=amp)
+            if autograd:   # mul.Tensor: grad * up and grad * act, both inputs need grads
+                bwd[f"{L}.ffn.act_mul"] = ([
+                    grad_op(f"{L}.ffn.act_mul.bwd", L, m, ffn, amp, inputs=2),
+                    grad_op(f"{L}.ffn.act_mul.bwd_other", L, m, ffn, amp, inputs=2)], [])
             return add(f"{L}.ffn.act_mul", L, m, ffn, [g, up], fn="mul", fmt=amp)
         if s.act_impl != "gelu_new":
             return add(f"{L}.ffn.act", L, m, ffn, [up], fn=s.ffn_kind, fmt=amp)
@@ -395,7 +471,37 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
         th = add(f"{L}.ffn.act.tanh", L, m, ffn, [sc], fn="silu", fmt=FP32)
         one = add(f"{L}.ffn.act.add_1", L, m, ffn, [th], fn="add", fmt=FP32)
         half = add(f"{L}.ffn.act.mul_h", L, m, ffn, [up], fn="mul", fmt=amp)
-        return add(f"{L}.ffn.act.mul", L, m, ffn, [half, one], fn="mul", fmt=FP32)
+        out = add(f"{L}.ffn.act.mul", L, m, ffn, [half, one], fn="mul", fmt=FP32)
+        if autograd:
+            gelu_new_backward(L, x32)
+        return out
+
+    def gelu_new_backward(L: str, x32: Op | str) -> None:
+        """The kernels autograd runs for NewGELUActivation's backward (derivatives.yaml; the
+        engine casts an fp32 gradient to an input's bf16 and sums the gradients of a tensor
+        used more than once): 14 kernels of ``m x ffn`` against the nine of the forward."""
+        def g(op: str, suffix: str, fmt: NumberFormat, fn: str = "mul", inputs: int = 1,
+              out: NumberFormat | None = None) -> Op:
+            return grad_op(f"{L}.ffn.act.{op}.{suffix}", L, m, ffn, fmt, fn, inputs, out)
+        cast_back = backward_ops(w.op(x32) if isinstance(x32, str) else x32)[0]
+        bwd[f"{L}.ffn.act.cast"] = (cast_back + [   # x feeds the cast, +x and 0.5*x: 2 adds
+            g("cast", "bwd_accumulate0", amp, "add", 2),
+            g("cast", "bwd_accumulate1", amp, "add", 2)], [])
+        bwd[f"{L}.ffn.act.pow"] = ([        # pow_backward: grad * (3 * x.pow(2))
+            g("pow", "bwd_square", FP32), g("pow", "bwd_scale", FP32),
+            g("pow", "bwd", FP32, inputs=2)], [])
+        for op in ("mul_c", "mul_s"):       # a constant times x: grad * constant
+            bwd[f"{L}.ffn.act.{op}"] = ([g(op, "bwd", FP32)], [])
+        # x + c: the gradient passes on; the engine casts x's copy to bf16
+        bwd[f"{L}.ffn.act.add_x"] = ([g("add_x", "bwd", FP32, "copy", out=amp)], [])
+        bwd[f"{L}.ffn.act.tanh"] = ([g("tanh", "bwd", FP32, inputs=2)], [])  # tanh_backward
+        bwd[f"{L}.ffn.act.add_1"] = ([], [])                           # 1 + t: passes on
+        bwd[f"{L}.ffn.act.mul_h"] = ([g("mul_h", "bwd", amp)], [])     # grad * 0.5
+        # (0.5 x) * (1 + t): grad * (1 + t) cast to 0.5x's bf16, and grad * 0.5x (its bf16
+        # operand counted at fp32: 2 bytes an element high)
+        bwd[f"{L}.ffn.act.mul"] = ([
+            g("mul", "bwd", FP32, inputs=2), g("mul", "bwd_cast", FP32, "copy", out=amp),
+            g("mul", "bwd_other", FP32, inputs=2)], [])
 
     def bgemm(name: str, layer: str, rows: int, n: int, k: int, batch_: int, role: str,
               after: list[Op | str], extra: int = 0) -> Op:
@@ -482,6 +588,7 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
         ef = FP32 if eager else FP16     # fp32 tables under autocast (fused: with_formats)
         tok = b.add(Embedding(name="embed.tokens", tokens=m, dim=s.emb, vocab=vocab,
                               layer="embed", a_format=ef, w_format=ef))
+        embedding_backward(tok, s.tied_embeddings and s.kind == "decoder")
         x = all_reduce("embed.allreduce", "embed", tok)
         if s.emb != d:
             x = lin("embed.project_in", "embed", m, d, s.emb, "proj", [x], bias=False,
@@ -489,13 +596,17 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
         parts: list[Op | str] = [x]
         if s.positions == "learned":
             rows = s.position_rows or s.context
-            parts.append(b.add(Embedding(name="embed.positions", tokens=m, dim=d, vocab=rows,
-                                         layer="embed", a_format=ef, w_format=ef)))
+            pos = b.add(Embedding(name="embed.positions", tokens=m, dim=d, vocab=rows,
+                                  layer="embed", a_format=ef, w_format=ef))
+            parts.append(pos)
+            embedding_backward(pos, False)
         if s.token_types:
             parts.append(b.add(Embedding(name="embed.token_types", tokens=m, dim=d,
                                          vocab=s.token_types, layer="embed", a_format=ef, w_format=ef)))
         if len(parts) > 1:
             x = add("embed.add", "embed", m, d, parts, fmt=wide)
+            if autograd:    # fp32 + fp32: the gradient passes on to both tables, no kernel
+                bwd["embed.add"] = ([], [])
         x = dropout("embed.dropout", "embed", m, d, x)
         if s.embed_norm:
             x = norm("embed.norm", "embed", x)
@@ -509,6 +620,12 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
             proj = mla(L, h_in)
         else:
             qkv = lin(f"{L}.attn.qkv", L, m, (h + 2 * kv) * hd, d, "qkv", [h_in])
+            if autograd:
+                # q, k, v are split off one projection (GPT-2's c_attn): split_with_sizes'
+                # backward concatenates their gradients (at::cat), one copy of the output
+                data, weight = bwd.get(qkv.name) or backward_ops(qkv)
+                bwd[qkv.name] = ([grad_op(f"{L}.attn.qkv.bwd_split", L, m, (h + 2 * kv) * hd,
+                                          amp, fn="copy"), *data], weight)
             qk_in: Op = qkv
             if s.positions == "rope":
                 qk_in = add(f"{L}.attn.rope", L, m, (h + kv) * hd, [qkv], fn="mul")
@@ -533,6 +650,8 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
                                [probs, qkv])
             if eager:    # (b, h, q, hd) -> (b, q, h*hd): transpose + contiguous
                 ctx_op = add(f"{L}.attn.merge", L, m, h * hd, [ctx_op], fn="copy", fmt=amp)
+                if autograd:    # clone's and permute's backward pass the gradient on
+                    bwd[ctx_op.name] = ([], [])
             proj = lin(f"{L}.attn.proj", L, m, d, h * hd, "proj", [ctx_op], bias=row_bias)
         proj = all_reduce(f"{L}.attn.allreduce", L, proj)
         proj = dropout(f"{L}.attn.dropout_out", L, m, d, proj)
@@ -575,8 +694,18 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
                          tied_to=tied)
             if ph == "train":   # HF ForCausalLMLoss: logits.float(), then cross_entropy
                 lf = cast("head.logits_float", "head", rows, vocab, logits, FP32)
-                b.add(Softmax(name="head.log_softmax", rows=rows, cols=vocab, layer="head",
-                              a_format=FP32), [lf])
+                ls = b.add(Softmax(name="head.log_softmax", rows=rows, cols=vocab,
+                                   layer="head", a_format=FP32), [lf])
+                # cross_entropy = log_softmax + nll_loss: nll_loss picks each row's label
+                # log-probability and averages them; its backward (CUDA nll_loss_backward)
+                # zero-fills a gradient of the whole logits (fp32) and scatters -1/rows
+                # into the label column of each row
+                b.add(Elementwise(name="head.nll_loss", rows=rows, cols=1, fn="add", inputs=1,
+                                  a_format=FP32, layer="head"), [ls])
+                bwd["head.nll_loss"] = ([
+                    grad_op("head.nll_loss.bwd_zero", "head", rows, vocab, FP32, fn="copy",
+                            inputs=0),
+                    grad_op("head.nll_loss.bwd", "head", rows, 1, FP32, fn="copy")], [])
     elif s.kind == "vit":
         b.add(Gemm(name="head", m=batch, n=s.vocab, k=d, role="classifier", layer="head"),
               [x], bias=s.vocab)
@@ -587,7 +716,7 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
         w.parameters = build_transformer(s, phase, batch, seq, context,
                                          attention=attention).parameters
     if ph == "train":
-        return to_training(w, b.params, b.tied, "adam")
+        return to_training(w, b.params, b.tied, "adam", backward=bwd)
     return w
 
 
