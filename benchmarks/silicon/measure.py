@@ -12,7 +12,9 @@ cuDNN, power limit, date), ``gemm`` (bf16/fp16 ``F.linear``, fp8 ``torch._scaled
 ``torch._int_mm``), ``bmm``, ``attn_prefill`` / ``attn_decode`` (SDPA), ``vector`` (softmax,
 layer/RMS norm, gelu, silu, add, copy), ``copy`` (bytes), ``launch`` (eager and CUDA-graph
 cost of a 1-element kernel), ``energy`` (board energy from NVML's total-energy counter over a
-~4 s loop, SM clock at the end, and idle power). Latencies: median of
+~4 s loop, SM clock at the end, and idle power), ``train_step`` / ``cnn_train`` (whole
+training steps: wall and profiler kernel time, plus their energy; needs ``transformers`` /
+``torchvision``, else a ``skipped`` row). Kernel latencies: median of
 ``triton.testing.do_bench`` (it flushes L2 before every call). Nothing here runs without a
 GPU; the module imports torch lazily so that the repository's tests can import it.
 """
@@ -214,10 +216,85 @@ def _energy_rows(torch: Any) -> Iterator[dict[str, Any]]:
     yield {**_energy_row(torch, lambda: y.copy_(x)), "op": "copy", "bytes": 1 << 30}
 
 
+def _step_rows(torch: Any, kind: str, fields: dict[str, Any], step: Callable[[], Any],
+               iters: int = 20) -> Iterator[dict[str, Any]]:
+    """Wall time per step (mean over ``iters`` after warm-up), the GPU kernel time and
+    kernel count of one step from the profiler (what separates host from device time), and
+    the board energy of a sustained loop of steps."""
+    from torch.profiler import ProfilerActivity, profile
+
+    for _ in range(3):
+        step()
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    for _ in range(iters):
+        step()
+    torch.cuda.synchronize()
+    ms = (time.perf_counter() - t) / iters * 1e3
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        step()
+        torch.cuda.synchronize()
+    kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    kernel_ms = sum(e.device_time for e in kernels) / 1e3     # device_time is in us
+    yield {"kind": kind, **fields, "ms": ms, "kernel_ms": kernel_ms, "kernels": len(kernels)}
+    try:
+        yield {**_energy_row(torch, step), "op": kind, **fields}
+    except Exception as exc:  # noqa: BLE001 - NVML optional: the latency row stands alone
+        yield {"kind": "skipped", "suite": "models", "op": kind, "why": f"energy: {exc}"}
+
+
+def _model_rows(torch: Any) -> Iterator[dict[str, Any]]:
+    """Whole training steps (``train_step``: Hugging Face GPT-2 small, random init, bf16
+    autocast, fused AdamW, batch 8 x 1024; ``cnn_train``: torchvision ResNet-50, channels
+    last, fp16 autocast + SGD, batch 128), each with wall and kernel time. A missing library
+    gives a ``skipped`` row saying which."""
+    try:
+        from transformers import GPT2Config, GPT2LMHeadModel
+    except ImportError as exc:
+        yield {"kind": "skipped", "suite": "models", "op": "train_step", "why": str(exc)}
+    else:
+        model = GPT2LMHeadModel(GPT2Config()).cuda().train()
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+        ids = torch.randint(0, 50257, (8, 1024), device="cuda")
+
+        def gpt_step() -> None:
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                loss = model(input_ids=ids, labels=ids).loss
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+
+        yield from _step_rows(torch, "train_step", {
+            "model": "gpt2-small", "batch": 8, "seq": 1024, "dtype": "amp_bf16",
+            "optimizer": "adamw"}, gpt_step)
+        del model, opt
+    try:
+        import torchvision
+    except ImportError as exc:
+        yield {"kind": "skipped", "suite": "models", "op": "cnn_train", "why": str(exc)}
+        return
+    net = torchvision.models.resnet50().cuda().to(memory_format=torch.channels_last).train()
+    sgd = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+    scaler = torch.amp.GradScaler("cuda")
+    x = torch.randn(128, 3, 224, 224, device="cuda").to(memory_format=torch.channels_last)
+    y = torch.randint(0, 1000, (128,), device="cuda")
+
+    def cnn_step() -> None:
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = torch.nn.functional.cross_entropy(net(x), y)
+        scaler.scale(loss).backward()
+        scaler.step(sgd)
+        scaler.update()
+        sgd.zero_grad(set_to_none=True)
+
+    yield from _step_rows(torch, "cnn_train", {"model": "resnet50", "batch": 128,
+                                               "dtype": "amp_fp16"}, cnn_step)
+
+
 SUITES: dict[str, Callable[[Any], Iterator[dict[str, Any]]]] = {
     "gemm": _gemm_rows, "bmm": _bmm_rows, "attention": _attention_rows,
     "vector": _vector_rows, "launch": lambda torch: iter([_launch_row(torch)]),
-    "energy": _energy_rows,
+    "energy": _energy_rows, "models": _model_rows,
 }
 
 
