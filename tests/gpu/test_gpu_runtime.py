@@ -90,6 +90,25 @@ def test_attention_decode_closed_form() -> None:
     assert e.latency_s == pytest.approx(0.1936e-3, rel=0.10)
 
 
+def test_causal_cta_imbalance_closed_form() -> None:
+    """Causal 512 x 512, 32 heads: 4 query blocks of 128 rows per head; block j's rows see
+    128j + 1 ... 128j + 128 keys, i.e. 16384 j + 8256 pairs (8256, 24640, 41024, 57408; sum
+    131328 = 512 x 513 / 2). 128 CTAs fit on 132 SMs at once, so the longest sets the time:
+    57408 / (32 x 131328 / 132) = 1.8032. Equal CTAs: 132 of them fill one wave exactly (1.0),
+    133 need a second wave (2 x 132 / 133)."""
+    from arch.gpu.kernels import cta_imbalance
+
+    def att(heads: int, q: int, causal: bool) -> Attention:
+        return Attention(name="a", batch=1, heads=heads, kv_heads=heads, q_len=q, kv_len=q,
+                         head_dim=128, causal=causal, a_format=BF16, w_format=BF16)
+
+    assert cta_imbalance(att(32, 512, True), 132) == pytest.approx(57408 / (32 * 131328 / 132))
+    assert cta_imbalance(att(132, 128, False), 132) == pytest.approx(1.0)
+    assert cta_imbalance(att(133, 128, False), 132) == pytest.approx(2 * 132 / 133)
+    # long sequences even out (many CTAs, longest first)
+    assert 1.0 <= cta_imbalance(att(32, 8192, True), 132) < 1.02
+
+
 def test_attention_causal_halves_the_work() -> None:
     full = Attention(name="a", batch=1, heads=8, kv_heads=8, q_len=4096, kv_len=4096,
                      head_dim=128)
