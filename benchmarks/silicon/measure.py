@@ -235,7 +235,9 @@ def _step_rows(torch: Any, kind: str, fields: dict[str, Any], step: Callable[[],
         step()
         torch.cuda.synchronize()
     kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
-    kernel_ms = sum(e.device_time for e in kernels) / 1e3     # device_time is in us
+    # self device time of each device event, in us (older PyTorch: self_cuda_time_total)
+    kernel_ms = sum(getattr(e, "self_device_time_total", None)
+                    or getattr(e, "self_cuda_time_total", 0.0) for e in kernels) / 1e3
     yield {"kind": kind, **fields, "ms": ms, "kernel_ms": kernel_ms, "kernels": len(kernels)}
     try:
         yield {**_energy_row(torch, step), "op": kind, **fields}
