@@ -38,13 +38,11 @@ def build_workload(args: argparse.Namespace, acc: Any) -> Any:
         wl = archsim.gemm_workload(args.m, args.n, args.k, args.batch,
                                    a_format=args.a_format or "fp16", w_format=args.w_format)
     else:
-        # fused (FlashAttention-style) attention where the design runs it; its Attention op
-        # has no cycle-level lowering, so cycle fidelity builds the unfused ops
+        # fused (FlashAttention-style) attention where the design runs it
         wl = archsim.workload(args.model, phase=args.phase, batch=args.batch, seq=args.seq,
                               context=args.context, tp=args.tp, a_format=args.a_format,
                               w_format=args.w_format,
-                              attention=(archsim.api.preferred_attention(acc)
-                                         if args.fidelity == "analytical" else "unfused"),
+                              attention=archsim.api.preferred_attention(acc),
                               kernels=getattr(args, "kernels", "fused"))
     args.native_format = None
     # eager_amp: autocast's policy set every op's format, so no design-native formats

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from arch.gpu.unit import TensorCoreGpu
 from workloads.ops import Attention, Norm, Op, Softmax
 
-__all__ = ["AttentionTime", "attention_time", "cta_imbalance", "vector_read_passes",
+__all__ = ["AttentionTime", "attention_time", "cta_imbalance", "cta_pairs", "vector_read_passes",
            "estimate_attention"]
 
 #: PyTorch keeps a softmax row in registers (one read) up to this many columns
@@ -60,7 +60,9 @@ def vector_read_passes(op: Op) -> int:
         return 2
     return 1
 
-_FA_BLOCK_Q = 128       # query rows per CTA (FlashAttention-2 forward, head_dim 128)
+
+#: Query rows per CTA (FlashAttention-2 forward, head_dim 128); also the key tile.
+FA_BLOCK_Q = 128
 _DECODE_Q_MAX = 16      # q_len up to this runs the split-KV decode kernel
 
 
@@ -68,7 +70,11 @@ class AttentionTime:
     """Timing parts of one attention call (seconds at the top clock) and its traffic."""
 
     def __init__(self, fixed_s: float, sm_s: float, hbm_s: float, read_b: float,
-                 write_b: float, sfu_ops: float, alu_ops: float, decode: bool) -> None:
+                 write_b: float, sfu_ops: float, alu_ops: float, decode: bool,
+                 pair_cycles: float = 0.0) -> None:
+        #: tensor-clock cycles one SM spends per (query, key) pair (MMAs + softmax), for the
+        #: cycle-level lowering (``arch.gpu.lower.lower_attention``)
+        self.pair_cycles = pair_cycles
         self.fixed_s = fixed_s
         self.sm_s = sm_s
         self.hbm_s = hbm_s
@@ -104,18 +110,35 @@ def attention_time(spec: GpuSpec, op: Attention, mma_per_clock_sm: float) -> Att
         return AttentionTime(2 * launch + spec.dram_latency_ns * 1e-9, t_mma + t_soft,
                              (read + o_b) / bw, read, o_b, pairs, 4.0 * pairs, True)
     # K/V of one (batch, kv head) are re-read by every query block unless they stay in L2
-    qblocks = -(-op.q_len // _FA_BLOCK_Q)
+    qblocks = -(-op.q_len // FA_BLOCK_Q)
     # the query blocks of one head run concurrently (adjacent CTAs), so that head's K/V
     # (not the whole tensor) must fit in the usable L2 to be fetched once
     fits = kv_b / (op.batch * op.kv_heads) <= spec.l2.l2_bytes * spec.l2.usable_fraction
     read = q_b + (kv_b if fits else kv_b * qblocks / 2.0)
     t_sm = (t_mma + t_soft) * cta_imbalance(op, spec.sm_count)
+    pair_cycles = (t_mma + t_soft) * f * spec.sm_count / pairs if pairs else 0.0
     # pipeline fill: every CTA of the first wave loads its Q block and first K and V tiles
     # before its first MMA, all at once, sharing HBM; later loads overlap the MMAs
     n_cta = op.batch * op.heads * qblocks
-    fill = min(n_cta, spec.sm_count) * 3 * _FA_BLOCK_Q * op.head_dim * bpe / bw
+    fill = min(n_cta, spec.sm_count) * 3 * FA_BLOCK_Q * op.head_dim * bpe / bw
     return AttentionTime(launch + spec.dram_latency_ns * 1e-9 + fill, t_sm,
-                         (read + o_b) / bw, read, o_b, pairs, 4.0 * pairs, False)
+                         (read + o_b) / bw, read, o_b, pairs, 4.0 * pairs, False, pair_cycles)
+
+
+def cta_pairs(op: Attention) -> list[int]:
+    """(query, key) pairs of each prefill CTA of one (batch, head): one CTA per 128-query
+    block; causal row ``r`` sees ``kv_len - q_len + r + 1`` keys. Sums to ``op.pairs()``."""
+    q, kv, B = op.q_len, op.kv_len, FA_BLOCK_Q
+    sizes = []
+    for j in range(-(-q // B)):
+        lo, hi = j * B, min(q, (j + 1) * B)
+        rows = hi - lo
+        if op.causal:
+            first = kv - q + lo + 1                      # keys seen by the block's first row
+            sizes.append(rows * first + rows * (rows - 1) // 2)
+        else:
+            sizes.append(rows * kv)
+    return sizes
 
 
 #: Above this many CTAs the greedy schedule is not simulated: the bound
@@ -132,16 +155,7 @@ def cta_imbalance(op: Attention, sm_count: int) -> float:
     and an SM takes the next CTA when it frees, i.e. greedy longest-first (LPT): with few
     CTAs (short sequences, one wave) the longest CTA or a last partial wave sets the time,
     with many the work evens out."""
-    q, kv, B = op.q_len, op.kv_len, _FA_BLOCK_Q
-    sizes = []
-    for j in range(-(-q // B)):
-        lo, hi = j * B, min(q, (j + 1) * B)
-        rows = hi - lo
-        if op.causal:
-            first = kv - q + lo + 1                      # keys seen by the block's first row
-            sizes.append(rows * first + rows * (rows - 1) // 2)
-        else:
-            sizes.append(rows * kv)
+    sizes = cta_pairs(op)
     heads = op.batch * op.heads
     total = float(sum(sizes)) * heads
     if total <= 0:

@@ -29,13 +29,14 @@ all-reduce is its link time (a server) beside its HBM traffic.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
 from arch.gpu.gemm import GemmResult
 from arch.gpu.spec import GpuSpec
 
-__all__ = ["lower_gemm", "lower_stream", "MAX_STEPS"]
+__all__ = ["lower_gemm", "lower_stream", "lower_attention", "MAX_STEPS"]
 
 #: Upper bound on (CTA, k-chunk) pairs of one lowered GEMM (5 tasks each).
 MAX_STEPS = 16384
@@ -171,12 +172,13 @@ def lower_gemm(spec: GpuSpec, r: GemmResult, name: str = "gemm", pre_s: float = 
 
 def lower_stream(spec: GpuSpec, name: str, read_b: float, write_b: float, ops: float,
                  sfu_ops: float = 0.0, launch: bool = True, link_s: float = 0.0,
-                 pieces: int = 32, clock_hz: float = 0.0):
+                 pieces: int = 32, clock_hz: float = 0.0, launches: int = 1):
     """TaskGraph of a streaming kernel: ``pieces`` read -> ALU/SFU -> write pipelines.
 
     Clock: the SM clock (``clock_hz``: the kernel's DVFS clock; 0 = ``spec.clock_hz``) x
     ``RESOLUTION``. ``link_s`` adds a network transfer (ring all-reduce) that runs beside the
-    memory traffic.
+    memory traffic; ``launches`` kernels launch one after the other before it (a split-KV
+    decode's combine kernel).
     """
     from sim import TaskGraphBuilder
 
@@ -188,7 +190,8 @@ def lower_stream(spec: GpuSpec, name: str, read_b: float, write_b: float, ops: f
     alu = b.add_server("cuda_cores")
     t_alu = q * ops / (spec.sm_count * spec.cuda_core.fp32_lanes_per_sm)
     t_sfu = q * sfu_ops / (spec.sm_count * spec.cuda_core.sfu_per_sm)
-    t_launch = b.add_task(-1, _cyc(spec.launch_overhead_us * 1e-6 * f) if launch else 0)
+    t_launch = b.add_task(-1, _cyc(launches * spec.launch_overhead_us * 1e-6 * f)
+                          if launch else 0)
     p = pieces if (read_b or write_b or ops) else 1
     lat = _cyc(spec.dram_latency_ns * 1e-9 * f) if read_b else 0
     ends = []
@@ -205,3 +208,65 @@ def lower_stream(spec: GpuSpec, name: str, read_b: float, write_b: float, ops: f
         ends.append(b.add_compute(link, _cyc(link_s * f), deps=[t_launch]))
     b.add_join(ends)
     return b.build()
+
+
+def lower_attention(spec: GpuSpec, op: Any, t: Any, f_hz: float, name: str = "attention",
+                    max_steps: int = MAX_STEPS):
+    """TaskGraph of a fused attention call (``arch.gpu.kernels``; ``t`` its AttentionTime).
+
+    Decode (split-KV): a streaming kernel over K and V plus the combine kernel's launch.
+    Prefill (FlashAttention-2): one CTA per (batch, head, 128-query block), heaviest first
+    (FlashAttention-2's launch order for causal masks), one CTA per SM at a time (CTA ``i``
+    on SM ``i mod S`` starts when CTA ``i - S`` has written its output). A CTA runs its
+    key/value tiles as ``nk`` chunks: HBM read of the chunk's share of the bytes, then the
+    chunk's MMAs + softmax on the SM (``t.pair_cycles`` per pair); the read of chunk ``j``
+    waits for the compute of chunk ``j - 2`` (double buffering); then the output block goes
+    to HBM. The first chunk carries the Q block. Unequal causal CTAs, the first wave's fill
+    and HBM sharing emerge in the engine (the estimate bounds them in closed form).
+    """
+    from arch.gpu.kernels import FA_BLOCK_Q, cta_pairs
+    from sim import TaskGraphBuilder
+
+    q = RESOLUTION
+    if t.decode:
+        return lower_stream(spec, name, t.read_b, t.write_b, t.alu_ops, t.sfu_ops,
+                            clock_hz=f_hz, launches=2)
+    f = f_hz
+    b = TaskGraphBuilder(clock_hz=f * q)
+    b.add_op(name)
+    hbm = b.add_bandwidth_memory("hbm", spec.memory.sustained_bytes_per_s / f / q)
+    per_head = cta_pairs(op)
+    heads = op.batch * op.heads
+    sizes = sorted(per_head * heads, reverse=True)
+    n_cta = len(sizes)
+    total = float(sum(sizes))
+    S = spec.sm_count
+    n_sm = min(S, n_cta)
+    sm = [b.add_server(f"sm{i}.tc") for i in range(n_sm)]
+    bpe = op.a_format.bytes_per_element
+    q_blk = min(op.q_len, FA_BLOCK_Q) * op.head_dim * bpe       # one CTA's Q block
+    q_total = q_blk * n_cta
+    kv_share = max(0.0, t.read_b - q_total)
+    o_blk = t.write_b / n_cta
+    nk_max = max(1, max_steps // n_cta)
+    start = b.add_task(-1, _cyc((spec.launch_overhead_us * 1e-6 + spec.dram_latency_ns * 1e-9)
+                                * f * q))
+    ends: list[int] = []
+    for i, pairs in enumerate(sizes):
+        kv_tiles = max(1, -(-int(pairs) // (FA_BLOCK_Q * FA_BLOCK_Q)))
+        nk = min(kv_tiles, nk_max)
+        deps = [start] if i < n_sm else [ends[i - n_sm]]
+        cta0 = b.add_join(deps)
+        chunk_b = kv_share * pairs / total / nk
+        chunk_c = _cyc(t.pair_cycles * pairs / nk * q)
+        comps: list[int] = []
+        for j in range(nk):
+            rd_deps = [cta0] if j < 2 else [comps[j - 2]]
+            rd = b.add_read(hbm, max(1, _cyc(chunk_b + (q_blk if j == 0 else 0.0))),
+                            deps=rd_deps)
+            c_deps = [rd] + ([comps[-1]] if comps else [])
+            comps.append(b.add_compute(sm[i % n_sm], chunk_c, deps=c_deps))
+        ends.append(b.add_write(hbm, max(1, _cyc(o_blk)), deps=[comps[-1]]))
+    b.add_join(ends)
+    return b.build()
+

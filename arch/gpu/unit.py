@@ -630,4 +630,11 @@ class TensorCoreGpu(Unit[GpuMapping]):
             return lower_stream(s, op.name, e.dram_read_bytes, e.dram_write_bytes,
                                 float(op.elements) * (op.devices - 1) / op.devices,
                                 link_s=float(e.details.get("link_s", 0.0)))
+        if isinstance(op, Attention):
+            from arch.gpu.kernels import attention_time
+            from arch.gpu.lower import lower_attention
+
+            f = "fp16" if op.a_format.name in ("fp16", "fp32") else op.a_format.name
+            t = attention_time(s, op, float(s.tc_rate_per_sm(f)))
+            return lower_attention(s, op, t, f_hz * s.tensor_clock_mhz / s.clock_mhz, op.name)
         raise NotImplementedError(f"no cycle-level lowering for op kind {op.kind!r}")
