@@ -238,16 +238,25 @@ def lower_attention(spec: GpuSpec, op: Any, t: Any, f_hz: float, name: str = "at
     per_head = cta_pairs(op)
     heads = op.batch * op.heads
     sizes = sorted(per_head * heads, reverse=True)
+    S = spec.sm_count
+    n_real = len(sizes)
+    if n_real > max_steps:
+        # big grids: the g CTAs an SM runs one after another (positions j, j+S, ... of the
+        # round-robin order) become one task chain of their summed work
+        g = -(-n_real // max_steps)
+        arr = np.zeros(-(-n_real // (g * S)) * g * S)
+        arr[:n_real] = sizes
+        sizes = [int(x) for x in arr.reshape(-1, g, S).sum(axis=1).ravel() if x > 0]
     n_cta = len(sizes)
     total = float(sum(sizes))
-    S = spec.sm_count
     n_sm = min(S, n_cta)
     sm = [b.add_server(f"sm{i}.tc") for i in range(n_sm)]
     bpe = op.a_format.bytes_per_element
     q_blk = min(op.q_len, FA_BLOCK_Q) * op.head_dim * bpe       # one CTA's Q block
-    q_total = q_blk * n_cta
+    q_total = q_blk * n_real
     kv_share = max(0.0, t.read_b - q_total)
     o_blk = t.write_b / n_cta
+    q_blk *= n_real / n_cta                                       # merged CTAs: their Q blocks
     nk_max = max(1, max_steps // n_cta)
     start = b.add_task(-1, _cyc((spec.launch_overhead_us * 1e-6 + spec.dram_latency_ns * 1e-9)
                                 * f * q))
