@@ -12,7 +12,9 @@
    their clock is known);
 3. ``tensor_core.library_rate_fraction.<fmt>`` for each format the config lists: the value
    on a 0.05 grid that minimises the median |log(pred / measured)| of that format's GEMM
-   rows.
+   rows;
+4. ``cuda_core.reduce_pass_bytes_per_clock`` (when the config has the key): from the softmax
+   rows with more than 1,024 columns (``archsim.silicon.fit_reduce_pass_rate``).
 
 It prints the error per kernel class before and after, the fitted constants with their
 residuals, and writes the config (the input file with only those values replaced, comments
@@ -173,6 +175,14 @@ def calibrate(data: str | Path, config: str | Path) -> tuple[Calibration, list[s
                      f"{best[1]:.3f}")
         spec = replace(spec, tensor_core=replace(spec.tensor_core, library_rate_fraction={
             **spec.tensor_core.library_rate_fraction, fmt: best[0]}))
+    # softmax re-read pass rate (only where the config models it)
+    if spec.cuda_core.reduce_pass_bytes_per_clock is not None:
+        rate = silicon.fit_reduce_pass_rate(type(unit)(unit.name, spec, unit.node_nm), rows)
+        if rate is not None:
+            values["cuda_core.reduce_pass_bytes_per_clock"] = rate
+            notes.append("  reduce_pass_bytes_per_clock: softmax rows with > 1024 columns")
+            spec = replace(spec, cuda_core=replace(spec.cuda_core,
+                                                   reduce_pass_bytes_per_clock=rate))
     for key, v in values.items():
         text = _set_value(text, ("units", *key.split(".")), v, str(path))
     after = type(unit)(unit.name, spec, unit.node_nm)

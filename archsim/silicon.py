@@ -26,7 +26,7 @@ from workloads.formats import FORMATS
 from workloads.ops import Elementwise, Gemm, Norm, Op, Softmax
 
 __all__ = ["Row", "load_rows", "row_class", "row_op", "predict_ms", "score", "ClassScore", "model_rows",
-           "fit_power", "PowerFit", "energy_prediction"]
+           "fit_power", "PowerFit", "energy_prediction", "fit_reduce_pass_rate"]
 
 _DTYPES = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8_e4m3", "int8": "int8"}
 #: Kernel classes scored (the issue's "Must show" list).
@@ -253,6 +253,30 @@ def fit_power(unit: Any, rows: Sequence[Row | dict[str, Any]], idle_w: float
     s_core, e_cyc = float(x[0]), float(x[1])
     res = tuple((lab, float(pred - bb)) for lab, pred, bb in zip(labels, a @ x, b, strict=True))
     return PowerFit(e_cyc, s_core, s_hbm, res)
+
+
+def fit_reduce_pass_rate(unit: Any, rows: Sequence[Row | dict[str, Any]]) -> float | None:
+    """``cuda_core.reduce_pass_bytes_per_clock`` (bytes per clock per SM) from softmax rows
+    with more than 1,024 columns (three passes: the two re-reads run after the stream): per
+    row, the re-read bytes over the measured time left after the one-pass stream, at the
+    SM count and clock; the median over the rows. None without such rows."""
+    from dataclasses import replace as _replace
+
+    s = unit.spec
+    fast = type(unit)(unit.name, _replace(s, cuda_core=_replace(
+        s.cuda_core, reduce_pass_bytes_per_clock=1e12)), unit.node_nm)
+    rates = []
+    for r in rows:
+        d = r.data if isinstance(r, Row) else r
+        if d.get("kind") != "vector" or d.get("op") != "softmax" or int(d["cols"]) <= 1024:
+            continue
+        op = row_op(d)
+        if op is None:
+            continue
+        left = float(d["ms"]) * 1e-3 - fast.estimate(op).latency_s
+        if left > 0:
+            rates.append(2 * op.input_bytes() / left / (s.sm_count * s.clock_hz))
+    return statistics.median(rates) if rates else None
 
 
 def energy_prediction(acc: Any, row: dict[str, Any]) -> tuple[float, float, float] | None:

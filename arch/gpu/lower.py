@@ -172,13 +172,15 @@ def lower_gemm(spec: GpuSpec, r: GemmResult, name: str = "gemm", pre_s: float = 
 
 def lower_stream(spec: GpuSpec, name: str, read_b: float, write_b: float, ops: float,
                  sfu_ops: float = 0.0, launch: bool = True, link_s: float = 0.0,
-                 pieces: int = 32, clock_hz: float = 0.0, launches: int = 1):
+                 pieces: int = 32, clock_hz: float = 0.0, launches: int = 1,
+                 serial_s: float = 0.0):
     """TaskGraph of a streaming kernel: ``pieces`` read -> ALU/SFU -> write pipelines.
 
     Clock: the SM clock (``clock_hz``: the kernel's DVFS clock; 0 = ``spec.clock_hz``) x
     ``RESOLUTION``. ``link_s`` adds a network transfer (ring all-reduce) that runs beside the
     memory traffic; ``launches`` kernels launch one after the other before it (a split-KV
-    decode's combine kernel).
+    decode's combine kernel); ``serial_s`` seconds of passes follow the stream (a softmax's
+    re-read passes, ``GpuSpec.cuda_core.reduce_pass_bytes_per_clock``).
     """
     from sim import TaskGraphBuilder
 
@@ -206,6 +208,8 @@ def lower_stream(spec: GpuSpec, name: str, read_b: float, write_b: float, ops: f
     if link_s > 0:
         link = b.add_server("nvlink")
         ends.append(b.add_compute(link, _cyc(link_s * f), deps=[t_launch]))
+    if serial_s > 0:
+        ends = [b.add_task(-1, _cyc(serial_s * f), deps=ends)]
     b.add_join(ends)
     return b.build()
 

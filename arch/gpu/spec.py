@@ -74,6 +74,12 @@ class CudaCoreSpec:
     fp32_lanes_per_sm: int = param(doc="FP32 FMA lanes per SM", min=1)
     int32_lanes_per_sm: int = param(doc="INT32 lanes per SM (dequantisation bit ops)", min=1)
     sfu_per_sm: int = param(16, doc="special-function units per SM (exp, rsqrt)", min=1)
+    reduce_pass_bytes_per_clock: float | None = param(
+        None, doc="rate of each re-read pass of a multi-pass row reduction (softmax over rows "
+                  "longer than 1,024: max, sum, normalise), per SM; the passes of a row block "
+                  "run one after another, issue-bound whether they hit L2 or HBM "
+                  "(arch/gpu/kernels.py). null = re-reads at the L2 / HBM bandwidth",
+        unit="B/clock", min=0.01)
 
 
 @dataclass(frozen=True)

@@ -470,6 +470,14 @@ class TensorCoreGpu(Unit[GpuMapping]):
 
         extra = (vector_read_passes(op) - 1) * op.input_bytes()
         s = self.spec
+        rate = s.cuda_core.reduce_pass_bytes_per_clock
+        if extra and isinstance(op, Softmax) and rate:
+            # the re-read passes run after the first, issue-bound at ``rate`` per SM
+            # (calibrated; docs/gpu.md "softmax"), whether they hit L2 or HBM
+            serial = extra / (rate * s.sm_count * s.clock_hz)
+            return self._estimate_stream(op, "vector", op.input_bytes() + op.weight_bytes(),
+                                         op.output_bytes(), op.vector_ops(), sfu,
+                                         serial_s=serial, l2_reread_b=extra)
         if extra and op.input_bytes() <= s.l2.l2_bytes * s.l2.usable_fraction:
             # the re-reads hit L2 (the tensor fits): charged on the L2 at its bandwidth
             return self._estimate_stream(op, "vector", op.input_bytes() + op.weight_bytes(),
@@ -480,16 +488,18 @@ class TensorCoreGpu(Unit[GpuMapping]):
 
     def _estimate_stream(self, op: Op, dataflow: str, read_b: float, write_b: float,
                          ops: float, sfu_ops: float = 0.0, launch: bool = True,
-                         l2_extra_b: float = 0.0) -> Estimate:
+                         l2_extra_b: float = 0.0, serial_s: float = 0.0,
+                         l2_reread_b: float = 0.0) -> Estimate:
         """Streaming kernel: max(bytes / sustained bandwidth, L2 re-reads, ALU, SFU) + launch
-        + latency."""
+        + latency, plus ``serial_s`` of passes that run after it (``l2_reread_b`` bytes they
+        read through L2, for the energy)."""
         s = self.spec
         t_mem = (read_b + write_b) / s.memory.sustained_bytes_per_s
         t_alu = ops / (s.sm_count * s.cuda_core.fp32_lanes_per_sm * s.clock_hz)
         t_sfu = sfu_ops / (s.sm_count * s.cuda_core.sfu_per_sm * s.clock_hz)
         t_alu = max(t_alu, (read_b + l2_extra_b) / (s.l2.bandwidth_gbps * 1e9)) if l2_extra_b \
             else t_alu
-        body = max(t_mem, t_alu, t_sfu)
+        body = max(t_mem, t_alu, t_sfu) + serial_s
         fixed = (s.launch_overhead_us * 1e-6 if launch else 0.0) + (
             s.dram_latency_ns * 1e-9 if read_b else 0.0)
         bound = "memory" if body == t_mem and t_mem > 0 else "compute"
@@ -503,7 +513,12 @@ class TensorCoreGpu(Unit[GpuMapping]):
             actions[(self.cname("l2"), "read")] = read_b / (_L2_SECTOR_BITS / 8)
         if write_b:
             actions[(self.cname("hbm"), "write")] = write_b
-        lat_s, actions, dvfs = self._dvfs(fixed + body, fixed, max(t_alu, t_sfu), t_mem, actions)
+        if l2_reread_b:
+            actions[(self.cname("l2"), "read")] = (actions.get((self.cname("l2"), "read"), 0.0)
+                                                   + l2_reread_b / (_L2_SECTOR_BITS / 8))
+        # serial passes add to both bounds: max(a + s, b + s) = max(a, b) + s at the top clock
+        lat_s, actions, dvfs = self._dvfs(fixed + body, fixed, max(t_alu, t_sfu) + serial_s,
+                                          t_mem + serial_s, actions)
         cycles = self._cycles(lat_s)
         peak = s.sm_count * s.cuda_core.fp32_lanes_per_sm
         util = ops / (peak * cycles) if cycles and ops else 0.0
@@ -621,8 +636,15 @@ class TensorCoreGpu(Unit[GpuMapping]):
             if fused:
                 return lower_stream(s, op.name, 0.0, 0.0, op.vector_ops(), sfu, launch=False,
                                     clock_hz=f_hz)
+            from arch.gpu.kernels import vector_read_passes
+
+            rate = s.cuda_core.reduce_pass_bytes_per_clock
+            extra = (vector_read_passes(op) - 1) * op.input_bytes()
+            serial = (extra / (rate * s.sm_count * s.clock_hz)
+                      if extra and rate and isinstance(op, Softmax) else 0.0)
             return lower_stream(s, op.name, op.input_bytes() + op.weight_bytes(),
-                                op.output_bytes(), op.vector_ops(), sfu, clock_hz=f_hz)
+                                op.output_bytes(), op.vector_ops(), sfu, clock_hz=f_hz,
+                                serial_s=serial)
         if isinstance(op, Embedding):
             return lower_stream(s, op.name, op.weight_bytes(), op.output_bytes(), 0.0)
         if isinstance(op, AllReduce):

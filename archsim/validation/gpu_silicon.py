@@ -4,7 +4,7 @@ Data: ``tests/data/silicon/h100_heldout.jsonl`` — the rows of
 ``shared/reference/silicon/h100.jsonl`` (tag M; how each was measured: ``SOURCE.md`` next to
 it) that ``configs/gpu/h100.yaml`` was *not* fitted on (the fit used
 ``h100_calibration.jsonl``: idle power, the bf16 GEMM 4096^3 / 16384^3 and 1 GiB copy energy
-rows, two int8 GEMMs, ResNet-50 batch 1 eager wall time). Registered by
+rows, two int8 GEMMs, ResNet-50 batch 1 eager wall time, the 65536 x 4096 softmax). Registered by
 ``archsim.validation.core`` (imports every module of this package).
 """
 
