@@ -89,6 +89,25 @@ def _workload(spec: dict[str, Any]) -> Any:
     return w
 
 
+def _native(acc: Any, spec: dict[str, Any]) -> Any:
+    """The workload of ``spec`` as ``archsim run`` would evaluate it on ``acc``: in the
+    design's native format unless the spec gives a format (``with_native_formats``; the design
+    point may change it, e.g. a swept PE format)."""
+    wl = _workload(spec)
+    if spec.get("a_format") or spec.get("w_format"):
+        return wl
+    from archsim.api import native_format, with_native_formats
+
+    nat = native_format(acc)
+    if nat is None:
+        return wl
+    key = json.dumps(spec, sort_keys=True) + "|native:" + nat
+    w = _WL_CACHE.get(key)
+    if w is None:
+        w = _WL_CACHE[key] = with_native_formats(acc, wl)[0]
+    return w
+
+
 def evaluate_task(t: Task, with_json: bool = True) -> Row:
     """Evaluate one task; never raises for user-input problems (they become error rows)."""
     from arch.accelerator import load_data
@@ -99,7 +118,7 @@ def evaluate_task(t: Task, with_json: bool = True) -> Row:
                 "point": json.dumps(t.point.as_dict())}
     try:
         acc = load_data(_base_data(t.base_path), t.base_path, t.point.overrides)
-        res = evaluate(acc, _workload(t.workload), t.fidelity, t.objective)
+        res = evaluate(acc, _native(acc, t.workload), t.fidelity, t.objective)
     except ArchsimError as exc:
         row.update(status="error", error=str(exc))
     else:

@@ -147,6 +147,35 @@ def test_sweep_store_and_export(tmp_path, capsys):
     assert csv_text.startswith("hash,") and len(csv_text.splitlines()) >= 2
 
 
+def test_sweep_runs_a_model_in_the_design_native_format_like_run(tmp_path):
+    """A workload without formats is evaluated as `archsim run` evaluates it: in the design's
+    native format (nvdla_like: int8 PEs; the model's fp16 would be refused), and the swept
+    point's numbers equal `archsim.evaluate` on the same overridden design."""
+    import archsim
+    from archsim.api import with_native_formats
+
+    spec = parse_spec_text(f"""
+base: {ROOT / "configs/spatial/nvdla_like.yaml"}
+axes:
+  - {{key: "units[0].rows", values: [16]}}
+workloads:
+  - {{model: resnet18}}
+objectives: [latency_s, energy_j]
+""")
+    db = tmp_path / "n.sqlite"
+    rep = run_sweep(spec, db, workers=1, progress=False)
+    assert (rep.total, rep.evaluated) == (1, 1)
+    with ResultStore(db, readonly=True) as st_:
+        (row,) = st_.rows()
+    assert row["status"] == "ok", row["error"]
+    acc = archsim.load(ROOT / "configs/spatial/nvdla_like.yaml", ["units[0].rows=16"])
+    wl, nat = with_native_formats(acc, archsim.workload("resnet18"))
+    assert nat == "int8"
+    ref = archsim.evaluate(acc, wl)
+    assert row["latency_s"] == pytest.approx(ref.latency_s, rel=1e-9)
+    assert row["energy_j"] == pytest.approx(ref.energy_j, rel=1e-9)
+
+
 def test_concurrent_writers(tmp_path):
     """Two processes writing the same store at once lose nothing."""
     spec = parse_spec_text(SMALL)
