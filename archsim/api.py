@@ -370,8 +370,8 @@ def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
     if host is not None:
         # while the device waits on the host the board still draws its static power: the
         # energy over the wall time charges every unit's leakage for the wall time
-        host["energy_j"] = energy.evaluate(all_comps, total_actions, host["wall_s"],
-                                           tech).total_j * n_dev
+        leak_w = erep.leakage_j / latency if latency > 0 else 0.0
+        host["energy_j"] = (erep.total_j + leak_w * (host["wall_s"] - latency)) * n_dev
         extra["host"] = host
     rate = (wl.tokens / latency if wl.is_llm else None) if latency > 0 else None
     srate = (wl.batch / latency if not wl.is_llm else None) if latency > 0 else None

@@ -260,10 +260,8 @@ def fit_reduce_pass_rate(unit: Any, rows: Sequence[Row | dict[str, Any]]) -> flo
     with more than 1,024 columns (three passes: the two re-reads run after the stream): per
     row, the re-read bytes over the measured time left after the one-pass stream, at the
     SM count and clock; the median over the rows. None without such rows."""
-    from dataclasses import replace as _replace
-
     s = unit.spec
-    fast = type(unit)(unit.name, _replace(s, cuda_core=_replace(
+    fast = type(unit)(unit.name, replace(s, cuda_core=replace(
         s.cuda_core, reduce_pass_bytes_per_clock=1e12)), unit.node_nm)
     rates = []
     for r in rows:

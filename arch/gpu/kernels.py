@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 from workloads.ops import Attention, Norm, Op, Softmax
 
 __all__ = ["AttentionTime", "attention_time", "cta_imbalance", "cta_pairs", "vector_read_passes",
-           "estimate_attention"]
+           "estimate_attention", "softmax_reread_s", "unit_attention_time"]
 
 #: PyTorch keeps a softmax row in registers (one read) up to this many columns
 #: (``dispatch_softmax_forward``: persistent warp softmax for dim <= 1024); longer rows
@@ -187,6 +187,24 @@ _SMEM_WIDTH_B = 128
 _L2_SECTOR_B = 32
 
 
+def softmax_reread_s(spec: GpuSpec, op: Op) -> float:
+    """Seconds of a softmax's re-read passes when they run after the stream, issue-bound at
+    ``cuda_core.reduce_pass_bytes_per_clock`` per SM (0 for other ops, rows of at most
+    1,024 columns, or a GPU without that rate)."""
+    rate = spec.cuda_core.reduce_pass_bytes_per_clock
+    if not rate or not isinstance(op, Softmax):
+        return 0.0
+    extra = (vector_read_passes(op) - 1) * op.input_bytes()
+    return extra / (rate * spec.sm_count * spec.clock_hz)
+
+
+def unit_attention_time(spec: GpuSpec, op: Attention) -> AttentionTime:
+    """:func:`attention_time` at the tensor-core rate of ``op``'s format (fp32 inputs run the
+    fp16 kernels)."""
+    f = "fp16" if op.a_format.name in ("fp16", "fp32") else op.a_format.name
+    return attention_time(spec, op, float(spec.tc_rate_per_sm(f)))
+
+
 def estimate_attention(unit: TensorCoreGpu, op: Attention) -> Estimate:
     """The Estimate of a fused attention call on ``unit``: :func:`attention_time`, the
     action counts of its two GEMMs (tensor-core MACs, register traffic, K/V tiles from shared
@@ -194,7 +212,7 @@ def estimate_attention(unit: TensorCoreGpu, op: Attention) -> Estimate:
     s = unit.spec
     f = "fp16" if op.a_format.name in ("fp16", "fp32") else op.a_format.name
     rate = float(s.tc_rate_per_sm(f))
-    t = attention_time(s, op, rate)
+    t = unit_attention_time(s, op)
     macs = float(op.macs())
     actions: dict[tuple[str, str], float] = {
         (unit.cname(f"tensor_core_{f}"), "mac"): macs,

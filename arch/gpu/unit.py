@@ -466,15 +466,14 @@ class TensorCoreGpu(Unit[GpuMapping]):
         if fused:
             return self._estimate_stream(op, "attn_fused", 0.0, 0.0, op.vector_ops(), sfu,
                                          launch=False)
-        from arch.gpu.kernels import vector_read_passes
+        from arch.gpu.kernels import softmax_reread_s, vector_read_passes
 
         extra = (vector_read_passes(op) - 1) * op.input_bytes()
         s = self.spec
-        rate = s.cuda_core.reduce_pass_bytes_per_clock
-        if extra and isinstance(op, Softmax) and rate:
-            # the re-read passes run after the first, issue-bound at ``rate`` per SM
-            # (calibrated; docs/gpu.md "softmax"), whether they hit L2 or HBM
-            serial = extra / (rate * s.sm_count * s.clock_hz)
+        serial = softmax_reread_s(s, op)
+        if serial:
+            # the re-read passes run after the first, issue-bound per SM (calibrated;
+            # docs/gpu.md "vector"), whether they hit L2 or HBM
             return self._estimate_stream(op, "vector", op.input_bytes() + op.weight_bytes(),
                                          op.output_bytes(), op.vector_ops(), sfu,
                                          serial_s=serial, l2_reread_b=extra)
@@ -636,15 +635,11 @@ class TensorCoreGpu(Unit[GpuMapping]):
             if fused:
                 return lower_stream(s, op.name, 0.0, 0.0, op.vector_ops(), sfu, launch=False,
                                     clock_hz=f_hz)
-            from arch.gpu.kernels import vector_read_passes
+            from arch.gpu.kernels import softmax_reread_s
 
-            rate = s.cuda_core.reduce_pass_bytes_per_clock
-            extra = (vector_read_passes(op) - 1) * op.input_bytes()
-            serial = (extra / (rate * s.sm_count * s.clock_hz)
-                      if extra and rate and isinstance(op, Softmax) else 0.0)
             return lower_stream(s, op.name, op.input_bytes() + op.weight_bytes(),
                                 op.output_bytes(), op.vector_ops(), sfu, clock_hz=f_hz,
-                                serial_s=serial)
+                                serial_s=softmax_reread_s(s, op))
         if isinstance(op, Embedding):
             return lower_stream(s, op.name, op.weight_bytes(), op.output_bytes(), 0.0)
         if isinstance(op, AllReduce):
@@ -653,10 +648,9 @@ class TensorCoreGpu(Unit[GpuMapping]):
                                 float(op.elements) * (op.devices - 1) / op.devices,
                                 link_s=float(e.details.get("link_s", 0.0)))
         if isinstance(op, Attention):
-            from arch.gpu.kernels import attention_time
+            from arch.gpu.kernels import unit_attention_time
             from arch.gpu.lower import lower_attention
 
-            f = "fp16" if op.a_format.name in ("fp16", "fp32") else op.a_format.name
-            t = attention_time(s, op, float(s.tc_rate_per_sm(f)))
+            t = unit_attention_time(s, op)
             return lower_attention(s, op, t, f_hz * s.tensor_clock_mhz / s.clock_mhz, op.name)
         raise NotImplementedError(f"no cycle-level lowering for op kind {op.kind!r}")

@@ -174,6 +174,10 @@ def test_calibrate_cli_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[s
     ("units[0].runtime=lazy", "units[0].runtime"),
     ("units[0].tensor_core.library_rate_fraction.int4=0.5",
      "units[0].tensor_core.library_rate_fraction.int4"),
+    ("units[0].cuda_core.reduce_pass_bytes_per_clock=-1",
+     "units[0].cuda_core.reduce_pass_bytes_per_clock"),
+    ("units[0].cuda_core.reduce_pass_bytes_per_clock=fast",
+     "units[0].cuda_core.reduce_pass_bytes_per_clock"),
 ])
 def test_bad_power_and_runtime_keys_name_the_key(override: str, where: str) -> None:
     from workloads.errors import ConfigError
@@ -181,6 +185,16 @@ def test_bad_power_and_runtime_keys_name_the_key(override: str, where: str) -> N
     with pytest.raises(ConfigError) as exc:
         load("gpu/h100", [override])
     assert where in exc.value.render()
+
+
+def test_bad_config_key_on_the_cli_is_one_line_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    from archsim.cli import main
+
+    assert main(["gemm", "gpu/h100", "--m", "8", "--n", "8", "--k", "8", "--set",
+                 "units[0].cuda_core.reduce_pass_bytes_per_clock=-1"]) == 2
+    err = capsys.readouterr().err
+    assert "reduce_pass_bytes_per_clock" in err and ">= 0.01" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
 
 
 def test_measure_script_refuses_cleanly_without_a_gpu(tmp_path: Path) -> None:

@@ -164,7 +164,6 @@ def test_nll_backward_zero_fills_the_whole_logits() -> None:
                          attention="fused")
     z = w.op("head.nll_loss.bwd_zero")
     assert isinstance(z, Elementwise)
-    assert 8 * 1024 * 50257 * 4 == 1_646_821_376
     assert (z.input_bytes(), z.output_bytes()) == (0, 1_646_821_376)
     s = w.op("head.nll_loss.bwd")
     assert isinstance(s, Elementwise) and s.elements == 8 * 1024
