@@ -4,9 +4,9 @@
 :class:`Unit` subclass under its YAML ``kind:`` (see ``arch/base.py`` for the contract).
 """
 
-from arch.accelerator import Accelerator, TechnologySpec, load, load_data
-from arch.base import UNIT_KINDS, Estimate, Unit, register
-from arch.memory import MemorySpec
+from archsim.arch.accelerator import Accelerator, TechnologySpec, load, load_data
+from archsim.arch.base import UNIT_KINDS, Estimate, Unit, register
+from archsim.arch.memory import MemorySpec
 
 __all__ = ["Accelerator", "TechnologySpec", "load", "load_data", "UNIT_KINDS", "Estimate", "Unit",
            "register", "MemorySpec"]

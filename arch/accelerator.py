@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from arch.base import UNIT_KINDS, Unit
-from arch.spec import PlausibilityWarning, SpecBuilder, param
-from workloads.errors import ConfigError, Problem
-from workloads.yamlio import LocDict, parse_value, read_yaml
+from archsim.arch.base import UNIT_KINDS, Unit
+from archsim.arch.spec import PlausibilityWarning, SpecBuilder, param
+from archsim.workloads.errors import ConfigError, Problem
+from archsim.workloads.yamlio import LocDict, parse_value, read_yaml
 
 __all__ = ["Accelerator", "TechnologySpec", "InterconnectSpec", "load", "load_data", "apply_overrides", "parse_override"]
 
@@ -208,7 +208,7 @@ def load(path: str | Path, overrides: Iterable[str] = ()) -> Accelerator:
     Raises:
         ConfigError: every problem in the file and the overrides, with file:line key.path.
     """
-    import arch.registry  # noqa: F401  (registers the families)
+    import archsim.arch.registry  # noqa: F401  (registers the families)
 
     data, problems = read_yaml(path, ConfigError)
     return load_data(data, str(path), overrides, problems)
@@ -217,7 +217,7 @@ def load(path: str | Path, overrides: Iterable[str] = ()) -> Accelerator:
 def load_data(data: Any, file: str = "<config>", overrides: Iterable[str] = (),
               problems: Iterable[Problem] = ()) -> Accelerator:
     """Validate an already-parsed config tree (see :func:`load`)."""
-    import arch.registry  # noqa: F401
+    import archsim.arch.registry  # noqa: F401
 
     overrides = list(overrides)
     touched: set[str] = set()

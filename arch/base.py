@@ -14,8 +14,8 @@ from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
-from workloads.errors import MappingError, Problem
-from workloads.ops import Op
+from archsim.workloads.errors import MappingError, Problem
+from archsim.workloads.ops import Op
 
 __all__ = ["Estimate", "Unit", "register", "UNIT_KINDS", "infeasible", "UnitMapping",
            "DataflowMapping", "MappingConstraints", "SimInput"]
@@ -71,7 +71,7 @@ class SimInput:
 
     def run(self, record_task_times: bool = False) -> Any:
         """``sim.run`` of this input; returns ``sim.SimStats`` in the graph's clock."""
-        import sim
+        from archsim import sim
 
         return sim.run(self.graph, self.dram_configs, record_task_times=record_task_times)
 

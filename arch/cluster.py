@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from arch.spec import SpecBuilder, param
-from workloads.errors import ConfigError, Problem
-from workloads.yamlio import read_yaml
+from archsim.arch.spec import SpecBuilder, param
+from archsim.workloads.errors import ConfigError, Problem
+from archsim.workloads.yamlio import read_yaml
 
 __all__ = ["LinkSpec", "ClusterSpec", "Cluster", "load_cluster", "cluster_dir", "list_clusters",
            "find_cluster", "single_node"]
@@ -187,7 +187,7 @@ def load_cluster(path: str | Path) -> Cluster:
         ConfigError: every problem in the file (``file:line key.path: message``), or a
             device design that cannot be found or loaded.
     """
-    from arch.accelerator import load as load_design
+    from archsim.arch.accelerator import load as load_design
 
     file = str(path)
     data, problems = read_yaml(path, ConfigError)

@@ -47,8 +47,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from arch.cluster import Cluster, LinkSpec
-from workloads.errors import ConfigError, Problem
+from archsim.arch.cluster import Cluster, LinkSpec
+from archsim.workloads.errors import ConfigError, Problem
 
 __all__ = ["CollectiveCost", "Group", "place", "collective", "ring_or_tree_allreduce",
            "bus_factor", "KINDS"]

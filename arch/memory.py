@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from arch.spec import param
-from energy import tables as _energy_tables
+from archsim.arch.spec import param
+from archsim.energy import tables as _energy_tables
 
 __all__ = ["MemorySpec", "DRAM_TECHS"]
 

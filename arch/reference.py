@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 import yaml
 
 if TYPE_CHECKING:
-    from arch.accelerator import Accelerator
-    from arch.base import Unit
+    from archsim.arch.accelerator import Accelerator
+    from archsim.arch.base import Unit
 
 __all__ = ["Comparison", "Gap", "CheckFn", "checks", "CHECKS", "reference_workloads",
            "REFERENCE_WORKLOADS", "EvaluationAPI", "install_api", "api", "reference_dir",

@@ -8,10 +8,10 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-import arch
+from archsim import arch
 
 _CORE = {"base", "spec", "memory", "accelerator", "registry", "reference", "operands", "vector"}
 
 for _info in sorted(pkgutil.iter_modules(arch.__path__), key=lambda i: i.name):
     if _info.name not in _CORE and not _info.name.startswith("_"):
-        importlib.import_module(f"arch.{_info.name}")
+        importlib.import_module(f"archsim.arch.{_info.name}")

@@ -23,9 +23,9 @@ import typing
 from dataclasses import MISSING, field
 from typing import Any
 
-from workloads.errors import Problem, WorkloadError
-from workloads.formats import NumberFormat, get_format
-from workloads.yamlio import LocDict, LocList, line_of
+from archsim.workloads.errors import Problem, WorkloadError
+from archsim.workloads.formats import NumberFormat, get_format
+from archsim.workloads.yamlio import LocDict, LocList, line_of
 
 builtins_min = builtins.min   # ``param`` shadows min/max with its keyword names
 builtins_max = builtins.max

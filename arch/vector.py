@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from arch.base import Estimate, cycles_of
-from workloads.ops import AllReduce, Embedding, Op
+from archsim.arch.base import Estimate, cycles_of
+from archsim.workloads.ops import AllReduce, Embedding, Op
 
 __all__ = ["estimate_vector"]
 

@@ -6,21 +6,32 @@ The one import a user needs::
 """
 
 import sys
+from pathlib import Path
 
-from arch.reference import install_api
-from archsim.api import (
-                         FIDELITIES,
-                         VERSION,
-                         config_dir,
-                         evaluate,
-                         find_config,
-                         gemm_workload,
-                         list_configs,
-                         load,
-                         workload,
-                         workload_from_dict,
+# One import root (docs/architecture.md): the layer folders (arch/, sim/, energy/, mapper/,
+# dataflow/, workloads/) sit at the top of the repository and install as archsim.arch,
+# archsim.sim, ... (pyproject's package-dir). In a source checkout they are beside this
+# package rather than inside it: search the checkout's root too, so that archsim.<layer>
+# always comes from the same tree as this file (a git worktree, or a checkout run without
+# installing), never from another one an editable install points at.
+_ROOT = Path(__file__).resolve().parent.parent
+if not (Path(__file__).resolve().parent / "arch").is_dir() and (_ROOT / "arch" / "__init__.py").is_file():
+    __path__.insert(1, str(_ROOT))  # noqa: F821 - a package's own __path__
+
+from archsim.api import (  # noqa: E402
+    FIDELITIES,
+    VERSION,
+    config_dir,
+    evaluate,
+    find_config,
+    gemm_workload,
+    list_configs,
+    load,
+    workload,
+    workload_from_dict,
 )
-from archsim.result import OpResult, Result
+from archsim.arch.reference import install_api  # noqa: E402
+from archsim.result import OpResult, Result  # noqa: E402
 
 __version__ = VERSION
 

@@ -34,7 +34,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, NoReturn
 
-from workloads.errors import ArchsimError, ConfigError, Problem
+from archsim.workloads.errors import ArchsimError, ConfigError, Problem
 
 __all__ = ["main", "build_parser", "calibrate", "Calibration"]
 
@@ -102,7 +102,7 @@ def calibrate(data: str | Path, config: str | Path) -> tuple[Calibration, list[s
     """Fit the constants; returns the calibration and the printed report lines."""
     from archsim import silicon
     from archsim.api import find_config, load
-    from workloads.formats import FORMATS
+    from archsim.workloads.formats import FORMATS
 
     rows = silicon.load_rows(data)
     path = find_config(config)

@@ -16,7 +16,7 @@ from archsim.cli_common import nm as _nm
 from archsim.cli_common import non_empty as _non_empty
 from archsim.cli_common import non_negative_int as _non_negative_int
 from archsim.cli_common import positive_int as _positive_int
-from workloads.errors import ArchsimError
+from archsim.workloads.errors import ArchsimError
 
 DEFAULT_CONFIG = "tpu_like"
 DEFAULT_MODEL = "gpt2-small"
@@ -212,7 +212,7 @@ def _validation(args: argparse.Namespace) -> int:
     import os
 
     from archsim import validation as v
-    from workloads.errors import Problem, SpecError
+    from archsim.workloads.errors import Problem, SpecError
 
     known = v.FAMILIES()
     for f in args.family or []:
@@ -248,16 +248,16 @@ def _list(what: str) -> int:
         for p in archsim.list_configs():
             print(p.relative_to(base.parent).as_posix())
     elif what == "clusters":               # archsim plan / run with a parallel plan
-        from arch.cluster import list_clusters
+        from archsim.arch.cluster import list_clusters
         for p in list_clusters():
             print(p.relative_to(archsim.config_dir().parent).as_posix())
     elif what == "models":
-        from workloads.zoo import model_names
+        from archsim.workloads.zoo import model_names
 
         for n in model_names():
             print(n)
     else:
-        from workloads.formats import FORMATS
+        from archsim.workloads.formats import FORMATS
 
         for f in FORMATS.values():
             print(f"{f.name:<10} {f.bits_per_element:g} bits ({f.kind})")

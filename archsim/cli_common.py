@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import NoReturn, TextIO
 
-from workloads.errors import ArchsimError, ConfigError, Problem
+from archsim.workloads.errors import ArchsimError, ConfigError, Problem
 
 __all__ = ["Parser", "positive_int", "non_negative_int", "positive_float",
            "ratio_at_least_one", "nm", "non_empty", "guarded",
@@ -162,7 +162,7 @@ def guarded(fn: Callable[[], int], stderr: TextIO | None = None) -> int:
 def print_warnings(stream: TextIO | None = None) -> None:
     """Show :class:`~arch.spec.PlausibilityWarning` (and other ``UserWarning``) as one
     ``warning: ...`` line each on ``stream`` (stderr), each distinct message once."""
-    from arch.spec import PlausibilityWarning
+    from archsim.arch.spec import PlausibilityWarning
 
     out = stream or sys.stderr
 

@@ -12,9 +12,9 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from arch.accelerator import InterconnectSpec, TechnologySpec
-from arch.base import UNIT_KINDS
-from arch.spec import describe_type, field_bounds, spec_fields
+from archsim.arch.accelerator import InterconnectSpec, TechnologySpec
+from archsim.arch.base import UNIT_KINDS
+from archsim.arch.spec import describe_type, field_bounds, spec_fields
 
 HEADER = """# Config reference
 
@@ -88,7 +88,7 @@ def _table(cls: type, prefix: str, out: list[str], seen: set[type]) -> None:
 
 
 def render() -> str:
-    import arch.registry  # noqa: F401
+    import archsim.arch.registry  # noqa: F401
 
     out = [HEADER]
     out.append("## Top level")

@@ -24,8 +24,8 @@ METRICS = ("latency_s", "cycles", "energy_j", "area_mm2", "utilization", "dram_b
 def reference_workloads() -> Mapping[str, Mapping[str, Mapping[str, Any]]]:
     """Golden workloads per unit kind, as each family registers them in its own package
     (``arch/<family>/reference.py``, :func:`arch.reference.reference_workloads`)."""
-    import arch.registry  # noqa: F401  (imports every family package)
-    from arch.reference import REFERENCE_WORKLOADS
+    import archsim.arch.registry  # noqa: F401  (imports every family package)
+    from archsim.arch.reference import REFERENCE_WORKLOADS
 
     return REFERENCE_WORKLOADS
 

@@ -41,14 +41,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from arch.cluster import Cluster
-from arch.collective import collective, place
 from archsim.api import VERSION
+from archsim.arch.cluster import Cluster
+from archsim.arch.collective import collective, place
+from archsim.mapper.plan import bubble_fraction, pipeline_time
 from archsim.result import Result
-from mapper.plan import bubble_fraction, pipeline_time
-from workloads.errors import Problem, WorkloadError
-from workloads.models.transformer import TransformerShape
-from workloads.parallel import (
+from archsim.workloads.errors import Problem, WorkloadError
+from archsim.workloads.models.transformer import TransformerShape
+from archsim.workloads.parallel import (
     Comm,
     ParallelPlan,
     block_counts,
@@ -133,10 +133,10 @@ def shape_of(model: str | TransformerShape) -> TransformerShape:
     if isinstance(model, TransformerShape):
         return model
     if model.endswith(".json"):
-        from workloads.hf import shape_from_hf_config
+        from archsim.workloads.hf import shape_from_hf_config
 
         return shape_from_hf_config(model)
-    from workloads.zoo import model_names, transformer_shape
+    from archsim.workloads.zoo import model_names, transformer_shape
 
     if model in model_names():
         try:
@@ -412,7 +412,7 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
 
 def _static_power(cluster: Cluster) -> float:
     """Idle (static) power of one device: its ``static`` energy components over a second."""
-    import energy as _energy
+    import archsim.energy as _energy
 
     comps = [c for u in cluster.device.units for c in u.components() if c.cls == "static"]
     if not comps:
@@ -424,7 +424,7 @@ def _static_power(cluster: Cluster) -> float:
 def to_result(r: PlanResult, cluster: Cluster) -> Result:
     """The plan as a :class:`archsim.Result` (latency = step time; energy and area of every
     device; ``extra`` holds the plan, its breakdown and memory)."""
-    import energy as _energy
+    import archsim.energy as _energy
     from archsim.api import VERSION
 
     comps = [c for u in cluster.device.units for c in u.components()]

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from archsim.cli_common import positive_int, ratio_at_least_one
-from workloads.errors import ArchsimError, ConfigError, Problem
+from archsim.workloads.errors import ArchsimError, ConfigError, Problem
 
 __all__ = ["main", "add_run_args", "wants_plan", "run_plan", "load_cluster_for"]
 
@@ -48,7 +48,7 @@ def add_run_args(r: argparse.ArgumentParser) -> None:
 
 def wants_plan(args: argparse.Namespace) -> bool:
     """Does an ``archsim run`` command ask for a parallel plan (or name a cluster)?"""
-    from arch.cluster import find_cluster
+    from archsim.arch.cluster import find_cluster
 
     if getattr(args, "pp", None) is None:
         return False
@@ -61,7 +61,7 @@ def wants_plan(args: argparse.Namespace) -> bool:
 def load_cluster_for(design: str, devices: int, overrides: Sequence[str] = ()) -> Any:
     """A cluster of at least ``devices`` devices from a cluster or a device design."""
     import archsim
-    from arch.cluster import find_cluster, load_cluster, single_node
+    from archsim.arch.cluster import find_cluster, load_cluster, single_node
 
     path = find_cluster(design)
     if path is not None:
@@ -80,7 +80,7 @@ def load_cluster_for(design: str, devices: int, overrides: Sequence[str] = ()) -
 
 
 def _plan_from(args: argparse.Namespace) -> Any:
-    from workloads.parallel import ParallelPlan
+    from archsim.workloads.parallel import ParallelPlan
 
     return ParallelPlan(tp=args.tp, pp=args.pp, dp=args.dp, ep=args.ep, cp=args.cp,
                         microbatches=args.microbatches, zero=args.zero,
@@ -162,8 +162,8 @@ def main(argv: Sequence[str]) -> int:
 
 
 def _search(args: argparse.Namespace) -> int:
+    from archsim.mapper.plan import candidate_plans, search
     from archsim.parallel import PlanOptions, evaluate_plan, shape_of
-    from mapper.plan import candidate_plans, search
 
     t0 = time.perf_counter()
     s = shape_of(args.model)

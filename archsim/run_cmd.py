@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from archsim.cli_common import Parser, guarded, non_empty, positive_int
-from workloads.errors import MappingError, Problem, WorkloadError
+from archsim.workloads.errors import MappingError, Problem, WorkloadError
 
 __all__ = ["build_workload", "evaluate_checked", "provenance", "rerun_main", "compare_main"]
 
@@ -94,7 +94,7 @@ def evaluate_checked(args: argparse.Namespace, acc: Any, wl: Any) -> Any:
 def numba_cache_cold() -> bool:
     """True when no compiled simulator kernel is cached yet (Numba writes ``*.nbi`` index
     files next to ``sim/`` or under ``NUMBA_CACHE_DIR``): the next cycle run compiles."""
-    import sim
+    from archsim import sim
 
     base = Path(os.environ["NUMBA_CACHE_DIR"]) if os.environ.get("NUMBA_CACHE_DIR") else \
         Path(sim.__file__).resolve().parent / "__pycache__"
@@ -108,7 +108,7 @@ def _check_substituted_formats(args: argparse.Namespace, acc: Any, res: Any) -> 
     """Warn when a requested format runs on a unit whose native format has the same width
     but is another format (fp16 on tpu_like's bf16 multipliers is timed and charged as
     bf16): the substitution is the model's, the user should know it happened."""
-    from workloads.formats import get_format
+    from archsim.workloads.formats import get_format
 
     used = {o.unit for o in res.ops}
     for flag, name in (("--a-format", args.a_format), ("--w-format", args.w_format)):

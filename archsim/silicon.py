@@ -20,10 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from arch.gpu.bench import DO_BENCH, timed_call_s
-from workloads.errors import ConfigError, Problem
-from workloads.formats import FORMATS
-from workloads.ops import Elementwise, Gemm, Norm, Op, Softmax
+from archsim.arch.gpu.bench import DO_BENCH, timed_call_s
+from archsim.workloads.errors import ConfigError, Problem
+from archsim.workloads.formats import FORMATS
+from archsim.workloads.ops import Elementwise, Gemm, Norm, Op, Softmax
 
 __all__ = ["Row", "load_rows", "row_class", "row_op", "predict_ms", "score", "ClassScore", "model_rows",
            "fit_power", "PowerFit", "energy_prediction", "fit_reduce_pass_rate"]
@@ -102,7 +102,7 @@ def row_op(row: dict[str, Any]) -> Op | None:
         return Gemm(name="bmm", m=int(row["m"]), n=int(row["n"]), k=int(row["k"]),
                     batch=int(row["b"]), b_is_weight=False, a_format=f, w_format=f)
     if k in ("attn_prefill", "attn_decode"):
-        from workloads.ops import Attention
+        from archsim.workloads.ops import Attention
 
         f = _fmt(row)
         h = int(row["h"])
@@ -196,7 +196,7 @@ class PowerFit:
 
 def _library_parts(unit: Any, op: Op) -> tuple[float, float]:
     """(on-chip J, HBM J) of ``op`` at the top voltage with library energies (scale 1)."""
-    from arch.gpu.unit import TensorCoreGpu
+    from archsim.arch.gpu.unit import TensorCoreGpu
 
     raw = TensorCoreGpu(unit.name, replace(unit.spec, power=None), unit.node_nm)
     e = raw.estimate(op)
@@ -280,7 +280,7 @@ def fit_reduce_pass_rate(unit: Any, rows: Sequence[Row | dict[str, Any]]) -> flo
 def energy_prediction(acc: Any, row: dict[str, Any]) -> tuple[float, float, float] | None:
     """(energy mJ per call, board power W, SM clock MHz) predicted for an ``energy`` row."""
     from archsim.api import evaluate
-    from workloads.graph import Workload
+    from archsim.workloads.graph import Workload
 
     op = row_op(row)
     if op is None:

@@ -23,7 +23,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from arch.timeloop import (
+from archsim.arch.timeloop import (
     load_dir,
     read_arch,
     read_ert,
@@ -31,10 +31,10 @@ from arch.timeloop import (
     read_problem,
     write_mapping,
 )
-from dataflow.einsum import Einsum
-from dataflow.hierarchy import Hierarchy
-from dataflow.nest import Constraints, NestMapping, NestResult, analyse
-from workloads.errors import ArchsimError, ConfigError, Problem
+from archsim.dataflow.einsum import Einsum
+from archsim.dataflow.hierarchy import Hierarchy
+from archsim.dataflow.nest import Constraints, NestMapping, NestResult, analyse
+from archsim.workloads.errors import ArchsimError, ConfigError, Problem
 
 __all__ = ["main", "format_stats"]
 
@@ -98,7 +98,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _search(prob: Einsum, hier: Hierarchy, cons: Constraints,
             args: argparse.Namespace) -> tuple[NestMapping, str]:
-    from mapper.nest_search import search
+    from archsim.mapper.nest_search import search
 
     try:
         r = search(prob, hier, cons, objective=args.objective, time_budget_s=args.time_budget,

@@ -25,7 +25,7 @@ from archsim.cli_common import Parser as _Parser
 from archsim.cli_common import atomic_output, check_output_path, guarded
 from archsim.cli_common import non_empty as _non_empty
 from archsim.cli_common import positive_int as _positive_int
-from workloads.errors import ConfigError, Problem, WorkloadError
+from archsim.workloads.errors import ConfigError, Problem, WorkloadError
 
 __all__ = ["main", "build_parser", "trace", "estimate_tasks", "DEFAULT_MAX_EVENTS"]
 
@@ -91,8 +91,8 @@ def trace(config: str, model: str, out: str, *, phase: str | None = None, batch:
     ``max_events`` None: refuse (WorkloadError, with the estimate) a trace estimated above
     :data:`DEFAULT_MAX_EVENTS`; a number: keep that many events and drop the rest."""
     import archsim
-    import sim
-    from mapper import map_workload
+    from archsim import sim
+    from archsim.mapper import map_workload
 
     acc = archsim.load(config, overrides or [])
     wl = archsim.workload(model, phase=phase, batch=batch, seq=seq, context=context, tp=tp,

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import archsim  # noqa: E402
-from arch.fpga.reference import SAT_MODELS  # noqa: E402
+from archsim.arch.fpga.reference import SAT_MODELS  # noqa: E402
 
 #: variant -> (--set overrides of sat_vcu1525, batch)
 VARIANTS: dict[str, tuple[list[str], int]] = {

@@ -9,9 +9,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import arch  # noqa: E402
-from workloads.formats import FORMATS  # noqa: E402
-from workloads.ops import Gemm, Softmax  # noqa: E402
+from archsim import arch  # noqa: E402
+from archsim.workloads.formats import FORMATS  # noqa: E402
+from archsim.workloads.ops import Gemm, Softmax  # noqa: E402
 
 
 def main() -> None:

@@ -14,9 +14,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 import numpy as np  # noqa: E402
 
-from arch.accelerator import load  # noqa: E402
-from dataflow import Shape  # noqa: E402
-from mapper.search import (  # noqa: E402
+from archsim.arch.accelerator import load  # noqa: E402
+from archsim.dataflow import Shape  # noqa: E402
+from archsim.mapper.search import (  # noqa: E402
     arch_params,
     best_mapping,
     clear_cache,
@@ -24,7 +24,7 @@ from mapper.search import (  # noqa: E402
     evaluate_batch,
     search,
 )
-from workloads import zoo  # noqa: E402
+from archsim.workloads import zoo  # noqa: E402
 
 
 def evals_per_second(unit, op, batch: int = 65536, reps: int = 10) -> float:
@@ -45,7 +45,7 @@ def evals_per_second(unit, op, batch: int = 65536, reps: int = 10) -> float:
 def map_network(unit, model: str, objective: str = "edp",
                 layer: str | None = None) -> tuple[float, int, int, float]:
     clear_cache()
-    from workloads.formats import FORMATS
+    from archsim.workloads.formats import FORMATS
 
     # int8 operands: every spatial reference design supports them (eyeriss_like is int16,
     # tpu_like bf16; the zoo's default fp16 is refused by integer arrays)
@@ -66,8 +66,8 @@ def hetero_schedule(cfg: str, model: str, mapping: str = "search") -> tuple[floa
     """(seconds for map_workload incl. per-op search, seconds for the list scheduler alone,
     ops) of ``model`` on a multi-unit design."""
     import archsim
-    from mapper import map_workload
-    from mapper.hetero import Option, list_schedule
+    from archsim.mapper import map_workload
+    from archsim.mapper.hetero import Option, list_schedule
 
     clear_cache()
     acc = archsim.load(cfg)
@@ -99,8 +99,8 @@ def search_quality(unit) -> None:
     Prints the worst ratio (sampled best / exhaustive best; 1.00 = optimum found) over
     ``QUALITY_SHAPES`` for latency, energy and EDP.
     """
-    from workloads.formats import FORMATS
-    from workloads.ops import Gemm
+    from archsim.workloads.formats import FORMATS
+    from archsim.workloads.ops import Gemm
 
     for objective in ("latency", "energy", "edp"):
         worst, n_cand, n_sampled = 1.0, 0, 0

@@ -14,9 +14,9 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from arch.timeloop import load_dir  # noqa: E402
-from dataflow.nest import analyse  # noqa: E402
-from mapper.nest_search import search  # noqa: E402
+from archsim.arch.timeloop import load_dir  # noqa: E402
+from archsim.dataflow.nest import analyse  # noqa: E402
+from archsim.mapper.nest_search import search  # noqa: E402
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "tests", "data", "timeloop")
 DESIGNS = ["eyeriss_like", "simba_like", "simple_output_stationary", "simple_weight_stationary"]

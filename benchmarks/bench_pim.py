@@ -14,7 +14,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import archsim  # noqa: E402
-from arch.pim.decode import decode_tokens  # noqa: E402
+from archsim.arch.pim.decode import decode_tokens  # noqa: E402
 
 
 def main() -> None:

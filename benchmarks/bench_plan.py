@@ -16,13 +16,13 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 import yaml  # noqa: E402
 
-from arch.cluster import load_cluster  # noqa: E402
+from archsim.arch.cluster import load_cluster  # noqa: E402
+from archsim.mapper.plan import candidate_plans, search  # noqa: E402
 from archsim.parallel import PlanOptions, evaluate_plan  # noqa: E402
 from archsim.plan_cmd import load_cluster_for  # noqa: E402
-from mapper.plan import candidate_plans, search  # noqa: E402
-from workloads.models.transformer import TransformerShape  # noqa: E402
-from workloads.parallel import ParallelPlan  # noqa: E402
-from workloads.zoo import transformer_shape  # noqa: E402
+from archsim.workloads.models.transformer import TransformerShape  # noqa: E402
+from archsim.workloads.parallel import ParallelPlan  # noqa: E402
+from archsim.workloads.zoo import transformer_shape  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -29,7 +29,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from sim import TaskGraphBuilder, dram_preset, run, simulate_requests  # noqa: E402
+from archsim.sim import TaskGraphBuilder, dram_preset, run, simulate_requests  # noqa: E402
 
 
 def random_graph(n: int, seed: int = 0, bulk: bool = True):

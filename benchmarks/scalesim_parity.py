@@ -103,8 +103,8 @@ LAYOUT_ROW = ",1,1,1,1,1,1,1,2,0,4,5,3,3,0,1,2,7,4,5,6,\n"
 def resnet18_layers() -> list[tuple[str, int, int, int, int, int, int, int]]:
     """(name, padded H, padded W, R, S, C, K, stride) of every matrix layer of archsim's
     ResNet-18 (batch 1); the FC layer as a 1x1 convolution on a 1x1 input."""
-    from workloads.ops import Conv2d, Gemm
-    from workloads.zoo import build
+    from archsim.workloads.ops import Conv2d, Gemm
+    from archsim.workloads.zoo import build
 
     out = []
     for op in build("resnet18").ops():

@@ -3,7 +3,7 @@
 See :mod:`dataflow.mapping` for the model.
 """
 
-from dataflow.mapping import (
+from archsim.dataflow.mapping import (
     ACTIONS,
     DATAFLOW_CONSTRAINTS,
     DIMS,

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from workloads.errors import ConfigError, Problem
+from archsim.workloads.errors import ConfigError, Problem
 
 __all__ = ["DataSpace", "Einsum", "conv2d", "gemm", "batched_gemm", "attention_qk",
            "attention_av", "from_op", "from_timeloop"]

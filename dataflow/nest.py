@@ -34,8 +34,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from dataflow.einsum import DataSpace, Einsum
-from dataflow.hierarchy import Hierarchy
+from archsim.dataflow.einsum import DataSpace, Einsum
+from archsim.dataflow.hierarchy import Hierarchy
 
 __all__ = ["LevelMapping", "NestMapping", "LevelStats", "NestResult", "analyse", "deltas",
            "flat_loops", "LevelConstraint", "Constraints"]

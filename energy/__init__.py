@@ -4,7 +4,7 @@ Only this package turns action counts into joules and components into mm².
 
 Public API::
 
-    from energy import Component, Technology, evaluate, area, EnergyReport, AreaReport, COMPONENT_CLASSES
+    from archsim.energy import Component, Technology, evaluate, area, EnergyReport, AreaReport, COMPONENT_CLASSES
 
 * ``Component(name, cls, count=1, attrs={...}, technology=None)`` - one block.
 * ``evaluate(components, action_counts, latency_s, technology=Technology())`` -> ``EnergyReport``.
@@ -15,9 +15,9 @@ Public API::
 Tables and their sources: ``energy.tables``; documentation: ``docs/energy.md``.
 """
 
-from energy.classes import COMPONENT_CLASSES, ComponentClass, register_component_class
-from energy.component import Component, FrozenMap, Technology
-from energy.report import (
+from archsim.energy.classes import COMPONENT_CLASSES, ComponentClass, register_component_class
+from archsim.energy.component import Component, FrozenMap, Technology
+from archsim.energy.report import (
     AreaReport,
     EnergyReport,
     allowed_actions,
@@ -28,7 +28,7 @@ from energy.report import (
     leakage_per_instance_w,
     validate,
 )
-from energy.scaling import nominal_vdd_v, scale
+from archsim.energy.scaling import nominal_vdd_v, scale
 
 __all__ = [
     "COMPONENT_CLASSES",

@@ -26,7 +26,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from energy import tables
+from archsim.energy import tables
 
 __all__ = [
     "FormatInfo",
@@ -100,7 +100,10 @@ def _own_format(name: str) -> FormatInfo | None:
 def _from_workloads(name: str) -> FormatInfo | None:
     """Generic model for a format only ``workloads.formats`` knows (integer-like only)."""
     try:
-        from workloads.formats import format_names, get_format  # the one allowed repo import
+        from archsim.workloads.formats import (  # the one allowed repo import
+            format_names,
+            get_format,
+        )
     except ImportError:
         return None
     if name not in format_names():

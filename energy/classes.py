@@ -16,9 +16,9 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, ClassVar
 
-from energy import arith, tables
-from energy.component import Technology
-from energy.scaling import node_factor, scale
+from archsim.energy import arith, tables
+from archsim.energy.component import Technology
+from archsim.energy.scaling import node_factor, scale
 
 __all__ = [
     "ComponentClass",

@@ -6,7 +6,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from energy import scaling
+from archsim.energy import scaling
 
 __all__ = ["FrozenMap", "Technology", "Component"]
 

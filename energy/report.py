@@ -9,8 +9,8 @@ from functools import lru_cache
 from types import MappingProxyType
 from typing import Any
 
-from energy.classes import COMPONENT_CLASSES, ComponentClass
-from energy.component import Component, Technology
+from archsim.energy.classes import COMPONENT_CLASSES, ComponentClass
+from archsim.energy.component import Component, Technology
 
 __all__ = [
     "DEFAULT_TECHNOLOGY",

@@ -33,7 +33,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
-from energy import tables
+from archsim.energy import tables
 
 __all__ = ["Quantity", "QUANTITIES", "MIN_NODE_NM", "MAX_NODE_NM", "scale", "node_factor", "nominal_vdd_v"]
 

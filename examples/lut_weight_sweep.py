@@ -14,7 +14,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import archsim  # noqa: E402
-from arch.lut import weight_bit_sweep  # noqa: E402
+from archsim.arch.lut import weight_bit_sweep  # noqa: E402
 
 
 def main() -> None:

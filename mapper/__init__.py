@@ -7,10 +7,10 @@ scheduler of ``mapper.hetero`` assigns and times them on the workload DAG (overl
 units, transfer costs). A one-unit design runs its ops back to back.
 """
 
-from mapper.constraints import Constraints, load_constraints, parse_constraints
-from mapper.hetero import Link, Transfer, list_schedule
-from mapper.schedule import OBJECTIVES, Assignment, Schedule, map_workload, objective_value
-from mapper.search import SearchResult, arch_params, best_mapping, search
+from archsim.mapper.constraints import Constraints, load_constraints, parse_constraints
+from archsim.mapper.hetero import Link, Transfer, list_schedule
+from archsim.mapper.schedule import OBJECTIVES, Assignment, Schedule, map_workload, objective_value
+from archsim.mapper.search import SearchResult, arch_params, best_mapping, search
 
 __all__ = ["OBJECTIVES", "Assignment", "Schedule", "map_workload", "objective_value",
            "SearchResult", "arch_params", "best_mapping", "search", "Constraints",

@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dataflow.mapping import DATAFLOW_CONSTRAINTS, DIMS, DRAM, GLB, RF, SCOL, SROW
-from workloads.errors import MappingError, Problem
-from workloads.yamlio import line_of, parse_yaml_text, read_yaml
+from archsim.dataflow.mapping import DATAFLOW_CONSTRAINTS, DIMS, DRAM, GLB, RF, SCOL, SROW
+from archsim.workloads.errors import MappingError, Problem
+from archsim.workloads.yamlio import line_of, parse_yaml_text, read_yaml
 
 __all__ = ["Rule", "OpConstraint", "Constraints", "load_constraints", "parse_constraints",
            "SLOT_NAMES", "op_kinds"]
@@ -46,7 +46,7 @@ _ORDER_KEYS = ("glb", "dram")
 
 def op_kinds() -> tuple[str, ...]:
     """Every op kind defined in :mod:`workloads.ops` (for validating ``kind:``)."""
-    from workloads.ops import Op
+    from archsim.workloads.ops import Op
 
     out: set[str] = set()
     todo = list(Op.__subclasses__())

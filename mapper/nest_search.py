@@ -31,9 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from dataflow.einsum import Einsum
-from dataflow.hierarchy import Hierarchy
-from dataflow.nest import (
+from archsim.dataflow.einsum import Einsum
+from archsim.dataflow.hierarchy import Hierarchy
+from archsim.dataflow.nest import (
     Constraints,
     LevelConstraint,
     LevelMapping,
@@ -41,8 +41,8 @@ from dataflow.nest import (
     NestResult,
     analyse,
 )
-from mapper.factors import divisors
-from mapper.nest_kernel import evaluate_kernel
+from archsim.mapper.factors import divisors
+from archsim.mapper.nest_kernel import evaluate_kernel
 
 __all__ = ["MapSpace", "Batch", "SearchResult", "make_space", "evaluate_batch", "search",
            "to_mapping", "from_mapping", "OBJECTIVES"]

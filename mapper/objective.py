@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from workloads.errors import MappingError, Problem
+from archsim.workloads.errors import MappingError, Problem
 
 __all__ = ["OBJECTIVES", "objective_value"]
 

@@ -22,10 +22,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mapper.factors import divisors
-from workloads.errors import WorkloadError
-from workloads.models.transformer import TransformerShape
-from workloads.parallel import ParallelPlan, check_plan
+from archsim.mapper.factors import divisors
+from archsim.workloads.errors import WorkloadError
+from archsim.workloads.models.transformer import TransformerShape
+from archsim.workloads.parallel import ParallelPlan, check_plan
 
 __all__ = ["pipeline_time", "bubble_fraction", "divisors", "candidate_plans", "search",
            "SearchResult"]

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from dataflow.mapping import (
+from archsim.dataflow.mapping import (
     DATAFLOW_CONSTRAINTS,
     DRAM,
     GLB,
@@ -39,8 +39,8 @@ from dataflow.mapping import (
     Mapping,
     Shape,
 )
-from mapper.factors import divisors
-from mapper.objective import objective_value
+from archsim.mapper.factors import divisors
+from archsim.mapper.objective import objective_value
 
 __all__ = ["PERMS", "SearchResult", "arch_params", "best_mapping", "evaluate_batch",
            "search", "dim_options", "clear_cache", "to_arrays", "from_arrays",

@@ -2,7 +2,7 @@
 
 Depends only on numpy and numba. Typical use::
 
-    from sim import TaskGraphBuilder, run
+    from archsim.sim import TaskGraphBuilder, run
     b = TaskGraphBuilder(clock_hz=1e9)
     pe = b.add_server("pe", capacity=2)
     a = b.add_compute(pe, 10)
@@ -36,7 +36,7 @@ def __getattr__(name: str) -> Any:
     mod = _WHERE.get(name)
     if mod is None:
         raise AttributeError(f"module 'sim' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"sim.{mod}"), name)
+    value = getattr(importlib.import_module(f"archsim.sim.{mod}"), name)
     globals()[name] = value
     return value
 

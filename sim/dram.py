@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from sim import dram_kernel as K
-from sim.dram_presets import (
+from archsim.sim import dram_kernel as K
+from archsim.sim.dram_presets import (
     COMMAND_SCOPE,
     COMMANDS,
     LEVELS,
@@ -32,7 +32,7 @@ from sim.dram_presets import (
     REQUIRED_TIMINGS,
     TIMING_TABLES,
 )
-from sim.errors import DramConfigError
+from archsim.sim.errors import DramConfigError
 
 ADDRESS_FIELDS = ("ch", "ra", "bg", "ba", "ro", "co")
 ROW_POLICIES = ("open", "closed")

@@ -52,7 +52,7 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from sim import dram_presets as _cmds
+from archsim.sim import dram_presets as _cmds
 
 INF = 2**62
 

@@ -34,11 +34,11 @@ import numba
 import numpy as np
 from numba import njit, typed
 
-from sim import dram_kernel as K
-from sim.dram import DramSpec, resolve
-from sim.engine_bucket import MAX_BUCKETS, bucket_count, kernel_bucket
-from sim.errors import SimInputError
-from sim.taskgraph import MODEL_BANDWIDTH, MODEL_DRAM, TaskGraph
+from archsim.sim import dram_kernel as K
+from archsim.sim.dram import DramSpec, resolve
+from archsim.sim.engine_bucket import MAX_BUCKETS, bucket_count, kernel_bucket
+from archsim.sim.errors import SimInputError
+from archsim.sim.taskgraph import MODEL_BANDWIDTH, MODEL_DRAM, TaskGraph
 
 _PRIO_BIAS = 2**30
 INF_T = 2**62
@@ -399,7 +399,7 @@ def _inst_list(insts: list) -> typed.List:
             lst.append(x)
         return lst
     if _EMPTY_INST_TYPE is None:
-        from sim.dram import dram_preset
+        from archsim.sim.dram import dram_preset
 
         _EMPTY_INST_TYPE = numba.typeof(resolve(dram_preset("DDR4-2400"), 1))
     return typed.List.empty_list(_EMPTY_INST_TYPE)

@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from sim.intrinsics import ctz, prefetch, prefetch2
+from archsim.sim.intrinsics import ctz, prefetch, prefetch2
 
 #: largest bucket count (a graph with a longer duration uses the heap loop)
 MAX_BUCKETS = 1 << 16

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from sim.errors import TaskGraphError
+from archsim.sim.errors import TaskGraphError
 
 # task kinds
 KIND_COMPUTE = 0  #: occupy a resource slot for ``duration`` cycles

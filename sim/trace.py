@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from sim.engine import SimStats
-from sim.taskgraph import TaskGraph
+from archsim.sim.engine import SimStats
+from archsim.sim.taskgraph import TaskGraph
 
 
 def write_chrome_trace(tg: TaskGraph, stats: SimStats, path: str | Path,

@@ -4,7 +4,7 @@ The lowest layer of archsim; it also holds the error family (``workloads.errors`
 the strict YAML loader (``workloads.yamlio``) that every layer above uses.
 """
 
-from workloads.errors import (
+from archsim.workloads.errors import (
                            ArchsimError,
                            ConfigError,
                            MappingError,
@@ -12,9 +12,9 @@ from workloads.errors import (
                            SpecError,
                            WorkloadError,
 )
-from workloads.formats import FORMATS, NumberFormat, get_format
-from workloads.graph import PHASES, Workload
-from workloads.ops import (
+from archsim.workloads.formats import FORMATS, NumberFormat, get_format
+from archsim.workloads.graph import PHASES, Workload
+from archsim.workloads.ops import (
                            AllReduce,
                            Conv2d,
                            Elementwise,

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from workloads.ops import AllReduce, Collective
+from archsim.workloads.ops import AllReduce, Collective
 
 __all__ = ["Collective", "GroupAllReduce", "AllGather", "ReduceScatter", "AllToAll",
            "SendRecv", "AllReduce"]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from workloads.errors import Problem, WorkloadError
+from archsim.workloads.errors import Problem, WorkloadError
 
 __all__ = ["NumberFormat", "FORMATS", "get_format", "format_names"]
 

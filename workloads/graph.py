@@ -13,9 +13,9 @@ from dataclasses import dataclass, field, replace
 
 import networkx as nx
 
-from workloads.errors import Problem, WorkloadError
-from workloads.formats import NumberFormat
-from workloads.ops import Op
+from archsim.workloads.errors import Problem, WorkloadError
+from archsim.workloads.formats import NumberFormat
+from archsim.workloads.ops import Op
 
 __all__ = ["Workload", "PHASES"]
 
@@ -131,7 +131,7 @@ class Workload:
         (BDWP, Fang et al. 2023); backward-weight GEMMs produce a dense gradient and stay
         dense. ``n == m`` removes sparsity.
         """
-        from workloads.ops import Conv2d, Gemm, Sparsity
+        from archsim.workloads.ops import Conv2d, Gemm, Sparsity
 
         sp = Sparsity() if n == m else Sparsity(n, m)
         out = Workload(self.name, self.phase, self.batch, self.seq, self.context, self.parameters,
@@ -159,7 +159,7 @@ class Workload:
           forward op's output);
         * the largest single op's activations (inputs and outputs).
         """
-        from workloads.ops import Embedding, Gemm
+        from archsim.workloads.ops import Embedding, Gemm
 
         total = peak = 0.0
         for op in self.ops():

@@ -42,9 +42,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from workloads.errors import Problem, WorkloadError
-from workloads.graph import Workload
-from workloads.models.transformer import TransformerShape, build_transformer
+from archsim.workloads.errors import Problem, WorkloadError
+from archsim.workloads.graph import Workload
+from archsim.workloads.models.transformer import TransformerShape, build_transformer
 
 __all__ = ["from_hf_config", "shape_from_hf_config"]
 

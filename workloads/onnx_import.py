@@ -34,10 +34,10 @@ import math
 from pathlib import Path
 from typing import Any
 
-from workloads.errors import Problem, WorkloadError
-from workloads.graph import Workload
-from workloads.models.common import op_parameters
-from workloads.ops import Conv2d, Elementwise, Gemm, Norm, Op, Softmax
+from archsim.workloads.errors import Problem, WorkloadError
+from archsim.workloads.graph import Workload
+from archsim.workloads.models.common import op_parameters
+from archsim.workloads.ops import Conv2d, Elementwise, Gemm, Norm, Op, Softmax
 
 __all__ = ["from_onnx", "SUPPORTED_OPS"]
 

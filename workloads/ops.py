@@ -18,8 +18,8 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
-from workloads.errors import Problem, WorkloadError
-from workloads.formats import FORMATS, NumberFormat
+from archsim.workloads.errors import Problem, WorkloadError
+from archsim.workloads.formats import FORMATS, NumberFormat
 
 __all__ = [
     "Sparsity", "Op", "Gemm", "Conv2d", "Softmax", "Norm", "Elementwise", "Embedding",

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from workloads.errors import Problem
+from archsim.workloads.errors import Problem
 
 __all__ = ["LocDict", "LocList", "load_yaml", "read_yaml", "parse_yaml_text", "parse_value",
            "line_of", "MAX_DEPTH"]

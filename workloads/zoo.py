@@ -31,10 +31,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import cache
 
-from workloads.errors import Problem, WorkloadError
-from workloads.graph import Workload
-from workloads.models.cnn import CNN_BUILDERS, build_cnn
-from workloads.models.transformer import TransformerShape, build_transformer
+from archsim.workloads.errors import Problem, WorkloadError
+from archsim.workloads.graph import Workload
+from archsim.workloads.models.cnn import CNN_BUILDERS, build_cnn
+from archsim.workloads.models.transformer import TransformerShape, build_transformer
 
 __all__ = ["ModelInfo", "model_names", "build", "model_info", "transformer_shape"]
 

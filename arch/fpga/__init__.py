@@ -26,10 +26,10 @@ Model (equations and sources in ``docs/fpga.md``):
   ``activity``, BRAM/URAM accesses) + DDR4 energy per byte.
 """
 
-from arch.fpga.spec import BufferSpec, NmSparseFpgaSpec, PartSpec, PregenSpec, SparseSpec
-from arch.fpga.unit import NmSparseFpga
+from archsim.arch.fpga.spec import BufferSpec, NmSparseFpgaSpec, PartSpec, PregenSpec, SparseSpec
+from archsim.arch.fpga.unit import NmSparseFpga
 
 __all__ = ["NmSparseFpga", "NmSparseFpgaSpec", "PartSpec", "BufferSpec", "SparseSpec",
            "PregenSpec"]
 
-import arch.fpga.reference  # noqa: E402,F401  (registers golden workloads and checks)
+import archsim.arch.fpga.reference  # noqa: E402,F401  (registers golden workloads and checks)

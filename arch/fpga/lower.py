@@ -40,9 +40,9 @@ def _split(total: float, parts: int) -> np.ndarray:
 
 def lower_op(unit: Any, op: Any) -> tuple[Any, list[Any]]:
     """(TaskGraph, dram_configs) of ``op`` on ``unit`` (an ``NmSparseFpga``)."""
-    from sim import TaskGraphBuilder
-    from sim.taskgraph import KIND_READ, KIND_WRITE
-    from workloads.ops import Conv2d, Gemm
+    from archsim.sim import TaskGraphBuilder
+    from archsim.sim.taskgraph import KIND_READ, KIND_WRITE
+    from archsim.workloads.ops import Conv2d, Gemm
 
     s = unit.spec
     b = TaskGraphBuilder(clock_hz=unit.clock_hz)
@@ -50,7 +50,7 @@ def lower_op(unit: Any, op: Any) -> tuple[Any, list[Any]]:
     mem = s.memory
     dram_cfgs: list[Any] = []
     if mem.model == "dram":
-        from sim import dram_preset
+        from archsim.sim import dram_preset
 
         dram_cfgs.append(dram_preset(mem.preset, channels=s.ddr_channels))
         ddr = b.add_dram("ddr", 0, capacity=8)

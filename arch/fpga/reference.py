@@ -6,7 +6,7 @@ print(sweep_table())"``).
 
 from __future__ import annotations
 
-from arch.reference import (
+from archsim.arch.reference import (
     Comparison,
     Gap,
     api,

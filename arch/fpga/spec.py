@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from arch.memory import MemorySpec
-from arch.spec import param
-from workloads.formats import FORMATS, NumberFormat
+from archsim.arch.memory import MemorySpec
+from archsim.arch.spec import param
+from archsim.workloads.formats import FORMATS, NumberFormat
 
 __all__ = ["PartSpec", "BufferSpec", "SparseSpec", "PregenSpec", "NmSparseFpgaSpec",
            "MAC_FORMATS", "parse_pattern"]

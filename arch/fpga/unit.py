@@ -9,7 +9,7 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import Any
 
-from arch.base import (
+from archsim.arch.base import (
     DataflowMapping,
     Estimate,
     SimInput,
@@ -19,13 +19,13 @@ from arch.base import (
     infeasible,
     register,
 )
-from arch.fpga import resources as rs
-from arch.fpga.resources import VECTOR_ADD, VECTOR_MULT, Resources, index_bits
-from arch.fpga.spec import NmSparseFpgaSpec
-from arch.operands import fused_attention_problem, operand_width_problem
-from arch.spatial import fold_cycles, gemm_traffic
-from arch.vector import estimate_vector
-from energy.tables import (
+from archsim.arch.fpga import resources as rs
+from archsim.arch.fpga.resources import VECTOR_ADD, VECTOR_MULT, Resources, index_bits
+from archsim.arch.fpga.spec import NmSparseFpgaSpec
+from archsim.arch.operands import fused_attention_problem, operand_width_problem
+from archsim.arch.spatial import fold_cycles, gemm_traffic
+from archsim.arch.vector import estimate_vector
+from archsim.energy.tables import (
     FPGA_BRAM_PJ,
     FPGA_DSP_PJ,
     FPGA_FF_CLOCK_PJ,
@@ -33,8 +33,8 @@ from energy.tables import (
     FPGA_LUT_PJ,
     FPGA_URAM_PJ,
 )
-from workloads.errors import MappingError, Problem
-from workloads.ops import AllReduce, Conv2d, Gemm, Op
+from archsim.workloads.errors import MappingError, Problem
+from archsim.workloads.ops import AllReduce, Conv2d, Gemm, Op
 
 __all__ = ["NmSparseFpga", "gemm_plan", "GemmPlan"]
 
@@ -383,7 +383,7 @@ class NmSparseFpga(Unit[DataflowMapping]):
     def lower(self, op: Op, mapping: Any = None) -> SimInput:
         """Event-driven model of ``op`` (``arch/fpga/lower.py``) with the DDR4 configs of a
         command-level memory (``memory.model: dram``)."""
-        from arch.fpga.lower import lower_op
+        from archsim.arch.fpga.lower import lower_op
 
         self.parse_mapping(mapping)
         reason = self.supports(op)
@@ -404,7 +404,7 @@ class NmSparseFpga(Unit[DataflowMapping]):
         return self.resources_used.ff * FPGA_FF_CLOCK_PJ.value * 1e-12 * self.clock_hz
 
     def components(self) -> list[Any]:
-        from energy import Component
+        from archsim.energy import Component
 
         s = self.spec
         br = self.resource_breakdown

@@ -5,9 +5,9 @@ Modules: ``spec`` (the YAML schema), ``precision`` (which MMA datapath runs a fo
 ``lower`` (CTA-tile lowering to ``sim.TaskGraph``). Equations: ``docs/gpu.md``.
 """
 
-from arch.gpu.spec import GpuSpec
-from arch.gpu.unit import DATAFLOWS, TensorCoreGpu
+from archsim.arch.gpu.spec import GpuSpec
+from archsim.arch.gpu.unit import DATAFLOWS, TensorCoreGpu
 
 __all__ = ["GpuSpec", "TensorCoreGpu", "DATAFLOWS"]
 
-import arch.gpu.reference  # noqa: E402,F401  (registers golden workloads and checks)
+import archsim.arch.gpu.reference  # noqa: E402,F401  (registers golden workloads and checks)

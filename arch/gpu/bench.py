@@ -28,8 +28,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from workloads.formats import FORMATS
-from workloads.ops import Conv2d, Elementwise, Gemm, Op
+from archsim.workloads.formats import FORMATS
+from archsim.workloads.ops import Conv2d, Elementwise, Gemm, Op
 
 __all__ = ["FlushProtocol", "DO_BENCH", "MAMF_FINDER_V2", "between_calls", "flush_writeback_s",
            "timed_call_s"]

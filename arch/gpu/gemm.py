@@ -37,9 +37,9 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from arch.base import ceil_div
-from arch.gpu.precision import MmaPlan
-from arch.gpu.spec import GpuSpec
+from archsim.arch.base import ceil_div
+from archsim.arch.gpu.precision import MmaPlan
+from archsim.arch.gpu.spec import GpuSpec
 
 __all__ = ["GemmShape", "GemmResult", "gemm_time", "TILE_M", "TILE_N", "TILE_K_BYTES", "SPLITS"]
 

@@ -34,12 +34,12 @@ from functools import lru_cache
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from arch.base import Estimate
-from arch.gpu.spec import GpuSpec
+from archsim.arch.base import Estimate
+from archsim.arch.gpu.spec import GpuSpec
 
 if TYPE_CHECKING:
-    from arch.gpu.unit import TensorCoreGpu
-from workloads.ops import Attention, Norm, Op, Softmax
+    from archsim.arch.gpu.unit import TensorCoreGpu
+from archsim.workloads.ops import Attention, Norm, Op, Softmax
 
 __all__ = ["AttentionTime", "attention_time", "cta_imbalance", "cta_pairs", "vector_read_passes",
            "estimate_attention", "softmax_reread_s", "unit_attention_time"]

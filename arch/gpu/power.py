@@ -23,7 +23,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 
-from arch.spec import param
+from archsim.arch.spec import param
 
 __all__ = ["PowerSpec", "DvfsPoint", "solve_clock"]
 

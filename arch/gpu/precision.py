@@ -22,8 +22,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from arch.gpu.spec import GpuSpec
-from workloads.formats import NumberFormat
+from archsim.arch.gpu.spec import GpuSpec
+from archsim.workloads.formats import NumberFormat
 
 __all__ = ["MmaPlan", "plan_mma", "candidate_plans"]
 

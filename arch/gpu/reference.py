@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from arch.reference import (
+from archsim.arch.reference import (
     Comparison,
     Gap,
     api,
@@ -26,11 +26,11 @@ def _gpu() -> tuple[list[Comparison], list[Gap]]:
     """Tensor-core GPUs against gpus.yaml and a100_gemm_measured.csv."""
     import csv
 
-    from arch import load
+    from archsim.arch import load
 
     config_dir = api().config_dir
-    from workloads.formats import FORMATS
-    from workloads.ops import Elementwise, Gemm
+    from archsim.workloads.formats import FORMATS
+    from archsim.workloads.ops import Elementwise, Gemm
 
     ref = load_reference("gpus.yaml")
     units = {n: load(config_dir() / "gpu" / f"{n}.yaml").units[0]
@@ -78,7 +78,7 @@ def _gpu() -> tuple[list[Comparison], list[Gap]]:
     # Best-of-sweep figures, timed as mamf-finder v2 timed them (arch.gpu.bench: a 256 MiB
     # memset and an output copy before every call share the power limiter's window with the
     # GEMM): the short calls of a sweep run above the sustained clock.
-    from arch.gpu.bench import MAMF_FINDER_V2, timed_call_s
+    from archsim.arch.gpu.bench import MAMF_FINDER_V2, timed_call_s
 
     def mamf(name: str, m: int, n: int, k: int, fmt: str) -> float:
         f = FORMATS[fmt]

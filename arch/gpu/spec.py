@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from arch.gpu.power import PowerSpec
-from arch.memory import MemorySpec
-from arch.spec import param
+from archsim.arch.gpu.power import PowerSpec
+from archsim.arch.memory import MemorySpec
+from archsim.arch.spec import param
 
 __all__ = ["TensorCoreSpec", "CudaCoreSpec", "SmSpec", "L2Spec", "NvlinkSpec", "GpuSpec",
            "TC_FORMATS"]

@@ -23,13 +23,13 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
 
-from arch.base import Estimate, SimInput, Unit, UnitMapping, cycles_of, infeasible, register
-from arch.collective import ring_or_tree_allreduce
-from arch.gpu.gemm import SPLITS, GemmResult, GemmShape, gemm_time
-from arch.gpu.precision import MmaPlan, plan_mma
-from arch.gpu.spec import GpuSpec
-from workloads.errors import MappingError, Problem
-from workloads.ops import (
+from archsim.arch.base import Estimate, SimInput, Unit, UnitMapping, cycles_of, infeasible, register
+from archsim.arch.collective import ring_or_tree_allreduce
+from archsim.arch.gpu.gemm import SPLITS, GemmResult, GemmShape, gemm_time
+from archsim.arch.gpu.precision import MmaPlan, plan_mma
+from archsim.arch.gpu.spec import GpuSpec
+from archsim.workloads.errors import MappingError, Problem
+from archsim.workloads.ops import (
     AllReduce,
     Attention,
     Conv2d,
@@ -218,7 +218,7 @@ class TensorCoreGpu(Unit[GpuMapping]):
 
     def host_runtime(self) -> tuple[str, str]:
         """The spec's ``runtime`` (``arch.gpu.host``) unless ``ideal``."""
-        from arch.gpu.host import RUNTIME_NOTES
+        from archsim.arch.gpu.host import RUNTIME_NOTES
 
         r = self.spec.runtime
         return ("", "") if r == "ideal" else (r, RUNTIME_NOTES.get(r, ""))
@@ -250,8 +250,8 @@ class TensorCoreGpu(Unit[GpuMapping]):
         ``energy/`` (cached; used only by the power model)."""
         cache = self.__dict__.get("_pj_cache")
         if cache is None:
-            from energy import Technology
-            from energy.report import energy_per_action_pj
+            from archsim.energy import Technology
+            from archsim.energy.report import energy_per_action_pj
 
             tech = Technology(node_nm=self.node_nm)
             cache = {}
@@ -277,7 +277,7 @@ class TensorCoreGpu(Unit[GpuMapping]):
         p = self.spec.power
         if p is None:
             return time_s, actions, {}
-        from arch.gpu.power import solve_clock
+        from archsim.arch.gpu.power import solve_clock
 
         pj = self._action_pj()
         hbm = self.cname("hbm")
@@ -315,7 +315,7 @@ class TensorCoreGpu(Unit[GpuMapping]):
         fused piece that launches nothing (flash AV / softmax) costs no host time."""
         if self.spec.runtime == "ideal" or not e.feasible:
             return e
-        from arch.gpu.host import EAGER_OPS_PER_ATTENTION, host_s
+        from archsim.arch.gpu.host import EAGER_OPS_PER_ATTENTION, host_s
 
         h = host_s(self.spec.runtime) * float(e.details.get("launches", 1.0))
         if e.op_kind == "attention" and self.spec.runtime.startswith("eager"):
@@ -325,7 +325,7 @@ class TensorCoreGpu(Unit[GpuMapping]):
 
     def _estimate_attention(self, op: Attention) -> Estimate:
         """FlashAttention prefill / split-KV decode (``arch.gpu.kernels``)."""
-        from arch.gpu.kernels import estimate_attention
+        from archsim.arch.gpu.kernels import estimate_attention
 
         return estimate_attention(self, op)
 
@@ -376,7 +376,7 @@ class TensorCoreGpu(Unit[GpuMapping]):
         launch = not (fused and g.role == "av")
         rank = None
         if s.power is not None:
-            from arch.gpu.power import solve_clock
+            from archsim.arch.gpu.power import solve_clock
 
             # energy of a candidate is linear in its counts: fold the pJ per count once
             probe = GemmResult(0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0,
@@ -466,7 +466,7 @@ class TensorCoreGpu(Unit[GpuMapping]):
         if fused:
             return self._estimate_stream(op, "attn_fused", 0.0, 0.0, op.vector_ops(), sfu,
                                          launch=False)
-        from arch.gpu.kernels import softmax_reread_s, vector_read_passes
+        from archsim.arch.gpu.kernels import softmax_reread_s, vector_read_passes
 
         extra = (vector_read_passes(op) - 1) * op.input_bytes()
         s = self.spec
@@ -561,7 +561,7 @@ class TensorCoreGpu(Unit[GpuMapping]):
 
     # ---- energy / area components -----------------------------------------------------
     def components(self) -> list[Any]:
-        from energy import Component  # energy sits below arch; imported lazily
+        from archsim.energy import Component  # energy sits below arch; imported lazily
 
         s = self.spec
         fmts = list(s.tensor_core.fma_per_clock)
@@ -610,7 +610,7 @@ class TensorCoreGpu(Unit[GpuMapping]):
 
     def _lower_graph(self, op: Op, mapping: Any = None) -> Any:
         """The ``sim.TaskGraph`` of :meth:`lower`."""
-        from arch.gpu.lower import lower_gemm, lower_stream
+        from archsim.arch.gpu.lower import lower_gemm, lower_stream
 
         reason = self.supports(op)
         if reason:
@@ -635,7 +635,7 @@ class TensorCoreGpu(Unit[GpuMapping]):
             if fused:
                 return lower_stream(s, op.name, 0.0, 0.0, op.vector_ops(), sfu, launch=False,
                                     clock_hz=f_hz)
-            from arch.gpu.kernels import softmax_reread_s
+            from archsim.arch.gpu.kernels import softmax_reread_s
 
             return lower_stream(s, op.name, op.input_bytes() + op.weight_bytes(),
                                 op.output_bytes(), op.vector_ops(), sfu, clock_hz=f_hz,
@@ -648,8 +648,8 @@ class TensorCoreGpu(Unit[GpuMapping]):
                                 float(op.elements) * (op.devices - 1) / op.devices,
                                 link_s=float(e.details.get("link_s", 0.0)))
         if isinstance(op, Attention):
-            from arch.gpu.kernels import unit_attention_time
-            from arch.gpu.lower import lower_attention
+            from archsim.arch.gpu.kernels import unit_attention_time
+            from archsim.arch.gpu.lower import lower_attention
 
             t = unit_attention_time(s, op)
             return lower_attention(s, op, t, f_hz * s.tensor_clock_mhz / s.clock_mhz, op.name)

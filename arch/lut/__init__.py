@@ -5,7 +5,7 @@ Modules: ``unit`` (spec, LUT mainloop, the registered :class:`LutTensorCoreGpu`,
 helpers), ``reference`` (golden workloads and validation checks of the family).
 """
 
-from arch.lut.unit import (
+from archsim.arch.lut.unit import (
     LUT_DATAFLOWS,
     LutCoreSpec,
     LutGpuSpec,
@@ -22,4 +22,4 @@ __all__ = ["LutCoreSpec", "LutGpuSpec", "LutTensorCoreGpu", "LUT_DATAFLOWS", "ta
            "table_storage_bits", "weight_storage_bits", "mac_dp_area_per_sm_mm2",
            "lut_weight_bits", "weight_bit_sweep"]
 
-import arch.lut.reference  # noqa: E402,F401  (registers golden workloads and checks)
+import archsim.arch.lut.reference  # noqa: E402,F401  (registers golden workloads and checks)

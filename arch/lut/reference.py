@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from arch.reference import (
+from archsim.arch.reference import (
     Comparison,
     Gap,
     api,
@@ -30,8 +30,8 @@ LUT_DECODE_CONTEXT = 1
 @checks("lut")
 def _lut() -> tuple[list[Comparison], list[Gap]]:
     """LUT tensor cores against lut_tensor_core.yaml (Table 1 A100 rows, Table 2)."""
-    import arch.lut.unit as L
-    from arch.gpu.unit import TensorCoreGpu
+    import archsim.arch.lut.unit as L
+    from archsim.arch.gpu.unit import TensorCoreGpu
     a = api()
     config_dir, evaluate, load, workload = a.config_dir, a.evaluate, a.load, a.workload
 

@@ -5,9 +5,9 @@ simulation), ``kernel`` (the Numba command loop), ``decode`` (whole-GPT token ge
 with a growing KV cache, and the PIM-GPT comparison with a GPU).
 """
 
-from arch.pim.spec import AsicSpec, DramPimSpec
-from arch.pim.unit import DramPim, Plan, Stream
+from archsim.arch.pim.spec import AsicSpec, DramPimSpec
+from archsim.arch.pim.unit import DramPim, Plan, Stream
 
 __all__ = ["AsicSpec", "DramPimSpec", "DramPim", "Plan", "Stream"]
 
-import arch.pim.reference  # noqa: E402,F401  (registers golden workloads and checks)
+import archsim.arch.pim.reference  # noqa: E402,F401  (registers golden workloads and checks)

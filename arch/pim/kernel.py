@@ -26,8 +26,8 @@ from __future__ import annotations
 
 from numba import njit
 
-from sim import dram_kernel as K
-from sim import dram_presets as _cmds
+from archsim.sim import dram_kernel as K
+from archsim.sim import dram_presets as _cmds
 
 # command ids: the indices of sim.dram_presets.COMMANDS (their one home)
 C_ACT, C_PRE, C_WR, C_REF, C_PREA = _cmds.ACT, _cmds.PRE, _cmds.WR, _cmds.REF, _cmds.PREA

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from arch.reference import (
+from archsim.arch.reference import (
     Comparison,
     Gap,
     api,
@@ -54,7 +54,7 @@ def pim_vs_gpu(model: str, context: int = 128, n_tokens: int = 1,
                design: str = "pim_gpt") -> dict[str, Any]:
     """Per-token PIM (command level) and GPU latency/energy, speedup, energy efficiency."""
     archsim = api()
-    from arch.pim.decode import decode_tokens
+    from archsim.arch.pim.decode import decode_tokens
 
     rs = decode_tokens(archsim.load(design), model, n_tokens, context)
     lat = sum(r.latency_s for r in rs) / len(rs)
@@ -70,7 +70,7 @@ def pim_vs_gpu(model: str, context: int = 128, n_tokens: int = 1,
 def _pim() -> tuple[list[Comparison], list[Gap]]:
     """PIM device peaks (pim.yaml) and PIM-GPT ranges (tag A) on pim_gpt vs the T4 model."""
     archsim = api()
-    from arch.pim.unit import DramPim
+    from archsim.arch.pim.unit import DramPim
 
     ref = load_reference("pim.yaml")
     comps: list[Comparison] = []

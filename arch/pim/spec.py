@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from arch.spec import param
-from sim.dram_presets import PRESETS
-from workloads.formats import FORMATS, NumberFormat
+from archsim.arch.spec import param
+from archsim.sim.dram_presets import PRESETS
+from archsim.workloads.formats import FORMATS, NumberFormat
 
 __all__ = ["AsicSpec", "DramPimSpec", "DRAM_ENERGY_TECH"]
 
@@ -77,7 +77,7 @@ class DramPimSpec:
     _cache: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def check(self) -> list[tuple[str, str]]:
-        from sim.errors import DramConfigError
+        from archsim.sim.errors import DramConfigError
 
         out: list[tuple[str, str]] = []
         try:
@@ -101,7 +101,7 @@ class DramPimSpec:
     def dram_spec(self) -> Any:
         """The ``sim.dram.DramSpec`` of the device (preset + overrides)."""
         if "dram" not in self._cache:
-            from sim.dram import dram_preset
+            from archsim.sim.dram import dram_preset
 
             kw: dict[str, Any] = {"channels": self.channels, "refresh": self.refresh,
                                   "timing": dict(self.timing),

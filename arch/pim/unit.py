@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from arch.base import (
+from archsim.arch.base import (
     DataflowMapping,
     Estimate,
     SimInput,
@@ -48,10 +48,10 @@ from arch.base import (
     infeasible,
     register,
 )
-from arch.operands import fused_attention_problem, operand_width_problem
-from arch.pim.spec import DRAM_ENERGY_TECH, DramPimSpec
-from workloads.errors import MappingError, Problem
-from workloads.ops import AllReduce, Conv2d, Embedding, Gemm, Op
+from archsim.arch.operands import fused_attention_problem, operand_width_problem
+from archsim.arch.pim.spec import DRAM_ENERGY_TECH, DramPimSpec
+from archsim.workloads.errors import MappingError, Problem
+from archsim.workloads.ops import AllReduce, Conv2d, Embedding, Gemm, Op
 
 __all__ = ["DramPim", "Plan", "Stream"]
 
@@ -393,8 +393,8 @@ class DramPim(Unit[DataflowMapping]):
     # ---- command-level simulation -----------------------------------------------------
     def new_state(self) -> tuple[Any, np.ndarray]:
         """A fresh (DramState-like instance, per-channel state) for :meth:`run_plan`."""
-        from arch.pim import kernel as PK
-        from sim.dram import resolve
+        from archsim.arch.pim import kernel as PK
+        from archsim.sim.dram import resolve
 
         inst = resolve(self.dram, ring_capacity=1)
         cs = np.zeros((self.spec.channels, PK.N_FIELDS), np.int64)
@@ -412,7 +412,7 @@ class DramPim(Unit[DataflowMapping]):
         end cycle and counters stand for the channels running the same stream (exact:
         same state + same commands -> same timing).
         """
-        from arch.pim import kernel as PK
+        from archsim.arch.pim import kernel as PK
 
         nrefi = self.timing("nREFI") if self.spec.refresh else 0
         rlat = self.dram.read_latency_cycles
@@ -446,8 +446,8 @@ class DramPim(Unit[DataflowMapping]):
         command time, and the ASIC's cross-channel reduction one task after all of them.
         Vector ops: one ASIC task of the estimate's duration. The graph's clock is tCK.
         """
-        from arch.pim import kernel as PK
-        from sim.taskgraph import TaskGraphBuilder
+        from archsim.arch.pim import kernel as PK
+        from archsim.sim.taskgraph import TaskGraphBuilder
 
         self.parse_mapping(mapping)
         reason = self.supports(op)
@@ -472,7 +472,7 @@ class DramPim(Unit[DataflowMapping]):
     def channel_ends(self, p: Plan, inst: Any, cs: np.ndarray, cnt: np.ndarray) -> list[int]:
         """End cycle (tCK) of every channel's streams from a fresh state; channels that run
         the same stream share one replay (exact: same state + same commands)."""
-        from arch.pim import kernel as PK
+        from archsim.arch.pim import kernel as PK
 
         nrefi = self.timing("nREFI") if self.spec.refresh else 0
         rlat = self.dram.read_latency_cycles
@@ -489,7 +489,7 @@ class DramPim(Unit[DataflowMapping]):
 
     # ---- energy / area -----------------------------------------------------------------
     def components(self) -> list[Any]:
-        from energy import Component, Technology
+        from archsim.energy import Component, Technology
 
         s = self.spec
         fmt = s.mac_format.name

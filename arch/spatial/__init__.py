@@ -6,7 +6,7 @@ Modules: ``unit`` (the spec, the SCALE-Sim fold model, loop-nest mappings, the r
 (golden workloads and validation checks of the family).
 """
 
-from arch.spatial.unit import (
+from archsim.arch.spatial.unit import (
     DATAFLOWS,
     SpatialArray,
     SpatialArraySpec,
@@ -18,4 +18,4 @@ from arch.spatial.unit import (
 __all__ = ["SpatialArraySpec", "SpatialArray", "SpatialMapping", "DATAFLOWS", "fold_cycles",
            "gemm_traffic"]
 
-import arch.spatial.reference  # noqa: E402,F401  (registers golden workloads and checks)
+import archsim.arch.spatial.reference  # noqa: E402,F401  (registers golden workloads and checks)

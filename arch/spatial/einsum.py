@@ -25,12 +25,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from dataflow.einsum import Einsum, from_op
-from dataflow.hierarchy import ComputeLevel, Hierarchy, StorageLevel
-from dataflow.nest import NestMapping, NestResult
+from archsim.dataflow.einsum import Einsum, from_op
+from archsim.dataflow.hierarchy import ComputeLevel, Hierarchy, StorageLevel
+from archsim.dataflow.nest import NestMapping, NestResult
 
 if TYPE_CHECKING:
-    from arch.spatial.unit import SpatialArray
+    from archsim.arch.spatial.unit import SpatialArray
 
 __all__ = ["problem_and_hierarchy", "word_bytes", "actions", "compact"]
 

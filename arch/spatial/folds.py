@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from arch.base import ceil_div
+from archsim.arch.base import ceil_div
 
 __all__ = ["fold_cycles", "gemm_traffic", "dims"]
 

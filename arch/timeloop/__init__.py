@@ -3,7 +3,7 @@
 See :mod:`arch.timeloop.reader` and ``docs/timeloop.md``.
 """
 
-from arch.timeloop.reader import (
+from archsim.arch.timeloop.reader import (
     Constraints,
     LevelConstraint,
     TimeloopDesign,
@@ -15,7 +15,7 @@ from arch.timeloop.reader import (
     read_problem,
     write_mapping,
 )
-from arch.timeloop.stats import TimeloopStats, read_stats
+from archsim.arch.timeloop.stats import TimeloopStats, read_stats
 
 __all__ = ["Constraints", "LevelConstraint", "TimeloopDesign", "load_dir", "load_yaml_any",
            "read_arch", "read_ert", "read_mapping", "read_problem", "write_mapping",

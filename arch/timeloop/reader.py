@@ -25,11 +25,11 @@ from typing import Any
 
 import yaml
 
-from dataflow.einsum import Einsum, from_timeloop
-from dataflow.hierarchy import ComputeLevel, Hierarchy, StorageLevel
-from dataflow.nest import Constraints, LevelConstraint, LevelMapping, NestMapping
-from workloads.errors import ConfigError, MappingError, Problem
-from workloads.yamlio import LocDict, _StrictLoader, line_of
+from archsim.dataflow.einsum import Einsum, from_timeloop
+from archsim.dataflow.hierarchy import ComputeLevel, Hierarchy, StorageLevel
+from archsim.dataflow.nest import Constraints, LevelConstraint, LevelMapping, NestMapping
+from archsim.workloads.errors import ConfigError, MappingError, Problem
+from archsim.workloads.yamlio import LocDict, _StrictLoader, line_of
 
 __all__ = ["TimeloopDesign", "Constraints", "LevelConstraint", "load_yaml_any", "read_arch",
            "read_problem", "read_mapping", "read_ert", "load_dir", "write_mapping"]

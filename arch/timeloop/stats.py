@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from workloads.errors import ConfigError, Problem
+from archsim.workloads.errors import ConfigError, Problem
 
 __all__ = ["TimeloopStats", "read_stats"]
 

@@ -76,7 +76,7 @@ from archsim.explore.cosearch_spec import (
 from archsim.explore.nas import network_label
 from archsim.explore.pareto import pareto_mask
 from archsim.explore.spec import ConstraintSpec, Point
-from workloads.errors import ArchsimError, Problem, SpecError
+from archsim.workloads.errors import ArchsimError, Problem, SpecError
 
 __all__ = ["CosearchSpec", "TaskSpec", "AccuracySpec", "CosearchResult", "load_cosearch",
            "parse_cosearch_text", "accuracy_predictor", "run_cosearch", "analyse",

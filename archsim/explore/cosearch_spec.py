@@ -24,7 +24,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from arch.spec import SpecBuilder, param
+from archsim.arch.spec import SpecBuilder, param
 from archsim.explore.nas import (
     CNN_PARAMS,
     FAMILIES,
@@ -34,8 +34,8 @@ from archsim.explore.nas import (
     network_label,
 )
 from archsim.explore.spec import ConstraintSpec, SweepSpec, Task, _build, _dedupe
-from workloads.errors import ArchsimError, Problem, SpecError
-from workloads.yamlio import LocDict, LocList, read_yaml
+from archsim.workloads.errors import ArchsimError, Problem, SpecError
+from archsim.workloads.yamlio import LocDict, LocList, read_yaml
 
 __all__ = ["SOLUTION_METRICS", "AccuracySpec", "TaskSpec", "CosearchSpec", "load_cosearch",
            "parse_cosearch_text", "accuracy_predictor"]
@@ -177,7 +177,7 @@ def load_cosearch(path: str | Path) -> CosearchSpec:
 def parse_cosearch_text(text: str, filename: str = "<cosearch>",
                         base_dir: str | Path = ".") -> CosearchSpec:
     """Validate a co-search spec given as YAML text (tests, embedding)."""
-    from workloads.yamlio import parse_yaml_text
+    from archsim.workloads.yamlio import parse_yaml_text
 
     data, problems = parse_yaml_text(text, filename)
     if data is None and problems:

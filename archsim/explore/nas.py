@@ -29,11 +29,11 @@ import itertools
 from pathlib import Path
 from typing import Any
 
-from workloads.errors import Problem, WorkloadError
-from workloads.graph import Workload
-from workloads.models.cnn import ConvNetBuilder
-from workloads.models.common import GraphBuilder
-from workloads.ops import Op
+from archsim.workloads.errors import Problem, WorkloadError
+from archsim.workloads.graph import Workload
+from archsim.workloads.models.cnn import ConvNetBuilder
+from archsim.workloads.models.common import GraphBuilder
+from archsim.workloads.ops import Op
 
 __all__ = ["FAMILIES", "CNN_PARAMS", "TRANSFORMER_PARAMS", "build_network", "expand_space",
            "network_label", "check_network"]
@@ -108,18 +108,18 @@ def build_network(d: dict[str, Any], batch: int = 1) -> Workload:
     if fam == "cnn":
         return _cnn(d, batch)
     if fam == "transformer":
-        from workloads.models.transformer import TransformerShape, build_transformer
+        from archsim.workloads.models.transformer import TransformerShape, build_transformer
 
         shape = TransformerShape(name=network_label(d), kind="encoder", layers=d["layers"],
                                  d_model=d["d_model"], heads=d["heads"], ffn=d["ffn"],
                                  vocab=d["vocab"], context=d["seq"], default_seq=d["seq"])
         return build_transformer(shape, "inference", batch, d["seq"])
     if fam == "hf":
-        from workloads.hf import from_hf_config
+        from archsim.workloads.hf import from_hf_config
 
         return from_hf_config(d["file"], batch=batch, seq=d.get("seq"))
     if fam == "onnx":
-        from workloads.onnx_import import from_onnx
+        from archsim.workloads.onnx_import import from_onnx
 
         return from_onnx(d["file"], batch=batch)
     raise WorkloadError(Problem(f"unknown network family {fam!r}; expected one of "

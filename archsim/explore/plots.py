@@ -217,7 +217,7 @@ def _check_axes(rows: Sequence[Mapping[str, Any]], axes: Sequence[tuple[str, str
     """Raise (naming the flag and listing the store's axes) if an axis key is in no row."""
     import json as _json
 
-    from workloads.errors import Problem, SpecError
+    from archsim.workloads.errors import Problem, SpecError
 
     have: dict[str, None] = {}
     for r in rows:
@@ -247,7 +247,7 @@ def plot_heatmap(db: str | Path, x: str, y: str, metric: str, out: str | Path,
     _check_axes(rows, (("--x", x), ("--y", y)), db)
     xs, ys, table = heatmap_table(rows, x, y, metric, constraints, reduce)
     if not xs or not ys:
-        from workloads.errors import ArchsimError, Problem
+        from archsim.workloads.errors import ArchsimError, Problem
 
         raise ArchsimError(Problem(f"no feasible design with a {metric} value to plot over "
                                    f"{x} and {y}", "", str(db)))
@@ -314,7 +314,7 @@ def plot_main(argv: list[str] | None = None) -> int:
     import sys
 
     from archsim.cli_common import positive_int
-    from workloads.errors import ArchsimError
+    from archsim.workloads.errors import ArchsimError
 
     ap = argparse.ArgumentParser(prog="archsim plot", description="Plots of sweeps and of "
                                  "single evaluations (PNG, SVG or PDF by the file suffix).")

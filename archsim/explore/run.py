@@ -27,7 +27,7 @@ from typing import Any
 
 from archsim.explore.spec import METRICS, SweepSpec, Task, load_spec
 from archsim.explore.store import ResultStore, Row, owner_id
-from workloads.errors import ArchsimError
+from archsim.workloads.errors import ArchsimError
 
 __all__ = ["SweepReport", "run_sweep", "run_tasks", "evaluate_tasks", "sweep_main",
            "results_main", "BACKENDS"]
@@ -60,8 +60,8 @@ _WL_CACHE: dict[str, Any] = {}
 def _base_data(path: str) -> Any:
     d = _BASE_CACHE.get(path)
     if d is None:
-        from workloads.errors import ConfigError
-        from workloads.yamlio import read_yaml
+        from archsim.workloads.errors import ConfigError
+        from archsim.workloads.yamlio import read_yaml
 
         d, _ = read_yaml(path, ConfigError)
         _BASE_CACHE[path] = d
@@ -76,7 +76,7 @@ def _workload(spec: dict[str, Any]) -> Any:
 
         if spec.get("net"):   # a co-search candidate network (archsim.explore.nas)
             from archsim.explore.nas import build_network
-            from workloads.formats import get_format
+            from archsim.workloads.formats import get_format
 
             w = build_network(spec["net"], batch=spec.get("batch", 1))
             if spec.get("a_format") or spec.get("w_format"):
@@ -110,8 +110,8 @@ def _native(acc: Any, spec: dict[str, Any]) -> Any:
 
 def evaluate_task(t: Task, with_json: bool = True) -> Row:
     """Evaluate one task; never raises for user-input problems (they become error rows)."""
-    from arch.accelerator import load_data
     from archsim.api import evaluate
+    from archsim.arch.accelerator import load_data
 
     t0 = time.perf_counter()
     row: Row = {"hash": t.hash, "design_id": t.point.design_id, "workload": t.label,

@@ -38,9 +38,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from arch.spec import SpecBuilder, param
-from workloads.errors import ArchsimError, Problem, SpecError
-from workloads.yamlio import LocDict, LocList, read_yaml
+from archsim.arch.spec import SpecBuilder, param
+from archsim.workloads.errors import ArchsimError, Problem, SpecError
+from archsim.workloads.yamlio import LocDict, LocList, read_yaml
 
 __all__ = ["METRICS", "AxisSpec", "WorkloadSpec", "ConstraintSpec", "SearchSpec", "SweepSpec",
            "Point", "Task", "load_spec", "parse_spec_text", "axis_values", "column_name"]
@@ -415,7 +415,7 @@ def load_spec(path: str | Path) -> SweepSpec:
 
 def parse_spec_text(text: str, filename: str = "<spec>", base_dir: str | Path = ".") -> SweepSpec:
     """Validate a spec given as YAML text (for tests and embedding)."""
-    from workloads.yamlio import parse_yaml_text
+    from archsim.workloads.yamlio import parse_yaml_text
 
     data, problems = parse_yaml_text(text, filename)
     if data is None and problems:
@@ -546,8 +546,8 @@ def _resolve_base(base: str, base_dir: Path, b: SpecBuilder, data: Any) -> Path 
 def _check_axes_against_base(spec: SweepSpec, base: Path, b: SpecBuilder, axes: Any) -> None:
     """Every axis key must name an existing key of the base config, and every value must
     give a valid design on its own."""
-    from arch.accelerator import load_data
-    from workloads.errors import ConfigError
+    from archsim.arch.accelerator import load_data
+    from archsim.workloads.errors import ConfigError
 
     try:
         data, _ = read_yaml(base, ConfigError)

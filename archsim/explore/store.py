@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from archsim.explore.spec import METRICS, column_name
-from workloads.errors import ArchsimError, Problem
+from archsim.workloads.errors import ArchsimError, Problem
 
 __all__ = ["ResultStore", "Row", "BASE_COLUMNS"]
 

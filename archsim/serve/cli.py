@@ -25,7 +25,7 @@ from dataclasses import replace
 from typing import Any
 
 from archsim.cli_common import Parser, atomic_output, positive_float, positive_int
-from workloads.errors import ArchsimError, Problem, WorkloadError
+from archsim.workloads.errors import ArchsimError, Problem, WorkloadError
 
 __all__ = ["main", "build_parser"]
 

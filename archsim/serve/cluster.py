@@ -31,13 +31,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import energy
-from arch.accelerator import Accelerator
+from archsim import energy
+from archsim.arch.accelerator import Accelerator
 from archsim.serve.cost import IterationCost
 from archsim.serve.kv import MEMORY_FRACTION, kv_blocks
 from archsim.serve.replica import Replica, SchedulerSpec, State
 from archsim.serve.requests import Request
-from workloads.errors import Problem, WorkloadError
+from archsim.workloads.errors import Problem, WorkloadError
 
 __all__ = ["KVLink", "LINKS", "ROUTERS", "PoolSpec", "ServeSetup", "Simulation",
            "parse_link"]

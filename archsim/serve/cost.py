@@ -44,11 +44,11 @@ from bisect import bisect_left
 from dataclasses import dataclass, replace
 from typing import Any
 
-from arch.accelerator import Accelerator
-from workloads.errors import ConfigError, Problem, WorkloadError
-from workloads.graph import Workload
-from workloads.models.transformer import TransformerShape, build_transformer
-from workloads.ops import Attention, Gemm, Op
+from archsim.arch.accelerator import Accelerator
+from archsim.workloads.errors import ConfigError, Problem, WorkloadError
+from archsim.workloads.graph import Workload
+from archsim.workloads.models.transformer import TransformerShape, build_transformer
+from archsim.workloads.ops import Attention, Gemm, Op
 
 __all__ = ["Cost", "IterationCost", "Batch", "model_shape"]
 
@@ -108,12 +108,12 @@ def model_shape(model: str) -> TransformerShape:
     Raises:
         WorkloadError: not a zoo decoder (path ``--model``).
     """
-    from workloads.zoo import transformer_shape
+    from archsim.workloads.zoo import transformer_shape
 
     try:
         s = transformer_shape(model)
     except WorkloadError:
-        from workloads.zoo import model_names
+        from archsim.workloads.zoo import model_names
 
         dec = [n for n in model_names() if _is_decoder(n)]
         raise WorkloadError(Problem(f"serving needs a zoo decoder model; expected one of "
@@ -125,7 +125,7 @@ def model_shape(model: str) -> TransformerShape:
 
 
 def _is_decoder(name: str) -> bool:
-    from workloads.zoo import transformer_shape
+    from archsim.workloads.zoo import transformer_shape
 
     try:
         return transformer_shape(name).kind == "decoder"
@@ -137,7 +137,7 @@ def _constraints(c: Any) -> Any:
     """A ``mapper.constraints.Constraints`` from a YAML path (None stays None)."""
     if c is None or hasattr(c, "for_op"):
         return c
-    from mapper.constraints import load_constraints
+    from archsim.mapper.constraints import load_constraints
 
     return load_constraints(c)
 

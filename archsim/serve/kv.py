@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from workloads.errors import ConfigError, Problem
+from archsim.workloads.errors import ConfigError, Problem
 
 __all__ = ["BlockManager", "kv_blocks", "MEMORY_FRACTION", "BLOCK_SIZE"]
 

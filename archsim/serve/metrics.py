@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from workloads.errors import Problem, WorkloadError
+from archsim.workloads.errors import Problem, WorkloadError
 
 __all__ = ["SLO", "parse_slo", "ServeResult", "percentiles"]
 

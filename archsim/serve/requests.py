@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from workloads.errors import Problem, WorkloadError
+from archsim.workloads.errors import Problem, WorkloadError
 
 __all__ = ["Request", "LengthDist", "synthesize", "load_trace", "write_trace", "parse_length",
            "shipped_traces", "trace_path", "DATA_DIR"]

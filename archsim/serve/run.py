@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from arch.accelerator import Accelerator
 from archsim.api import VERSION
+from archsim.arch.accelerator import Accelerator
 from archsim.serve.cluster import ServeSetup, Simulation
 from archsim.serve.cost import IterationCost
 from archsim.serve.metrics import SLO, ServeResult, percentiles
@@ -148,7 +148,7 @@ def summarise(sim: Simulation, raw: dict[str, Any], setup: ServeSetup, slo: SLO,
 
 def _area(cost: IterationCost) -> float:
     """Area of one replica's ``tp`` devices (mm2), from ``energy.area`` of the design."""
-    import energy
+    from archsim import energy
 
     tech = energy.Technology(node_nm=cost.acc.technology.node_nm)
     comps = [c for u in cost.acc.units for c in u.components()]

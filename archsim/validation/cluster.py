@@ -8,7 +8,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from arch.reference import Comparison, Gap, checks
+from archsim.arch.reference import Comparison, Gap, checks
 
 _DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "cluster"
 _CFG = Path(__file__).resolve().parents[2] / "configs" / "cluster"
@@ -23,11 +23,11 @@ def _nccl_rows() -> list[dict[str, str]]:
 def _cluster() -> tuple[list[Comparison], list[Gap]]:
     import yaml
 
-    from arch.cluster import load_cluster
-    from arch.collective import collective, place
+    from archsim.arch.cluster import load_cluster
+    from archsim.arch.collective import collective, place
     from archsim.parallel import PlanOptions, evaluate_plan
-    from workloads.models.transformer import TransformerShape
-    from workloads.parallel import ParallelPlan
+    from archsim.workloads.models.transformer import TransformerShape
+    from archsim.workloads.parallel import ParallelPlan
 
     comps: list[Comparison] = []
     gaps: list[Gap] = []

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from arch.reference import (
+from archsim.arch.reference import (
     CHECKS,
     Comparison,
     Gap,
@@ -30,7 +30,7 @@ def _register_all() -> None:
     import importlib
     import pkgutil
 
-    import arch.registry  # noqa: F401  (each family package registers its checks)
+    import archsim.arch.registry  # noqa: F401  (each family package registers its checks)
 
     for info in pkgutil.iter_modules([str(Path(__file__).resolve().parent)]):
         if info.name != "core":

@@ -11,7 +11,7 @@ energy next to the table's 64-bit DRAM access.
 
 from __future__ import annotations
 
-from arch.reference import Comparison, Gap, checks, load_reference
+from archsim.arch.reference import Comparison, Gap, checks, load_reference
 
 __all__ = ["energy_checks"]
 
@@ -22,9 +22,9 @@ _WHY = "the library's base point (energy/tables.py transcribes this table)"
 @checks("energy")
 def energy_checks() -> tuple[list[Comparison], list[Gap]]:
     """Library at 45 nm vs each energy/area row of energy_45nm.yaml; DRAM per 64 bits."""
-    from energy import arith
-    from energy.classes import sram_read_64bit_pj
-    from energy.tables import DRAM_TECHS
+    from archsim.energy import arith
+    from archsim.energy.classes import sram_read_64bit_pj
+    from archsim.energy.tables import DRAM_TECHS
 
     ref = load_reference(_SRC)
     comps: list[Comparison] = []

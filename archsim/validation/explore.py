@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from arch.reference import Comparison, Gap, checks
+from archsim.arch.reference import Comparison, Gap, checks
 
 
 @checks("explore")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from arch.reference import Comparison, Gap, checks
+from archsim.arch.reference import Comparison, Gap, checks
 
 _DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "silicon"
 _SRC = "silicon/h100.jsonl (held out)"
@@ -79,7 +79,7 @@ def _gpu_silicon() -> tuple[list[Comparison], list[Gap]]:
 def _paper_baselines() -> list[Gap]:
     """Which host stack the papers' GPU baselines ran, and whether their ratios emerge."""
     import archsim
-    from arch.pim.reference import pim_vs_gpu
+    from archsim.arch.pim.reference import pim_vs_gpu
     from archsim.validation import load_reference
 
     res_ref = load_reference("pim.yaml")["pim_gpt"]["results"]

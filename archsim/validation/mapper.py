@@ -18,7 +18,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from arch.reference import Comparison, Gap, checks
+from archsim.arch.reference import Comparison, Gap, checks
 
 __all__ = ["timeloop_eyeriss", "timeloop_table", "TIMELOOP_UTILIZATION",
            "TIMELOOP_PJ_PER_MAC", "conv2_x"]
@@ -31,8 +31,8 @@ _SOURCE = "Timeloop eyeriss_like ResNet-50 conv2_x example (issue #4)"
 
 def conv2_x() -> Any:
     """The layer: ResNet-50 conv2_x 3x3, 64 -> 64 channels, 56 x 56, pad 1, 16-bit."""
-    from workloads.formats import FORMATS
-    from workloads.ops import Conv2d
+    from archsim.workloads.formats import FORMATS
+    from archsim.workloads.ops import Conv2d
 
     f = FORMATS["int16"]
     return Conv2d(name="conv2_x", n=1, c=64, h=56, w=56, k=64, r=3, s=3, padding=1,
@@ -43,8 +43,8 @@ def conv2_x() -> Any:
 def _runs() -> dict[str, dict[str, Any]]:
     """Our best mappings per objective (and an RS-like constrained one) with their counts."""
     import archsim
-    from dataflow.mapping import ACTIONS, LEVELS, TENSORS, Shape, analyse, cost
-    from mapper.search import best_mapping
+    from archsim.dataflow.mapping import ACTIONS, LEVELS, TENSORS, Shape, analyse, cost
+    from archsim.mapper.search import best_mapping
 
     unit: Any = archsim.load("eyeriss_like").units[0]
     op = conv2_x()
@@ -84,8 +84,8 @@ def _einsum_input_reads() -> float:
     """Input DRAM reads (words) of the energy-optimal 7-D nest of conv2_x on eyeriss_like,
     as the mapper's search finds it (``mapper.schedule._einsum_best``)."""
     import archsim
-    from dataflow.nest import analyse
-    from mapper.schedule import _einsum_best
+    from archsim.dataflow.nest import analyse
+    from archsim.mapper.schedule import _einsum_best
 
     unit: Any = archsim.load("eyeriss_like").units[0]
     problem, hier = unit.einsum_space(conv2_x())

@@ -12,7 +12,7 @@ Registered with ``@checks("timeloop")`` (imported by ``archsim.validation.core``
 
 from __future__ import annotations
 
-from arch.reference import Comparison, Gap, checks, reference_dir
+from archsim.arch.reference import Comparison, Gap, checks, reference_dir
 
 __all__ = ["timeloop_parity", "DESIGNS"]
 
@@ -22,8 +22,8 @@ DESIGNS = ("eyeriss_like", "simba_like", "simple_output_stationary", "simple_wei
 @checks("timeloop")
 def timeloop_parity() -> tuple[list[Comparison], list[Gap]]:
     """Comparisons of cycles, energy and access counts with Timeloop's stats files."""
-    from arch.timeloop import load_dir, read_stats
-    from dataflow.nest import analyse
+    from archsim.arch.timeloop import load_dir, read_stats
+    from archsim.dataflow.nest import analyse
 
     base = reference_dir() / "timeloop"
     comps: list[Comparison] = []

@@ -293,10 +293,99 @@ def _model_rows(torch: Any) -> Iterator[dict[str, Any]]:
                                                "dtype": "amp_fp16"}, cnn_step)
 
 
+#: Ops timed under every runtime protocol (suite ``protocols``): a one-element kernel, small
+#: vector ops and GEMMs from GEMV-like to compute-bound (M x N x K, bf16).
+PROTOCOL_GEMMS = ((1, 4096, 4096), (16, 4096, 4096), (128, 4096, 4096), (2048, 4096, 4096),
+                  (16, 28672, 8192), (8192, 8192, 8192))
+
+
+def _protocol_times(torch: Any, fn: Callable[[], Any], n: int = 50) -> dict[str, float]:
+    """Per-call ms of ``fn`` under four runtime protocols.
+
+    ``flush_ms``: ``do_bench`` median, L2 flushed before each call (the ``silicon/`` rows);
+    ``b2b_ms``: ``n`` calls back to back on one stream, CUDA events around all of them, L2 warm
+    (a framework microbenchmark's loop); ``graph_ms``: the same ``n`` calls captured in one
+    CUDA graph and replayed; ``host_ms``: the eager loop timed on the host clock with one
+    synchronise at the end (includes the launch path when the host is the bottleneck).
+    """
+    for _ in range(5):
+        fn()
+    torch.cuda.synchronize()
+    out = {"flush_ms": _bench(fn)}
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    a.record()
+    for _ in range(n):
+        fn()
+    b.record()
+    torch.cuda.synchronize()
+    out["b2b_ms"] = a.elapsed_time(b) / n
+    t = time.perf_counter()
+    for _ in range(n):
+        fn()
+    torch.cuda.synchronize()
+    out["host_ms"] = (time.perf_counter() - t) * 1e3 / n
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.stream(s):
+        fn()
+        with torch.cuda.graph(g):
+            for _ in range(n):
+                fn()
+    torch.cuda.synchronize()
+    g.replay()
+    torch.cuda.synchronize()
+    a.record()
+    g.replay()
+    b.record()
+    torch.cuda.synchronize()
+    out["graph_ms"] = a.elapsed_time(b) / n
+    return out
+
+
+def _protocol_rows(torch: Any) -> Iterator[dict[str, Any]]:
+    """The same ops timed eager-with-flush, back to back, from a CUDA graph and host-timed."""
+    x1 = torch.zeros(1, device="cuda")
+    yield {"kind": "protocol", "op": "add1", **_protocol_times(torch, lambda: x1.add_(1))}
+    for rows, op in ((16, "rmsnorm"), (2048, "rmsnorm"), (16, "silu"), (2048, "layernorm")):
+        x = torch.randn(rows, 4096, device="cuda", dtype=torch.bfloat16)
+        yield {"kind": "protocol", "op": op, "rows": rows, "cols": 4096, "dtype": "bf16",
+               **_protocol_times(torch, _vector_fn(torch, op, x))}
+    for m, n, k in PROTOCOL_GEMMS:
+        yield {"kind": "protocol", "op": "gemm", "m": m, "n": n, "k": k, "dtype": "bf16",
+               **_protocol_times(torch, _gemm_fn(torch, m, n, k, "bf16"), n=20 if m > 4096 else 50)}
+
+
+#: Odd shapes (suite ``shapes``): vocabulary-wide rows and LM heads (N not a multiple of
+#: 64/128), small K with large outputs, split-K candidates (small M, large K), fp8 skinny N.
+ODD_COLS = (4095, 8191, 32000, 50257, 128256)
+ODD_GEMMS = ((2048, 50257, 768, "bf16"), (2048, 50257, 1600, "bf16"), (8192, 32000, 4096, "bf16"),
+             (512, 128256, 4096, "bf16"), (16384, 16384, 128, "bf16"), (16384, 16384, 256, "bf16"),
+             (16, 4096, 28672, "bf16"), (64, 8192, 28672, "bf16"), (1, 8192, 28672, "bf16"),
+             (2048, 1024, 8192, "fp8"), (256, 4096, 4096, "fp8"), (2048, 4096, 4096, "fp8"),
+             (8192, 1024, 8192, "fp8"), (2048, 4096, 4096, "int8"), (32, 4096, 4096, "int8"))
+
+
+def _shape_rows(torch: Any) -> Iterator[dict[str, Any]]:
+    """Odd widths and LLM-specific GEMM shapes, flushed (``ms``) and back to back."""
+    for cols in ODD_COLS:
+        x = torch.randn(2048, cols, device="cuda", dtype=torch.bfloat16)
+        for op in ("softmax", "layernorm", "rmsnorm"):
+            t = _protocol_times(torch, _vector_fn(torch, op, x))
+            yield {"kind": "vector", "op": op, "rows": 2048, "cols": cols, "dtype": "bf16",
+                   "ms": t["flush_ms"], "b2b_ms": t["b2b_ms"], "graph_ms": t["graph_ms"]}
+    for m, n, k, dt in ODD_GEMMS:
+        t = _protocol_times(torch, _gemm_fn(torch, m, n, k, dt), n=20)
+        yield {"kind": "gemm", "m": m, "n": n, "k": k, "dtype": dt, "ms": t["flush_ms"],
+               "tflops": 2 * m * n * k / t["flush_ms"] / 1e9, "b2b_ms": t["b2b_ms"],
+               "graph_ms": t["graph_ms"], "suite": "shapes"}
+
+
 SUITES: dict[str, Callable[[Any], Iterator[dict[str, Any]]]] = {
     "gemm": _gemm_rows, "bmm": _bmm_rows, "attention": _attention_rows,
     "vector": _vector_rows, "launch": lambda torch: iter([_launch_row(torch)]),
-    "energy": _energy_rows, "models": _model_rows,
+    "energy": _energy_rows, "models": _model_rows, "protocols": _protocol_rows,
+    "shapes": _shape_rows,
 }
 
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import energy
-from arch.base import Estimate, Unit
-from workloads.errors import MappingError
-from workloads.formats import FORMATS
-from workloads.ops import (
+from archsim import energy
+from archsim.arch.base import Estimate, Unit
+from archsim.workloads.errors import MappingError
+from archsim.workloads.formats import FORMATS
+from archsim.workloads.ops import (
     AllReduce,
     Attention,
     Conv2d,

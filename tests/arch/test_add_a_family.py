@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 import archsim
-from arch.base import UNIT_KINDS
-from arch.reference import CHECKS, REFERENCE_WORKLOADS, reference_workloads
+from archsim.arch.base import UNIT_KINDS
+from archsim.arch.reference import CHECKS, REFERENCE_WORKLOADS, reference_workloads
+from archsim.workloads.ops import Gemm
 from tests.arch.contract import contract_problems, design_problems
-from workloads.ops import Gemm
 
 TOY_YAML = Path(__file__).with_name("toy_family") / "toy.yaml"
 

@@ -6,12 +6,12 @@ order, the same ids as the source table.
 
 from __future__ import annotations
 
-from arch import memory
-from arch.pim import kernel as pim_kernel
-from arch.pim.spec import DRAM_ENERGY_TECH
-from energy import tables
-from sim import dram_kernel
-from sim.dram_presets import COMMANDS, PRESETS
+from archsim.arch import memory
+from archsim.arch.pim import kernel as pim_kernel
+from archsim.arch.pim.spec import DRAM_ENERGY_TECH
+from archsim.energy import tables
+from archsim.sim import dram_kernel
+from archsim.sim.dram_presets import COMMANDS, PRESETS
 
 
 def test_memory_techs_are_the_energy_tables_keys_in_order():

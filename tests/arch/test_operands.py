@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from arch.operands import operand_fits, operand_width_problem
-from workloads.formats import get_format
+from archsim.arch.operands import operand_fits, operand_width_problem
+from archsim.workloads.formats import get_format
 
 
 @pytest.mark.parametrize("fmt, hw, fits", [
@@ -39,7 +39,7 @@ def test_first_misfit_is_reported_in_one_wording():
 def test_the_families_use_it():
     """FPGA and PIM report the same sentence the helper builds (their ``mac_format``)."""
     import archsim
-    from workloads.ops import Gemm
+    from archsim.workloads.ops import Gemm
 
     fpga = archsim.load("sat_vcu1525").units[0]
     g = Gemm(name="g", m=8, n=8, k=8, a_format=get_format("fp32"), w_format=get_format("fp32"))

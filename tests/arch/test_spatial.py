@@ -13,9 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from arch import load_data
+from archsim.arch import load_data
+from archsim.workloads.ops import Conv2d, Elementwise, Gemm, Softmax
 from tests.conftest import spatial_config
-from workloads.ops import Conv2d, Elementwise, Gemm, Softmax
 
 
 def unit(**kw):

@@ -8,15 +8,15 @@ import warnings
 
 import pytest
 
-import arch.registry  # noqa: F401  (registers the families)
 import archsim
-from arch.accelerator import TechnologySpec, load_data
-from arch.base import UNIT_KINDS
-from arch.spec import PlausibilityWarning, field_bounds, spec_fields
+import archsim.arch.registry  # noqa: F401  (registers the families)
+from archsim.arch.accelerator import TechnologySpec, load_data
+from archsim.arch.base import UNIT_KINDS
+from archsim.arch.spec import PlausibilityWarning, field_bounds, spec_fields
+from archsim.workloads.errors import ConfigError
+from archsim.workloads.formats import NumberFormat
+from archsim.workloads.yamlio import MAX_DEPTH, parse_yaml_text
 from tests.conftest import spatial_config
-from workloads.errors import ConfigError
-from workloads.formats import NumberFormat
-from workloads.yamlio import MAX_DEPTH, parse_yaml_text
 
 
 def _numeric_fields() -> list[tuple[str, dataclasses.Field, type]]:
@@ -59,7 +59,7 @@ def test_reference_designs_are_within_real_hardware_ranges():
 
 
 def test_clock_bounds_closed_form():
-    from arch.spatial import SpatialArraySpec
+    from archsim.arch.spatial import SpatialArraySpec
 
     f = next(f for f, _ in spec_fields(SpatialArraySpec) if f.name == "clock_mhz")
     # declared: > 0 MHz; unit MHz: hard 1e-3 .. 1e6 MHz, typical 10 .. 6000 MHz

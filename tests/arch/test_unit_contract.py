@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 
 import archsim
-from arch.base import UNIT_KINDS, DataflowMapping, Estimate, Unit, cycles_of, infeasible
+from archsim.arch.base import UNIT_KINDS, DataflowMapping, Estimate, Unit, cycles_of, infeasible
+from archsim.workloads.errors import MappingError
+from archsim.workloads.ops import Gemm, Op
 from tests.arch.contract import contract_problems, design_problems, ops_for, unsupported_op
-from workloads.errors import MappingError
-from workloads.ops import Gemm, Op
 
 CONFIGS = archsim.list_configs()
 IDS = [f"{c.parent.name}/{c.stem}" for c in CONFIGS]
@@ -134,7 +134,7 @@ class _Toy(Unit[DataflowMapping]):
                         macs=op.macs(), actions=MappingProxyType(acts))
 
     def components(self) -> list[Any]:
-        from energy import Component
+        from archsim.energy import Component
 
         return [Component(self.cname("mac"), "mac", 16, {"format": "fp16"})]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
-from arch.vector import estimate_vector
-from workloads.ops import AllReduce, Elementwise, Embedding, Softmax
+from archsim.arch.vector import estimate_vector
+from archsim.workloads.ops import AllReduce, Elementwise, Embedding, Softmax
 
 
 def _est(op, lanes, bpc):

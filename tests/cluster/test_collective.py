@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from arch.cluster import load_cluster
-from arch.collective import Group, collective, place
-from workloads.errors import ConfigError
+from archsim.arch.cluster import load_cluster
+from archsim.arch.collective import Group, collective, place
+from archsim.workloads.errors import ConfigError
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "cluster"
 CFG = Path(__file__).resolve().parents[2] / "configs" / "cluster"
@@ -165,7 +165,7 @@ def test_reference_clusters_load(path):
 def test_every_cluster_key_is_documented():
     import dataclasses
 
-    from arch.cluster import ClusterSpec, LinkSpec
+    from archsim.arch.cluster import ClusterSpec, LinkSpec
     doc = (Path(__file__).resolve().parents[2] / "docs" / "cluster.md").read_text()
     for cls in (ClusterSpec, LinkSpec):
         for f in dataclasses.fields(cls):

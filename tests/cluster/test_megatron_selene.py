@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from arch.cluster import load_cluster
+from archsim.arch.cluster import load_cluster
 from archsim.parallel import evaluate_plan
-from workloads.models.transformer import TransformerShape
-from workloads.parallel import ParallelPlan
+from archsim.workloads.models.transformer import TransformerShape
+from archsim.workloads.parallel import ParallelPlan
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = yaml.safe_load((ROOT / "tests" / "data" / "cluster" / "megatron_selene.yaml").read_text())

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from arch.cluster import load_cluster
-from arch.collective import collective, place
+from archsim.arch.cluster import load_cluster
+from archsim.arch.collective import collective, place
+from archsim.mapper.plan import bubble_fraction, candidate_plans, pipeline_time
 from archsim.parallel import PlanOptions, evaluate_plan
-from mapper.plan import bubble_fraction, candidate_plans, pipeline_time
-from workloads.errors import WorkloadError
-from workloads.models.transformer import TransformerShape
-from workloads.parallel import ParallelPlan, _layer_activation_bytes, layer_comms
-from workloads.zoo import transformer_shape
+from archsim.workloads.errors import WorkloadError
+from archsim.workloads.models.transformer import TransformerShape
+from archsim.workloads.parallel import ParallelPlan, _layer_activation_bytes, layer_comms
+from archsim.workloads.zoo import transformer_shape
 
 CFG = Path(__file__).resolve().parents[2] / "configs" / "cluster"
 
@@ -143,7 +143,7 @@ def test_weights_and_optimizer_per_device_with_zero(pod):
 def test_kv_cache_per_device():
     # llama3-70b decode, tp 8: 80 layers x batch 16 x (4096 + 1) tokens x K and V x 1 KV head
     # x 128 x 2 bytes
-    from workloads.parallel import memory_per_device
+    from archsim.workloads.parallel import memory_per_device
     s = transformer_shape("llama3-70b")
     m = memory_per_device(s, ParallelPlan(tp=8), "decode", 16, 1, 4096, {"base": 0, "dense": 0})
     assert m["kv_cache"] == pytest.approx(2 * 80 * 16 * 4097 * 128 * 2)
@@ -240,8 +240,8 @@ def test_tensor_parallel_plan_runs_on_every_family(tmp_path, device):
 # --- the two searches of issue 18 (timing: benchmarks/bench_plan.py) -----------------------------
 @pytest.mark.slow
 def test_search_llama3_70b_training_on_64_h100():
+    from archsim.mapper.plan import search
     from archsim.plan_cmd import load_cluster_for
-    from mapper.plan import search
     s = transformer_shape("llama3-70b")
     c = load_cluster_for("h100_pod64", 64)
     plans = candidate_plans(s, 64, "train", 128, 4096, 8)
@@ -257,8 +257,8 @@ def test_search_llama3_70b_training_on_64_h100():
 
 @pytest.mark.slow
 def test_search_deepseek_v3_decode_on_16_h100():
+    from archsim.mapper.plan import search
     from archsim.plan_cmd import load_cluster_for
-    from mapper.plan import search
     s = transformer_shape("deepseek-v3")
     c = load_cluster_for("h100_pod16", 16)
     plans = candidate_plans(s, 16, "decode", 256, 1, 8)

@@ -28,8 +28,8 @@ from pathlib import Path
 
 import pytest
 
-from arch.spatial import fold_cycles
-from workloads.ops import Conv2d, Gemm
+from archsim.arch.spatial import fold_cycles
+from archsim.workloads.ops import Conv2d, Gemm
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "scalesim"
 R = C = 32
@@ -47,7 +47,7 @@ def _resnet18_mnk() -> dict[str, tuple[int, int, int, int]]:
     PyTorch and archsim floor: ``(H - R) // stride + 1`` (H padded). They differ when
     ``H - R`` is not a multiple of the stride: conv1 (230 - 7 = 223, stride 2: 113 vs 112)
     and the stride-2 3x3 / 1x1 convolutions (29 vs 28, 15 vs 14, 8 vs 7)."""
-    from workloads.zoo import build
+    from archsim.workloads.zoo import build
 
     out = {}
     for op in build("resnet18").ops():

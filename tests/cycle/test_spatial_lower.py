@@ -18,13 +18,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import sim
-from arch import load_data
-from arch.spatial.lower import CHUNKS, MAX_GROUPS, RESOLUTION, FoldTable, _groups
+from archsim import sim
+from archsim.arch import load_data
+from archsim.arch.spatial.lower import CHUNKS, MAX_GROUPS, RESOLUTION, FoldTable, _groups
+from archsim.workloads.errors import ConfigError, MappingError
+from archsim.workloads.formats import FORMATS
+from archsim.workloads.ops import Conv2d, Gemm, Softmax
 from tests.conftest import ROOT, spatial_config
-from workloads.errors import ConfigError, MappingError
-from workloads.formats import FORMATS
-from workloads.ops import Conv2d, Gemm, Softmax
 
 
 def unit(memory: dict | None = None, **kw):
@@ -130,8 +130,8 @@ def test_makespan_bounds_and_action_totals(shape, arr, df, bw, glb):
 def test_fold_table_covers_the_gemm_and_its_traffic(shape, arr, df, part):
     # the folds' useful MACs cover M*N*K exactly once per batch entry, and their bytes are
     # gemm_traffic's element counts times the element sizes (A 1 B, B 2 B, psum 4 B, out 1 B)
-    from arch.spatial import gemm_traffic
-    from arch.spatial.lower import fold_table
+    from archsim.arch.spatial import gemm_traffic
+    from archsim.arch.spatial.lower import fold_table
 
     m, n, k, b = shape
     g = Gemm(name="g", m=m, n=n, k=k, batch=b)
@@ -206,7 +206,7 @@ def test_dram_memory_model_runs_and_respects_peak_bandwidth():
 
 # ---- mapper loop-nest mappings ------------------------------------------------------------
 def test_loop_nest_mapping_lowers_as_pipeline():
-    from mapper.search import best_mapping
+    from archsim.mapper.search import best_mapping
 
     u = unit(rows=8, cols=8, bandwidth_gbps=2.0, glb_kib=64)
     op = Gemm(name="g", m=64, n=64, k=64)
@@ -237,8 +237,8 @@ def test_unknown_dram_preset_is_a_config_error():
 # ---- no-JIT subset ------------------------------------------------------------------------
 _NOJIT = """
 import archsim, sim
-from workloads.ops import Gemm
-from arch import load_data
+from archsim.workloads.ops import Gemm
+from archsim.arch import load_data
 from tests.conftest import spatial_config
 for df in ("ws", "os", "is"):
     u = load_data(spatial_config(rows=4, cols=4, bandwidth_gbps=0.2, dataflow=df,

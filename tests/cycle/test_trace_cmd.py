@@ -8,8 +8,8 @@ import pytest
 import yaml
 
 from archsim.trace_cmd import main
+from archsim.workloads.errors import ConfigError, WorkloadError
 from tests.conftest import spatial_config
-from workloads.errors import ConfigError, WorkloadError
 
 
 @pytest.fixture

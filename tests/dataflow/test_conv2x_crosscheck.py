@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from arch.timeloop import read_arch, read_ert, read_mapping, read_problem
-from dataflow.nest import analyse
+from archsim.arch.timeloop import read_arch, read_ert, read_mapping, read_problem
+from archsim.dataflow.nest import analyse
 
 T = Path(__file__).resolve().parents[1] / "data" / "timeloop"
 IFMAP = 58 * 58 * 64            # 215,296
@@ -64,7 +64,7 @@ def test_energy_optimal_trades_one_halo_for_weight_reads() -> None:
 
 @pytest.mark.slow
 def test_search_reaches_the_energy_optimum() -> None:
-    from mapper.nest_search import search
+    from archsim.mapper.nest_search import search
 
     prob, hier, ref = _run("energy_opt.map.yaml")
     _, cons = read_arch(T / "eyeriss_like" / "arch.yaml")

@@ -7,7 +7,7 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dataflow.einsum import (
+from archsim.dataflow.einsum import (
     attention_av,
     attention_qk,
     batched_gemm,
@@ -15,9 +15,9 @@ from dataflow.einsum import (
     from_op,
     gemm,
 )
-from dataflow.hierarchy import ComputeLevel, Hierarchy, StorageLevel
-from dataflow.nest import LevelMapping, NestMapping, analyse
-from workloads.ops import Conv2d, Gemm
+from archsim.dataflow.hierarchy import ComputeLevel, Hierarchy, StorageLevel
+from archsim.dataflow.nest import LevelMapping, NestMapping, analyse
+from archsim.workloads.ops import Conv2d, Gemm
 
 
 def test_conv2d_sizes_stride_dilation() -> None:

@@ -9,7 +9,17 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dataflow import ArchParams, Mapping, Shape, analyse, cost, feasible, iterate, make, tile_shape
+from archsim.dataflow import (
+    ArchParams,
+    Mapping,
+    Shape,
+    analyse,
+    cost,
+    feasible,
+    iterate,
+    make,
+    tile_shape,
+)
 
 M, N, K = 0, 1, 2
 ARR = ArchParams(rows=2, cols=2, rf_bytes=64, glb_bytes=4096, dram_bytes_per_cycle=4,

@@ -7,9 +7,9 @@ copied). Convention (Timeloop's): the input width spanned by P outputs and R tap
 
 from __future__ import annotations
 
-from dataflow.einsum import conv2d, from_timeloop
-from dataflow.hierarchy import ComputeLevel, Hierarchy, StorageLevel
-from dataflow.nest import LevelMapping, NestMapping, analyse
+from archsim.dataflow.einsum import conv2d, from_timeloop
+from archsim.dataflow.hierarchy import ComputeLevel, Hierarchy, StorageLevel
+from archsim.dataflow.nest import LevelMapping, NestMapping, analyse
 
 HIER = Hierarchy((StorageLevel("buf", size_words=1024), StorageLevel("dram", technology="DRAM")),
                  ComputeLevel("mac", 1))

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from arch.timeloop import read_arch, read_mapping, read_problem
+from archsim.arch.timeloop import read_arch, read_mapping, read_problem
 from archsim.cli import main
-from dataflow.nest import analyse
+from archsim.dataflow.nest import analyse
 
 T = Path(__file__).resolve().parents[1] / "data" / "timeloop"
 

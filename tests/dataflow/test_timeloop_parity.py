@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from arch.timeloop import load_dir, read_stats
-from dataflow.nest import analyse
+from archsim.arch.timeloop import load_dir, read_stats
+from archsim.dataflow.nest import analyse
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "timeloop"
 DESIGNS = ["eyeriss_like", "simba_like", "simple_output_stationary", "simple_weight_stationary"]

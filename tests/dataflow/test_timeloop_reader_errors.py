@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from arch.timeloop import read_arch, read_mapping, read_problem
+from archsim.arch.timeloop import read_arch, read_mapping, read_problem
 from archsim.cli import main
-from workloads.errors import ConfigError, MappingError
+from archsim.workloads.errors import ConfigError, MappingError
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "timeloop"
 

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from energy import (
+from archsim.energy import (
     Component,
     Technology,
     allowed_actions,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from energy import Component, area, evaluate, validate
+from archsim.energy import Component, area, evaluate, validate
 
 
 def test_unknown_class_names_component_and_allowed():

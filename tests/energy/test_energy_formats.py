@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from energy import arith
+from archsim.energy import arith
 
 NAMES = ["fp32", "tf32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2", "int8", "int6", "int4", "int3", "int2", "ternary", "int1", "mxfp4", "mxint8"]
 
@@ -16,7 +16,7 @@ def test_all_workload_format_names_have_a_model():
 
 
 def test_bits_and_kind_agree_with_workloads_formats():
-    formats = pytest.importorskip("workloads.formats")
+    formats = pytest.importorskip("archsim.workloads.formats")
     for name in NAMES:
         fmt = formats.get_format(name)
         info = arith.resolve_format(name)

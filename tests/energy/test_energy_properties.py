@@ -7,7 +7,7 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from energy import Component, Technology, allowed_actions, area, evaluate
+from archsim.energy import Component, Technology, allowed_actions, area, evaluate
 
 FORMATS = ["fp32", "tf32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2", "int8", "int6", "int4", "int3", "int2", "ternary", "int1", "mxfp4", "mxint8"]
 

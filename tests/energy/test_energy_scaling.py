@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from energy import (
+from archsim.energy import (
     Component,
     Technology,
     area_per_instance_mm2,

@@ -14,7 +14,7 @@ from archsim.explore.cosearch import analyse, load_cosearch, parse_cosearch_text
 from archsim.explore.nas import build_network
 from archsim.explore.pareto import pareto_mask_bruteforce
 from archsim.explore.store import ResultStore
-from workloads.errors import SpecError, WorkloadError
+from archsim.workloads.errors import SpecError, WorkloadError
 
 ROOT = Path(__file__).resolve().parents[2]
 TPU = ROOT / "configs/spatial/tpu_like.yaml"

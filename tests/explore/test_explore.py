@@ -20,7 +20,7 @@ from archsim.explore import ResultStore, pareto_rows, parse_spec_text, run_sweep
 from archsim.explore.pareto import designs, pareto_mask, pareto_mask_bruteforce
 from archsim.explore.run import results_main
 from archsim.explore.spec import ConstraintSpec, load_spec
-from workloads.errors import ArchsimError, SpecError
+from archsim.workloads.errors import ArchsimError, SpecError
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = ROOT / "configs/spatial/tpu_like.yaml"

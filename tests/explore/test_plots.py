@@ -178,7 +178,7 @@ def _tiny_onnx(path: Path) -> None:
 
 def test_onnx_import(tmp_path):
     _tiny_onnx(tmp_path / "tiny.onnx")
-    from workloads.onnx_import import from_onnx
+    from archsim.workloads.onnx_import import from_onnx
 
     w = from_onnx(tmp_path / "tiny.onnx", batch=2)
     kinds = [(o.name, o.kind) for o in w.ops()]
@@ -199,8 +199,8 @@ def test_onnx_import(tmp_path):
 
 def test_onnx_errors(tmp_path):
     pytest.importorskip("onnx")
-    from workloads.errors import WorkloadError
-    from workloads.onnx_import import from_onnx
+    from archsim.workloads.errors import WorkloadError
+    from archsim.workloads.onnx_import import from_onnx
 
     (tmp_path / "bad.onnx").write_bytes(b"not a model")
     with pytest.raises(WorkloadError) as ei:

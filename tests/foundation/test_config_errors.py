@@ -6,8 +6,8 @@ import textwrap
 
 import pytest
 
-import arch
-from workloads.errors import ConfigError
+from archsim import arch
+from archsim.workloads.errors import ConfigError
 
 GOOD = """\
 name: t

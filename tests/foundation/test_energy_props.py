@@ -7,10 +7,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import archsim
-from arch import load_data
+from archsim.arch import load_data
+from archsim.workloads.graph import Workload
+from archsim.workloads.ops import Gemm, Softmax
 from tests.conftest import spatial_config
-from workloads.graph import Workload
-from workloads.ops import Gemm, Softmax
 
 
 @settings(max_examples=25, deadline=None)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from workloads.errors import WorkloadError
-from workloads.formats import FORMATS, get_format
-from workloads.graph import Workload
-from workloads.ops import Conv2d, Elementwise, Gemm, Norm, Softmax, Sparsity
+from archsim.workloads.errors import WorkloadError
+from archsim.workloads.formats import FORMATS, get_format
+from archsim.workloads.graph import Workload
+from archsim.workloads.ops import Conv2d, Elementwise, Gemm, Norm, Softmax, Sparsity
 
 
 def test_format_bits():

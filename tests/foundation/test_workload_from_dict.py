@@ -7,7 +7,7 @@ import pytest
 
 import archsim
 from archsim import golden
-from workloads.errors import WorkloadError
+from archsim.workloads.errors import WorkloadError
 
 
 def _ops(w):

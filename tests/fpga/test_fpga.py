@@ -10,10 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import archsim
-from arch import load_data
-from workloads.errors import ConfigError, MappingError
-from workloads.formats import FORMATS
-from workloads.ops import Conv2d, Gemm, Softmax, Sparsity
+from archsim.arch import load_data
+from archsim.workloads.errors import ConfigError, MappingError
+from archsim.workloads.formats import FORMATS
+from archsim.workloads.ops import Conv2d, Gemm, Softmax, Sparsity
 
 PATTERNS = [(1, 4), (2, 4), (1, 8), (2, 8), (4, 8)]
 

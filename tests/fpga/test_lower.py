@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import archsim
-from workloads.ops import Conv2d, Elementwise, Gemm, Softmax, Sparsity
+from archsim.workloads.ops import Conv2d, Elementwise, Gemm, Softmax, Sparsity
 
 OPS = [
     Gemm(name="g", m=1024, n=768, k=768),                                    # compute bound

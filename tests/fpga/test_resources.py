@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from arch.fpga import resources as rs
-from arch.fpga.resources import Resources
+from archsim.arch.fpga import resources as rs
+from archsim.arch.fpga.resources import Resources
 
 
 @pytest.mark.parametrize("m, luts", [

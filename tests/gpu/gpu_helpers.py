@@ -5,8 +5,8 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 
-import arch
-from arch.gpu import TensorCoreGpu
+from archsim import arch
+from archsim.arch.gpu import TensorCoreGpu
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ROOT / "configs" / "gpu"

@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gpu_helpers import gpu  # noqa: E402
 
-from arch.base import ceil_div  # noqa: E402
-from workloads.formats import FORMATS  # noqa: E402
-from workloads.ops import Elementwise, Gemm, Softmax  # noqa: E402
+from archsim.arch.base import ceil_div  # noqa: E402
+from archsim.workloads.formats import FORMATS  # noqa: E402
+from archsim.workloads.ops import Elementwise, Gemm, Softmax  # noqa: E402
 
 
 def _sim_s(unit, op, mapping=None) -> float:
@@ -108,8 +108,8 @@ def test_cycle_fidelity_end_to_end_runs():
 
 
 def test_lut_lowering_includes_precompute():
-    from arch import load
     from archsim.api import config_dir
+    from archsim.arch import load
 
     u = load(config_dir() / "lut" / "a100_lut4x.yaml").units[0]
     op = Gemm(name="g", m=2048, n=3200, k=3200, a_format=FORMATS["int8"],
@@ -129,7 +129,7 @@ def test_cycle_fidelity_runs_at_the_power_capped_clock() -> None:
     lands just under it), and an uncapped memory-bound kernel is unchanged."""
     from dataclasses import replace
 
-    from arch.gpu.unit import TensorCoreGpu
+    from archsim.arch.gpu.unit import TensorCoreGpu
 
     u = gpu("h100")
     free = TensorCoreGpu(u.name, replace(u.spec, power=None), u.node_nm)
@@ -146,7 +146,7 @@ def test_cycle_fidelity_runs_at_the_power_capped_clock() -> None:
 
 
 def _att(b: int, h: int, q: int, kv: int, causal: bool):
-    from workloads.ops import Attention
+    from archsim.workloads.ops import Attention
 
     return Attention(name="a", batch=b, heads=h, kv_heads=h, q_len=q, kv_len=kv,
                      head_dim=128, causal=causal, a_format=FORMATS["bf16"],
@@ -168,7 +168,7 @@ def test_attention_lowering_prefill_critical_path_and_estimate() -> None:
     + DRAM latency + the longest CTA's own compute (its pairs x cycles per pair: the critical
     path, an independent lower bound), and within 10% of the estimate on long sequences
     where neither the fill nor the imbalance matters."""
-    from arch.gpu.kernels import attention_time, cta_pairs
+    from archsim.arch.gpu.kernels import attention_time, cta_pairs
 
     u = gpu("a100")                                  # no power model: one fixed clock
     s = u.spec
@@ -197,14 +197,14 @@ def test_attention_lowering_merged_ctas_keep_the_makespan() -> None:
     """Merging the CTAs an SM runs back to back (big grids) keeps the work, the HBM bytes
     and the per-SM order, so the makespan moves by little (here 1,024 CTAs forced into
     chains of 8: within 2% of the unmerged graph)."""
-    from arch.gpu.kernels import attention_time
-    from arch.gpu.lower import lower_attention
+    from archsim.arch.gpu.kernels import attention_time
+    from archsim.arch.gpu.lower import lower_attention
 
     u = gpu("a100")
     op = _att(1, 32, 4096, 4096, True)
     t = attention_time(u.spec, op, float(u.spec.tc_rate_per_sm("bf16")))
     f = u.spec.tensor_clock_mhz * 1e6
-    from sim.engine import run
+    from archsim.sim.engine import run
 
     full = run(lower_attention(u.spec, op, t, f)).makespan_cycles
     merged = run(lower_attention(u.spec, op, t, f, max_steps=128)).makespan_cycles

@@ -11,8 +11,17 @@ from hypothesis import strategies as st
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gpu_helpers import GPUS, gpu  # noqa: E402
 
-from workloads.formats import FORMATS  # noqa: E402
-from workloads.ops import AllReduce, Conv2d, Elementwise, Embedding, Gemm, Norm, Softmax, Sparsity  # noqa: E402
+from archsim.workloads.formats import FORMATS  # noqa: E402
+from archsim.workloads.ops import (  # noqa: E402
+    AllReduce,
+    Conv2d,
+    Elementwise,
+    Embedding,
+    Gemm,
+    Norm,
+    Softmax,
+    Sparsity,
+)
 
 FMT_PAIRS = [("fp16", "fp16"), ("bf16", "bf16"), ("fp16", "int4"), ("bf16", "int8"),
              ("int8", "int8"), ("int4", "int4"), ("int6", "int6"), ("fp8_e4m3", "fp8_e4m3"),

@@ -16,8 +16,8 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gpu_helpers import SHARED_REF, gpu  # noqa: E402
 
-from workloads.formats import FORMATS  # noqa: E402
-from workloads.ops import Elementwise, Gemm  # noqa: E402
+from archsim.workloads.formats import FORMATS  # noqa: E402
+from archsim.workloads.ops import Elementwise, Gemm  # noqa: E402
 
 BF16 = FORMATS["bf16"]
 
@@ -89,7 +89,7 @@ def test_best_of_sweep_gemm(name: str, key: str, fmt: str, shape_key: str) -> No
     way that script timed it: a 256 MiB memset and an output copy before every call
     (arch.gpu.bench.MAMF_FINDER_V2). Tolerance 10%: best-of-sweep figures favour lucky shapes.
     """
-    from arch.gpu.bench import MAMF_FINDER_V2, timed_call_s
+    from archsim.arch.gpu.bench import MAMF_FINDER_V2, timed_call_s
 
     ref = _gpus_yaml()["measured_best_gemm_tflops"][key]
     m, n, k = ref[shape_key]
@@ -103,7 +103,7 @@ def test_flush_window_raises_the_clock_of_short_calls_only() -> None:
     """Property of the protocol model: a memset between calls can only lower the average
     power, so a capped GEMM runs at least as fast timed with flushes as back to back, and a
     memory-bound kernel (never capped) gains nothing from the window."""
-    from arch.gpu.bench import DO_BENCH, MAMF_FINDER_V2, timed_call_s
+    from archsim.arch.gpu.bench import DO_BENCH, MAMF_FINDER_V2, timed_call_s
 
     u = gpu("h100")
     g = Gemm(name="g", m=4096, n=4096, k=4096, a_format=FORMATS["bf16"],

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 import archsim
-from arch.gpu.host import RUNTIMES
 from archsim.api import load, preferred_attention, workload
+from archsim.arch.gpu.host import RUNTIMES
+from archsim.workloads.errors import WorkloadError
+from archsim.workloads.formats import FORMATS
+from archsim.workloads.ops import Attention
 from tests.gpu.gpu_helpers import gpu
-from workloads.errors import WorkloadError
-from workloads.formats import FORMATS
-from workloads.ops import Attention
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "silicon"
 BF16 = FORMATS["bf16"]
@@ -96,7 +96,7 @@ def test_causal_cta_imbalance_closed_form() -> None:
     131328 = 512 x 513 / 2). 128 CTAs fit on 132 SMs at once, so the longest sets the time:
     57408 / (32 x 131328 / 132) = 1.8032. Equal CTAs: 132 of them fill one wave exactly (1.0),
     133 need a second wave (2 x 132 / 133)."""
-    from arch.gpu.kernels import cta_imbalance
+    from archsim.arch.gpu.kernels import cta_imbalance
 
     def att(heads: int, q: int, causal: bool) -> Attention:
         return Attention(name="a", batch=1, heads=heads, kv_heads=heads, q_len=q, kv_len=q,
@@ -180,7 +180,7 @@ def test_calibrate_cli_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[s
      "units[0].cuda_core.reduce_pass_bytes_per_clock"),
 ])
 def test_bad_power_and_runtime_keys_name_the_key(override: str, where: str) -> None:
-    from workloads.errors import ConfigError
+    from archsim.workloads.errors import ConfigError
 
     with pytest.raises(ConfigError) as exc:
         load("gpu/h100", [override])

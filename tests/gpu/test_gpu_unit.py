@@ -12,10 +12,10 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gpu_helpers import CONFIGS, GPUS, gpu  # noqa: E402
 
-import arch  # noqa: E402
-from workloads.errors import ConfigError, MappingError  # noqa: E402
-from workloads.formats import FORMATS as F  # noqa: E402
-from workloads.ops import AllReduce, Elementwise, Gemm, Softmax, Sparsity  # noqa: E402
+from archsim import arch  # noqa: E402
+from archsim.workloads.errors import ConfigError, MappingError  # noqa: E402
+from archsim.workloads.formats import FORMATS as F  # noqa: E402
+from archsim.workloads.ops import AllReduce, Elementwise, Gemm, Softmax, Sparsity  # noqa: E402
 
 
 @pytest.mark.parametrize("name", GPUS)
@@ -102,7 +102,7 @@ def test_fused_attention_keeps_scores_on_chip() -> None:
 
 
 def test_actions_name_components_and_energy_evaluates() -> None:
-    energy = pytest.importorskip("energy")
+    energy = pytest.importorskip("archsim.energy")
     for name in GPUS:
         u = gpu(name)
         names = {c.name for c in u.components()}

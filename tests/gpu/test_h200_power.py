@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from archsim import silicon
 from archsim.api import load
+from archsim.workloads.formats import FORMATS
+from archsim.workloads.ops import Elementwise, Gemm
 from tests.gpu.gpu_helpers import gpu
-from workloads.formats import FORMATS
-from workloads.ops import Elementwise, Gemm
 
 BF16 = FORMATS["bf16"]
 

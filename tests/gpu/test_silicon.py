@@ -26,9 +26,9 @@ from pathlib import Path
 
 import pytest
 
-from arch.gpu.power import PowerSpec, board_power_w, solve_clock
 from archsim import silicon
 from archsim.api import load
+from archsim.arch.gpu.power import PowerSpec, board_power_w, solve_clock
 from tests.gpu.gpu_helpers import gpu
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "silicon"
@@ -197,7 +197,7 @@ def test_power_window_raises_the_clock() -> None:
 def test_dense_gemm_capped_memory_bound_not() -> None:
     u = gpu("h100")
     bf = silicon.FORMATS["bf16"]
-    from workloads.ops import Elementwise, Gemm
+    from archsim.workloads.ops import Elementwise, Gemm
 
     big = u.estimate(Gemm(name="g", m=8192, n=8192, k=8192, a_format=bf, w_format=bf))
     copy = u.estimate(Elementwise(name="c", rows=1 << 14, cols=1 << 15, fn="copy",

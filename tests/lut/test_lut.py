@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-import arch
-from arch import lut as L
-from workloads.errors import ConfigError
-from workloads.formats import get_format
-from workloads.ops import Gemm
+from archsim import arch
+from archsim.arch import lut as L
+from archsim.workloads.errors import ConfigError
+from archsim.workloads.formats import get_format
+from archsim.workloads.ops import Gemm
 
 ROOT = Path(__file__).resolve().parents[2]
 LUT4X = ROOT / "configs" / "lut" / "a100_lut4x.yaml"
@@ -179,7 +179,7 @@ def test_a100_int8_mac_array_area():
 
 
 def test_energy_report_runs():
-    import energy
+    from archsim import energy
     u = unit(LUT4X)
     e = u.estimate(gemm(1024), "lut")
     rep = energy.evaluate(u.components(), e.actions, e.latency_s, energy.Technology(node_nm=7))

@@ -7,7 +7,7 @@ import math
 import pytest
 
 import archsim
-from arch.lut import table_entries, weight_bit_sweep
+from archsim.arch.lut import table_entries, weight_bit_sweep
 
 
 @pytest.fixture(scope="module")

@@ -9,16 +9,16 @@ import math
 import pytest
 
 import archsim
-from arch import load_data
-from dataflow import ArchParams, Mapping, Shape, cost, feasible
-from dataflow.mapping import DRAM, GLB, SCOL, SROW
-from mapper import map_workload
-from mapper.constraints import load_constraints, parse_constraints
-from mapper.search import search
+from archsim.arch import load_data
+from archsim.dataflow import ArchParams, Mapping, Shape, cost, feasible
+from archsim.dataflow.mapping import DRAM, GLB, SCOL, SROW
+from archsim.mapper import map_workload
+from archsim.mapper.constraints import load_constraints, parse_constraints
+from archsim.mapper.search import search
+from archsim.workloads.errors import MappingError
+from archsim.workloads.graph import Workload
+from archsim.workloads.ops import Conv2d, Gemm, Softmax
 from tests.conftest import spatial_config
-from workloads.errors import MappingError
-from workloads.graph import Workload
-from workloads.ops import Conv2d, Gemm, Softmax
 
 GOOD = """\
 rules:

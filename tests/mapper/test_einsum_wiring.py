@@ -8,10 +8,10 @@ import math
 import pytest
 
 import archsim
-from arch.spatial.einsum import word_bytes
-from mapper.schedule import _einsum_best
-from workloads.formats import FORMATS
-from workloads.ops import Conv2d, Gemm
+from archsim.arch.spatial.einsum import word_bytes
+from archsim.mapper.schedule import _einsum_best
+from archsim.workloads.formats import FORMATS
+from archsim.workloads.ops import Conv2d, Gemm
 
 I16 = FORMATS["int16"]
 #: a 3x3 convolution with a sliding window (stride 1, pad 1): 32 -> 32 channels, 14 x 14
@@ -51,14 +51,14 @@ def test_einsum_estimate_keeps_the_contract():
 def test_search_is_deterministic_and_vector_ops_refuse_an_einsum_mapping():
     u = _unit()
     space = u.einsum_space(CONV)
-    from mapper.nest_search import search
+    from archsim.mapper.nest_search import search
 
     a = search(*space, objective="edp", time_budget_s=float("inf"), max_evaluations=5000,
                seed=3).mapping
     b = search(*space, objective="edp", time_budget_s=float("inf"), max_evaluations=5000,
                seed=3).mapping
     assert a == b
-    from workloads.ops import Softmax
+    from archsim.workloads.ops import Softmax
 
     assert not u.estimate(Softmax(name="s", rows=4, cols=4, a_format=I16), a).feasible
 
@@ -67,7 +67,7 @@ def test_more_candidates_never_worsen_the_mapped_energy():
     """With the Einsum nests among the candidates, the energy-optimal search of a network
     is never worse than with the im2col GEMM nests alone (the mapper keeps the best)."""
     acc = archsim.load("eyeriss_like")
-    from workloads.graph import Workload
+    from archsim.workloads.graph import Workload
 
     w = Workload(name="one_conv")
     w.add(CONV)

@@ -7,12 +7,12 @@ import copy
 import pytest
 
 import archsim
-from arch import load_data
-from mapper import map_workload
-from mapper.hetero import Link, Option, list_schedule, retime
+from archsim.arch import load_data
+from archsim.mapper import map_workload
+from archsim.mapper.hetero import Link, Option, list_schedule, retime
+from archsim.workloads.graph import Workload
+from archsim.workloads.ops import Gemm
 from tests.conftest import spatial_config
-from workloads.graph import Workload
-from workloads.ops import Gemm
 
 HETERO = "configs/hetero/nvdla_shidiannao.yaml"
 
@@ -141,7 +141,7 @@ def test_hetero_resnet_uses_both_units_and_overlaps():
 def test_link_copies_add_dram_traffic_and_energy():
     """Pin a -> b on different units (constraints) over a copying link: the result's DRAM
     bytes grow by 2 x the tensor (read on the producer's side, write on the consumer's)."""
-    from mapper.constraints import parse_constraints
+    from archsim.mapper.constraints import parse_constraints
 
     acc = load_data(two_unit_config(rows=4, cols=4, bandwidth_gbps=10.0))
     w = Workload("chain")
@@ -206,7 +206,7 @@ def test_cycle_fidelity_single_unit_is_sum_of_simulated_ops():
 
 
 def test_interconnect_key_is_validated():
-    from workloads.errors import ConfigError
+    from archsim.workloads.errors import ConfigError
 
     raw = two_unit_config(rows=4, cols=4, bandwidth_gbps=10.0)
     with pytest.raises(ConfigError, match=r"interconnect\.bandwidth_gbps: must be > 0"):

@@ -13,11 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from arch.timeloop import load_dir
-from dataflow.einsum import conv2d
-from dataflow.hierarchy import ComputeLevel, Hierarchy, StorageLevel
-from dataflow.nest import LevelMapping, NestMapping, analyse
-from mapper.nest_search import (
+from archsim.arch.timeloop import load_dir
+from archsim.dataflow.einsum import conv2d
+from archsim.dataflow.hierarchy import ComputeLevel, Hierarchy, StorageLevel
+from archsim.dataflow.nest import LevelMapping, NestMapping, analyse
+from archsim.mapper.nest_search import (
     _sample,
     evaluate_batch,
     from_mapping,

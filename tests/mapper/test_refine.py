@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import archsim
-from mapper.search import best_mapping, refine_with_simulation, top_mappings
-from workloads.formats import FORMATS
-from workloads.ops import Gemm
+from archsim.mapper.search import best_mapping, refine_with_simulation, top_mappings
+from archsim.workloads.formats import FORMATS
+from archsim.workloads.ops import Gemm
 
 INT8 = FORMATS["int8"]
 

@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from dataflow import ArchParams, Mapping, Shape, cost, feasible
-from mapper.search import (
+from archsim.dataflow import ArchParams, Mapping, Shape, cost, feasible
+from archsim.mapper.search import (
     PERMS,
     arch_params,
     best_mapping,
@@ -114,11 +114,11 @@ def test_unknown_objective():
 
 
 def test_best_mapping_on_eyeriss_like():
-    from arch.accelerator import load
-    from workloads.ops import Conv2d, Softmax
+    from archsim.arch.accelerator import load
+    from archsim.workloads.ops import Conv2d, Softmax
 
     unit = load("configs/spatial/eyeriss_like.yaml").units[0]
-    from workloads.formats import FORMATS
+    from archsim.workloads.formats import FORMATS
 
     i8 = FORMATS["int8"]  # eyeriss_like multiplies 16-bit fixed point: fp16 is unsupported
     op = Conv2d(name="c", n=1, c=64, h=56, w=56, k=64, r=3, s=3, padding=1, a_format=i8,
@@ -137,7 +137,7 @@ def test_best_mapping_on_eyeriss_like():
 
 
 def test_divisors_closed_form_and_huge_dimensions():
-    from mapper.factors import divisors
+    from archsim.mapper.factors import divisors
 
     assert divisors(1) == [1] and divisors(36) == [1, 2, 3, 4, 6, 9, 12, 18, 36]
     assert divisors(97) == [1, 97]

@@ -5,12 +5,12 @@ from __future__ import annotations
 import math
 
 import archsim
-from arch import load_data
+from archsim.arch import load_data
 from archsim.cli import main
-from dataflow.mapping import Shape, cost, feasible
-from mapper.search import best_mapping
+from archsim.dataflow.mapping import Shape, cost, feasible
+from archsim.mapper.search import best_mapping
+from archsim.workloads.ops import Conv2d, Gemm
 from tests.conftest import spatial_config
-from workloads.ops import Conv2d, Gemm
 
 
 def test_mapped_estimate_matches_mapper_cost_and_roofline():

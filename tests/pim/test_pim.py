@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 
 import archsim
-from arch.pim.decode import decode_tokens
-from sim import dram_kernel as K
-from sim.dram import DramState
-from sim.dram_presets import COMMANDS
-from sim.errors import DramConfigError
-from workloads.errors import ConfigError
-from workloads.formats import FORMATS
-from workloads.ops import Gemm
+from archsim.arch.pim.decode import decode_tokens
+from archsim.sim import dram_kernel as K
+from archsim.sim.dram import DramState
+from archsim.sim.dram_presets import COMMANDS
+from archsim.sim.errors import DramConfigError
+from archsim.workloads.errors import ConfigError
+from archsim.workloads.formats import FORMATS
+from archsim.workloads.ops import Gemm
 
 BF = FORMATS["bf16"]
 

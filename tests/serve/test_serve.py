@@ -181,7 +181,7 @@ def test_attacc_like_gpu_plus_pim_serves_with_decode_attention_on_pim():
     res = serve(acc, setup, reqs, raw_out=raw)
     assert res.finished == 6 and all(s.served == 1 for s in raw["states"])
     # the decode-attention sub-workload really ran on the PIM unit
-    from mapper.constraints import load_constraints
+    from archsim.mapper.constraints import load_constraints
     w = archsim.workload(MODEL, "decode", batch=4, context=128)
     r = archsim.evaluate(acc, w, constraints=load_constraints(cons))
     assert {o.unit for o in r.ops if o.name.endswith((".attn.qk", ".attn.av"))} == {"pim"}

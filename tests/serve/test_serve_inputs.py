@@ -17,7 +17,7 @@ from archsim.serve.requests import (
     trace_path,
     write_trace,
 )
-from workloads.errors import WorkloadError
+from archsim.workloads.errors import WorkloadError
 
 
 def test_poisson_rate_and_lognormal_median():

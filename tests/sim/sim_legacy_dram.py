@@ -15,8 +15,8 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from sim.dram import ADDRESS_FIELDS, ROW_POLICIES, eval_latency
-from sim.dram_presets import COMMAND_SCOPE, COMMANDS, LEVELS, N_COMMANDS
+from archsim.sim.dram import ADDRESS_FIELDS, ROW_POLICIES, eval_latency
+from archsim.sim.dram_presets import COMMAND_SCOPE, COMMANDS, LEVELS, N_COMMANDS
 
 INF = 2**62
 

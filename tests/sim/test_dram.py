@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim import (
+from archsim.sim import (
     COMMANDS,
     DramConfigError,
     DramState,
@@ -16,8 +16,8 @@ from sim import (
     peak_bytes_per_s,
     simulate_requests,
 )
-from sim.dram import eval_latency
-from sim.dram_presets import COMMAND_SCOPE, LEVELS, PRESETS
+from archsim.sim.dram import eval_latency
+from archsim.sim.dram_presets import COMMAND_SCOPE, LEVELS, PRESETS
 
 PRESET_NAMES = sorted(PRESETS)
 T0 = 3000  # issue cycle of the preceding command; later than every setup constraint

@@ -16,8 +16,8 @@ import zlib
 import numpy as np
 import pytest
 
-from sim import dram_preset, simulate_requests
-from sim.dram_kernel import N_CMD
+from archsim.sim import dram_preset, simulate_requests
+from archsim.sim.dram_kernel import N_CMD
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # top-level: Numba caches it
 from sim_legacy_dram import simulate as legacy_simulate  # noqa: E402

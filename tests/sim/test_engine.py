@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim import (
+from archsim.sim import (
     KIND_READ,
     TaskGraph,
     TaskGraphBuilder,

@@ -17,9 +17,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim import TaskGraph, TaskGraphBuilder, run
-from sim.engine import _inst_list, _kernel, _pack
-from sim.engine_bucket import MAX_BUCKETS, bucket_count, kernel_bucket
+from archsim.sim import TaskGraph, TaskGraphBuilder, run
+from archsim.sim.engine import _inst_list, _kernel, _pack
+from archsim.sim.engine_bucket import MAX_BUCKETS, bucket_count, kernel_bucket
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_engine import reference_run  # noqa: E402

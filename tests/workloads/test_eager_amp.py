@@ -13,9 +13,9 @@ import pytest
 
 import archsim
 from archsim.cli import main
-from workloads.errors import WorkloadError
-from workloads.formats import FORMATS
-from workloads.ops import Elementwise, Gemm, Norm, Softmax
+from archsim.workloads.errors import WorkloadError
+from archsim.workloads.formats import FORMATS
+from archsim.workloads.ops import Elementwise, Gemm, Norm, Softmax
 
 BF16, FP32 = FORMATS["bf16"], FORMATS["fp32"]
 D, L, V, FF = 768, 12, 50257, 3072          # GPT-2 small

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from workloads import zoo
-from workloads.errors import WorkloadError
-from workloads.graph import Workload
-from workloads.hf import from_hf_config, shape_from_hf_config
+from archsim.workloads import zoo
+from archsim.workloads.errors import WorkloadError
+from archsim.workloads.graph import Workload
+from archsim.workloads.hf import from_hf_config, shape_from_hf_config
 
 # Published hyper-parameters (the configs of the released checkpoints, keys as in HF).
 LLAMA2_7B = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,

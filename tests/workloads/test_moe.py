@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from workloads import zoo
-from workloads.errors import WorkloadError
-from workloads.hf import from_hf_config
-from workloads.ops import Gemm
+from archsim.workloads import zoo
+from archsim.workloads.errors import WorkloadError
+from archsim.workloads.hf import from_hf_config
+from archsim.workloads.ops import Gemm
 
 HF = Path(__file__).resolve().parent.parent / "data" / "hf_moe"
 
@@ -48,7 +48,7 @@ def test_deepseek_mla_block_parameters():
            + 128 * 128 * 7168)
     w = zoo.build("deepseek-v3", phase="prefill", seq=8)
     names = ("q_a", "q_norm", "q_b", "kv_a", "kv_norm", "kv_b", "proj")
-    from workloads.models.common import op_parameters
+    from archsim.workloads.models.common import op_parameters
     got = sum(op_parameters(w.op(f"blocks.0.attn.{n}")) for n in names)
     assert got == mla
 
@@ -108,7 +108,7 @@ def test_capacity_factor_pads_each_expert():
     # factor of 1.25 pads each expert to ceil(1.25 x 25) = 32 tokens
     from dataclasses import replace
 
-    from workloads.models.transformer import build_transformer
+    from archsim.workloads.models.transformer import build_transformer
     s = replace(zoo.transformer_shape("mixtral-8x7b"), capacity_factor=1.25)
     w = build_transformer(s, "prefill", 1, 100)
     g = w.op("blocks.0.moe.gate")

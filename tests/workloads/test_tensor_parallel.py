@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 import archsim
-from workloads.errors import WorkloadError
-from workloads.ops import AllReduce, Gemm
-from workloads.zoo import build
+from archsim.workloads.errors import WorkloadError
+from archsim.workloads.ops import AllReduce, Gemm
+from archsim.workloads.zoo import build
 
 
 def _linear_macs(w) -> int:

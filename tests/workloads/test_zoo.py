@@ -13,11 +13,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from workloads import zoo
-from workloads.errors import WorkloadError
-from workloads.formats import FORMATS
-from workloads.graph import Workload
-from workloads.ops import Conv2d, Elementwise, Gemm
+from archsim.workloads import zoo
+from archsim.workloads.errors import WorkloadError
+from archsim.workloads.formats import FORMATS
+from archsim.workloads.graph import Workload
+from archsim.workloads.ops import Conv2d, Elementwise, Gemm
 
 TOL = 0.02
 

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from workloads.errors import Problem, WorkloadError
-from workloads.graph import Workload
-from workloads.models.common import GraphBuilder, to_training
-from workloads.models.transformer import resolve_phase
-from workloads.ops import Conv2d, Elementwise, Gemm, Op
+from archsim.workloads.errors import Problem, WorkloadError
+from archsim.workloads.graph import Workload
+from archsim.workloads.models.common import GraphBuilder, to_training
+from archsim.workloads.models.transformer import resolve_phase
+from archsim.workloads.ops import Conv2d, Elementwise, Gemm, Op
 
 __all__ = ["CNN_BUILDERS", "ConvNetBuilder", "build_cnn"]
 

@@ -35,9 +35,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from workloads.formats import FORMATS, NumberFormat
-from workloads.graph import Workload
-from workloads.ops import (
+from archsim.workloads.formats import FORMATS, NumberFormat
+from archsim.workloads.graph import Workload
+from archsim.workloads.ops import (
     AllReduce,
     Attention,
     Conv2d,

@@ -80,11 +80,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from workloads.errors import Problem, WorkloadError
-from workloads.formats import NumberFormat, get_format
-from workloads.graph import Workload
-from workloads.models.common import FP16, FP32, GraphBuilder, backward_ops, to_training
-from workloads.ops import (
+from archsim.workloads.errors import Problem, WorkloadError
+from archsim.workloads.formats import NumberFormat, get_format
+from archsim.workloads.graph import Workload
+from archsim.workloads.models.common import FP16, FP32, GraphBuilder, backward_ops, to_training
+from archsim.workloads.ops import (
     AllReduce,
     Attention,
     Conv2d,

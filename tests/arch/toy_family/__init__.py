@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from arch.base import (
+from archsim.arch.base import (
     DataflowMapping,
     Estimate,
     SimInput,
@@ -23,10 +23,10 @@ from arch.base import (
     infeasible,
     register,
 )
-from arch.memory import MemorySpec
-from arch.reference import Comparison, Gap, api, checks, reference_workloads
-from arch.spec import param
-from workloads.ops import Gemm, Op
+from archsim.arch.memory import MemorySpec
+from archsim.arch.reference import Comparison, Gap, api, checks, reference_workloads
+from archsim.arch.spec import param
+from archsim.workloads.ops import Gemm, Op
 
 KIND = "toy_vector"
 
@@ -83,7 +83,7 @@ class ToyVector(Unit[DataflowMapping]):
                         actions=MappingProxyType(acts), utilization=1.0)
 
     def lower(self, op: Op, mapping: Any = None) -> SimInput:
-        from sim.taskgraph import TaskGraphBuilder
+        from archsim.sim.taskgraph import TaskGraphBuilder
 
         b = TaskGraphBuilder(clock_hz=self.clock_hz)
         b.add_op(op.name)
@@ -91,7 +91,7 @@ class ToyVector(Unit[DataflowMapping]):
         return SimInput(b.build())
 
     def components(self) -> list[Any]:
-        from energy import Component
+        from archsim.energy import Component
 
         return [Component(self.cname("mac"), "mac", self.spec.lanes, {"format": "fp16"}),
                 Component(self.cname("dram"), "dram", 1, {"tech": self.spec.memory.tech})]
