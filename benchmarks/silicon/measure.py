@@ -239,6 +239,14 @@ def _step_rows(torch: Any, kind: str, fields: dict[str, Any], step: Callable[[],
     kernel_ms = sum(getattr(e, "self_device_time_total", None)
                     or getattr(e, "self_cuda_time_total", 0.0) for e in kernels) / 1e3
     yield {"kind": kind, **fields, "ms": ms, "kernel_ms": kernel_ms, "kernels": len(kernels)}
+    # the step's kernels by name (count, summed self time): what a kernel list must contain
+    by_name: dict[str, list[float]] = {}
+    for e in kernels:
+        us = getattr(e, "self_device_time_total", None) or getattr(e, "self_cuda_time_total", 0.0)
+        by_name.setdefault(str(e.name)[:200], []).append(float(us))
+    for name, times in sorted(by_name.items(), key=lambda kv: -sum(kv[1])):
+        yield {"kind": "kernel_profile", "op": kind, "model": fields.get("model"),
+               "name": name, "count": len(times), "us": sum(times)}
     try:
         yield {**_energy_row(torch, step), "op": kind, **fields}
     except Exception as exc:  # noqa: BLE001 - NVML optional: the latency row stands alone
@@ -381,11 +389,37 @@ def _shape_rows(torch: Any) -> Iterator[dict[str, Any]]:
                "graph_ms": t["graph_ms"], "suite": "shapes"}
 
 
+def _attention_sweep_rows(torch: Any) -> Iterator[dict[str, Any]]:
+    """SDPA (flash) over head dims 64/128/256, GQA (``enable_gqa``) and decode lengths."""
+    import torch.nn.functional as F  # noqa: N812
+
+    bf = torch.bfloat16
+    for b, h, kvh, s, d in ((1, 32, 32, 1024, 64), (1, 32, 32, 1024, 256), (4, 32, 8, 2048, 128),
+                            (1, 64, 8, 4096, 128), (16, 32, 32, 256, 128), (2, 16, 16, 8192, 64),
+                            (1, 8, 8, 16384, 256)):
+        q = torch.randn(b, h, s, d, device="cuda", dtype=bf)
+        kv = torch.randn(b, kvh, s, d, device="cuda", dtype=bf)
+        ms = _bench(lambda q=q, kv=kv, g=kvh != h: F.scaled_dot_product_attention(
+            q, kv, kv, is_causal=True, enable_gqa=g))
+        yield {"kind": "attn_prefill", "b": b, "h": h, "kv_heads": kvh, "s": s, "d": d,
+               "causal": True, "dtype": "bf16", "ms": ms, "suite": "attention_sweep"}
+    for b, h, kvh, L, d in ((1, 32, 32, 512, 128), (1, 32, 8, 8192, 128), (8, 32, 8, 4096, 128),
+                            (64, 32, 8, 2048, 128), (1, 32, 32, 131072, 128), (32, 32, 32, 1024, 64),
+                            (4, 16, 16, 8192, 256), (128, 64, 8, 1024, 128)):
+        q = torch.randn(b, h, 1, d, device="cuda", dtype=bf)
+        kv = torch.randn(b, kvh, L, d, device="cuda", dtype=bf)
+        ms = _bench(lambda q=q, kv=kv, g=kvh != h: F.scaled_dot_product_attention(
+            q, kv, kv, enable_gqa=g))
+        yield {"kind": "attn_decode", "b": b, "h": h, "kv_heads": kvh, "L": L, "d": d,
+               "dtype": "bf16", "ms": ms, "gbps": 2 * kv.numel() * 2 / ms / 1e6,
+               "suite": "attention_sweep"}
+
+
 SUITES: dict[str, Callable[[Any], Iterator[dict[str, Any]]]] = {
     "gemm": _gemm_rows, "bmm": _bmm_rows, "attention": _attention_rows,
     "vector": _vector_rows, "launch": lambda torch: iter([_launch_row(torch)]),
     "energy": _energy_rows, "models": _model_rows, "protocols": _protocol_rows,
-    "shapes": _shape_rows,
+    "shapes": _shape_rows, "attention_sweep": _attention_sweep_rows,
 }
 
 
