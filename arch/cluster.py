@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from archsim.arch.shipped import configs_dir
 from archsim.arch.spec import SpecBuilder, param
 from archsim.workloads.errors import ConfigError, Problem
 from archsim.workloads.yamlio import read_yaml
@@ -154,7 +155,7 @@ class Cluster:
 
 def cluster_dir() -> Path:
     """``configs/cluster``."""
-    return Path(__file__).resolve().parent.parent / "configs" / "cluster"
+    return configs_dir() / "cluster"
 
 
 def list_clusters() -> list[Path]:

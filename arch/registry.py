@@ -10,7 +10,8 @@ import pkgutil
 
 from archsim import arch
 
-_CORE = {"base", "spec", "memory", "accelerator", "registry", "reference", "operands", "vector"}
+_CORE = {"base", "spec", "memory", "accelerator", "registry", "reference", "operands", "vector",
+         "shipped"}
 
 for _info in sorted(pkgutil.iter_modules(arch.__path__), key=lambda i: i.name):
     if _info.name not in _CORE and not _info.name.startswith("_"):

@@ -18,6 +18,7 @@ from archsim import energy
 from archsim.arch.accelerator import Accelerator
 from archsim.arch.accelerator import load as _load_file
 from archsim.arch.base import Estimate, Unit
+from archsim.arch.shipped import configs_dir
 from archsim.mapper import map_workload
 from archsim.result import OpResult, Result
 from archsim.workloads.errors import ConfigError, Problem, WorkloadError
@@ -35,8 +36,8 @@ MAPPINGS = ("default", "search")
 
 
 def config_dir() -> Path:
-    """The ``configs/`` folder shipped with archsim."""
-    return Path(__file__).resolve().parent.parent / "configs"
+    """The ``configs/`` folder shipped with archsim (``archsim.arch.shipped``)."""
+    return configs_dir()
 
 
 def list_configs() -> list[Path]:

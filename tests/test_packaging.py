@@ -1,0 +1,68 @@
+"""One import root (issue 25): ``pip install .`` puts ``archsim`` and nothing else at the top
+of site-packages, and the installed package works from a folder whose own files are named
+like archsim's layers (``arch.py``, ``sim.py``, ...), which would shadow top-level layers.
+
+The first test reads ``pyproject.toml``: its explicit package list (package-dir maps
+``archsim.arch`` -> ``arch/`` and so on) must name every package folder, or a new
+subpackage would silently be left out of the wheel. The second builds and installs the
+project into a temporary folder (``pip install --target``; it needs the package index for
+the build backend, so it is marked slow and runs in ``.ci/run``).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import sysconfig
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIG = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+LAYERS = ("arch", "dataflow", "energy", "mapper", "sim", "workloads")
+
+
+def test_package_list_names_every_package_folder():
+    pkg_dir = CONFIG["package-dir"]
+    assert pkg_dir == {"archsim": "archsim", "archsim.configs": "configs",
+                       **{f"archsim.{layer}": layer for layer in LAYERS}}
+    found = {"archsim.configs"}
+    for pkg, folder in pkg_dir.items():
+        for init in (ROOT / folder).rglob("__init__.py"):
+            rel = init.parent.relative_to(ROOT / folder).parts
+            found.add(".".join([pkg, *rel]))
+    assert sorted(CONFIG["packages"]) == sorted(found)
+    assert all(p == "archsim" or p.startswith("archsim.") for p in CONFIG["packages"])
+
+
+@pytest.mark.slow
+def test_installed_tree_has_one_root_and_ignores_shadowing_files(tmp_path):
+    target = tmp_path / "site"
+    r = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-compile",
+                        "--target", str(target), str(ROOT)], capture_output=True, text=True,
+                       check=False)
+    assert r.returncode == 0, r.stderr[-2000:]
+    top = {p.name for p in target.iterdir() if p.name != "bin"}
+    assert {n for n in top if not n.endswith(".dist-info")} == {"archsim"}, top
+    work = tmp_path / "user_scripts"
+    work.mkdir()
+    for name in (*LAYERS, "workloads"):
+        (work / f"{name}.py").write_text(f"raise ImportError('user file {name}.py was imported')\n")
+    # No site processing (the repository's own editable install must not be found), the
+    # installed tree first, then the interpreter's site-packages for numpy, numba, ...
+    code = (
+        "import sys\n"
+        f"sys.path[1:1] = [{str(target)!r}, {sysconfig.get_paths()['purelib']!r}]\n"
+        "import archsim, archsim.arch, archsim.sim, archsim.energy, archsim.mapper\n"
+        f"assert archsim.arch.__file__.startswith({str(target)!r}), archsim.arch.__file__\n"
+        "from archsim import load, workload, evaluate\n"
+        "r = evaluate(load('tpu_like'), workload('gpt2-small', phase='prefill', seq=32))\n"
+        "assert r.latency_s > 0 and r.energy_j > 0\n"
+        "print('ok', sorted(m for m in sys.modules if m.split('.')[0] in "
+        f"{set(LAYERS)!r}))\n")
+    r = subprocess.run([sys.executable, "-S", "-c", code], cwd=work, capture_output=True,
+                       text=True, check=False)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.strip() == "ok []", r.stdout
