@@ -343,7 +343,8 @@ def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
                              lat, e_op, (est.utilization * est.cycles / cycles) if cycles else 0.0,
                              est.bound, op.macs(), est.dram_bytes, est.mapping,
                              {k: float(est.details[k]) for k in REPORTED_DETAILS
-                              if k in est.details}))
+                              if k in est.details}, layer=op.layer, pass_=op.pass_,
+                             block=op.block, role=op.role))
     latency, transfers = _makespan(acc, sched, durations, fidelity)
     moved = _transfer_actions(acc, comps, sched, transfers, total_actions)
     dram += moved
