@@ -381,8 +381,8 @@ def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
     util = sum(ideal_s.values()) / (latency * max(1, len(ideal_s))) if latency > 0 else 0.0
     tag = f"{objective}/{mapping}" + (f"/refine{refine}" if refine else "")
     if constraints is not None:
-        content = [(r.ops, r.kinds, r.units, r.dataflows, r.factors, r.order_glb, r.order_dram)
-                   for r in constraints.rules]       # what the rules say, not where they are
+        content = [(r.ops, r.kinds, r.units, r.dataflows, r.factors, r.order_glb, r.order_dram,
+                    r.roles) for r in constraints.rules]       # what the rules say, not where they are
         tag += "/constraints:" + hashlib.sha256(repr(content).encode()).hexdigest()[:16]
     return Result(
         design=acc.name, workload=wl.name, phase=wl.phase, fidelity=fidelity,

@@ -215,3 +215,16 @@ def test_serving_cost_does_not_depend_on_op_names(monkeypatch, model, attention)
     groups = serve_cost._groups(renamed(w))
     assert sum(g == "attn" for g in groups.values()) == sum(
         op.role in ATTENTION_CORE_ROLES for op in w.ops())
+
+
+# --- mapping constraints select by role -------------------------------------------------------
+def test_constraint_rules_select_ops_by_role():
+    from archsim.mapper.constraints import parse_constraints
+    from archsim.workloads.errors import MappingError
+
+    cons = parse_constraints("rules:\n  - role: [qk, attn, av]\n    unit: pim\n")
+    w = renamed(build_transformer(LLAMA, "decode", 1, None, 16))
+    hit = {op.role for op in w.ops() if cons.for_op(op) is not None}
+    assert hit == {"qk", "attn", "av"}
+    with pytest.raises(MappingError, match=r"c.yaml:3 rules\[0\].role: expected an op role"):
+        parse_constraints("rules:\n  - unit: pim\n    role: attention_core\n", "c.yaml")
