@@ -220,6 +220,18 @@ def _build(data: Any, file: str, problems: list[Problem]) -> Constraints:
     if not isinstance(raw, list):
         bad("expected a list of rules", "rules", data, "rules")
         raw = []
+    def one_of(r: dict, base: str, key: str, allowed: tuple[str, ...]
+               ) -> tuple[str, ...] | None:
+        """The names under ``r[key]`` (op kinds or roles; None when absent), each checked
+        against ``allowed``."""
+        if key not in r:
+            return None
+        names = _names(r[key])
+        if names is None or any(x not in allowed for x in names):
+            bad(f"expected an op {key} or a list of them: {', '.join(allowed)}; got "
+                f"{r[key]!r}", f"{base}.{key}", r, key)
+        return names
+
     kinds = op_kinds()
     rules: list[Rule] = []
     for i, r in enumerate(raw):
@@ -235,18 +247,8 @@ def _build(data: Any, file: str, problems: list[Problem]) -> Constraints:
         ops = r.get("ops", "*")
         if not isinstance(ops, str) or not ops:
             bad("expected a glob string on op names (e.g. 'layer1.*')", f"{base}.ops", r, "ops")
-        kk = None
-        if "kind" in r:
-            kk = _names(r["kind"])
-            if kk is None or any(x not in kinds for x in kk):
-                bad(f"expected an op kind or a list of them: {', '.join(kinds)}; got "
-                    f"{r['kind']!r}", f"{base}.kind", r, "kind")
-        roles = None
-        if "role" in r:
-            roles = _names(r["role"])
-            if roles is None or any(x not in ROLES for x in roles):
-                bad(f"expected an op role or a list of them: {', '.join(x for x in ROLES if x)}"
-                    f"; got {r['role']!r}", f"{base}.role", r, "role")
+        kk = one_of(r, base, "kind", kinds)
+        roles = one_of(r, base, "role", tuple(x for x in ROLES if x))
         units = None
         if "unit" in r:
             units = _names(r["unit"])
