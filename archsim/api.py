@@ -344,7 +344,8 @@ def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
                              lat, e_op, (est.utilization * est.cycles / cycles) if cycles else 0.0,
                              est.bound, op.macs(), est.dram_bytes, est.mapping,
                              {k: float(est.details[k]) for k in REPORTED_DETAILS
-                              if k in est.details}))
+                              if k in est.details}, layer=op.layer, pass_=op.pass_,
+                             block=op.block, role=op.role))
     latency, transfers = _makespan(acc, sched, durations, fidelity)
     moved = _transfer_actions(acc, comps, sched, transfers, total_actions)
     dram += moved
@@ -381,8 +382,8 @@ def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
     util = sum(ideal_s.values()) / (latency * max(1, len(ideal_s))) if latency > 0 else 0.0
     tag = f"{objective}/{mapping}" + (f"/refine{refine}" if refine else "")
     if constraints is not None:
-        content = [(r.ops, r.kinds, r.units, r.dataflows, r.factors, r.order_glb, r.order_dram)
-                   for r in constraints.rules]       # what the rules say, not where they are
+        content = [(r.ops, r.kinds, r.units, r.dataflows, r.factors, r.order_glb, r.order_dram,
+                    r.roles) for r in constraints.rules]       # what the rules say, not where they are
         tag += "/constraints:" + hashlib.sha256(repr(content).encode()).hexdigest()[:16]
     return Result(
         design=acc.name, workload=wl.name, phase=wl.phase, fidelity=fidelity,

@@ -4,18 +4,19 @@ device and energy.
 The per-device compute comes from the device's own unit model (any family) through
 :func:`archsim.evaluate` on three small graphs (:func:`workloads.parallel.block_graphs`):
 the embedding and head, one dense block and one MoE block, each for one microbatch on one
-device. Their per-op times are split into forward, backward and optimiser update (by the op
-names of ``workloads.models.common.to_training``); the tensor-parallel all-reduces in those
-graphs are dropped and every collective is priced on the cluster by :mod:`arch.collective`
-instead (one model for all of them).
+device. Their per-op times are split into forward, backward and optimiser update by the ops'
+tags (:mod:`workloads.tags`: pass, block, role; never by name); the tensor-parallel
+all-reduces in those graphs are dropped and every collective is priced on the cluster by
+:mod:`arch.collective` instead (one model for all of them).
 
 Step (training; docs/cluster.md has the derivation):
 
 * per block and microbatch: ``f`` forward and ``b`` backward compute; selective recompute adds
-  the attention core's forward (QK, softmax, AV) to ``b``, full recompute the whole forward;
-  sequence parallelism divides the norm / residual ops by ``tp``; context parallelism
-  multiplies the attention core by ``cp`` (each device's queries meet every key); expert ops
-  are scaled by ``moe_imbalance`` (hottest device / mean);
+  the attention core's forward (roles ``qk``, ``attn``, ``av`` or the fused ``attention``) to
+  ``b``, full recompute the whole forward; sequence parallelism divides a block's norm /
+  residual ops by ``tp``; context parallelism multiplies the attention core by ``cp`` (each
+  device's queries meet every key); routed-expert ops are scaled by ``moe_imbalance``
+  (hottest device / mean);
 * communication per block: tp collectives (exposed, or overlapped with the other half of a
   split batch -- TokenWeave / NanoFlow -- when ``tp_overlap``: per block ``2 max(c_half x
   slow, k_half)`` with ``slow = SMs / (SMs - comm_sms)``), the expert all-to-alls, the ring
@@ -58,12 +59,9 @@ from archsim.workloads.parallel import (
     memory_per_device,
     without_collectives,
 )
+from archsim.workloads.tags import ATTENTION_CORE_ROLES, EXPERT_ROLES, SEQUENCE_PARALLEL_ROLES
 
 __all__ = ["PlanOptions", "PlanResult", "evaluate_plan", "shape_of"]
-
-_ATTN_CORE = (".attn.qk", ".attn.softmax", ".attn.dropout", ".attn.av", ".attn.alibi")
-_SP_SPLIT = (".ln1", ".ln2", ".attn.residual", ".ffn.residual")
-_EXPERT = (".moe.gate", ".moe.up", ".moe.act", ".moe.down")
 
 
 @dataclass(frozen=True)
@@ -158,33 +156,29 @@ class _Times:
     flops: float = 0.0
 
 
-def _split(res: Result, prefix: str | None, plan: ParallelPlan, imbalance: float) -> _Times:
-    """Per-pass times of the ops of ``res`` under ``prefix`` (None: those outside blocks)."""
+def _split(res: Result, block: int | None, plan: ParallelPlan, imbalance: float) -> _Times:
+    """Per-pass times of the ops of ``res`` in block ``block`` (None: those outside blocks),
+    selected and scaled by their tags (module doc)."""
     t = _Times()
     for o in res.ops:
-        inside = o.name.startswith("blocks.")
-        if (prefix is None and inside) or (prefix is not None and not o.name.startswith(prefix)):
+        if o.block != block:
             continue
-        if o.kind == "allreduce":          # priced on the cluster (arch.collective)
+        if o.role == "collective":         # priced on the cluster (arch.collective)
             continue
-        base = o.name
-        for suf in (".bwd_data", ".bwd_weight", ".bwd", ".update"):
-            if base.endswith(suf):
-                base = base[: -len(suf)]
-                break
         lat = o.latency_s
-        if plan.sequence_parallel and plan.tp > 1 and base.endswith(_SP_SPLIT):
+        if plan.sequence_parallel and plan.tp > 1 and o.block is not None \
+                and o.role in SEQUENCE_PARALLEL_ROLES:
             lat /= plan.tp
-        core = base.endswith(_ATTN_CORE)
+        core = o.role in ATTENTION_CORE_ROLES
         if core:
             lat *= plan.cp
-        if base.endswith(_EXPERT):
+        if o.role in EXPERT_ROLES:
             lat *= imbalance
         t.energy_j += o.energy_j * (lat / o.latency_s if o.latency_s > 0 else 1.0)
         t.flops += o.macs * 2 * (plan.cp if core else 1)
-        if o.name.endswith(".update"):
+        if o.pass_group == "optimizer":
             t.upd += lat
-        elif o.name.endswith((".bwd_data", ".bwd_weight", ".bwd")):
+        elif o.pass_group == "backward":
             t.bwd += lat
             if core:
                 t.attn_bwd += lat
@@ -254,9 +248,9 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
     dense_n, moe_n = block_counts(s)
     blocks = {}
     if dense_n:
-        blocks["dense"] = _split(results["dense"][0], "blocks.0.", plan, imb)
+        blocks["dense"] = _split(results["dense"][0], 0, plan, imb)
     if moe_n:
-        blocks["moe"] = _split(results["moe"][0], "blocks.0.", plan, imb)
+        blocks["moe"] = _split(results["moe"][0], 0, plan, imb)
     train = phase == "train"
 
     # ---- communication of one block, one microbatch ------------------------------------
@@ -294,7 +288,7 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
             # compute may be slower than the whole batch's (smaller GEMMs)
             hf, hb = f, b                      # one sequence: split nothing
             if split:
-                h = _split(halves[kind][0], "blocks.0.", plan, imb)
+                h = _split(halves[kind][0], 0, plan, imb)
                 hf = 2 * h.fwd
                 hb = 2 * (h.bwd + (h.attn_fwd if plan.recompute == "selective"
                                    else h.fwd if plan.recompute == "full" else 0.0))

@@ -10,12 +10,15 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from archsim.workloads.tags import PassGroup, pass_group
+
 __all__ = ["OpResult", "Result"]
 
 
 @dataclass(frozen=True)
 class OpResult:
-    """One op's row of the per-op table."""
+    """One op's row of the per-op table, with the op's tags (``archsim.workloads.tags``):
+    ``pass_``, ``block`` and ``role``; ``layer`` is the op's report group label."""
 
     name: str
     kind: str
@@ -33,6 +36,15 @@ class OpResult:
     #: unit-specific per-op numbers worth reporting (GPU: ``clock_mhz``, ``power_w``,
     #: ``host_s``, ``wall_s``); empty for units that have none
     details: dict[str, float] = field(default_factory=dict)
+    layer: str = ""
+    pass_: str = "fwd"
+    block: int | None = None
+    role: str = ""
+
+    @property
+    def pass_group(self) -> PassGroup:
+        """``forward``, ``backward`` or ``optimizer`` (from ``pass_``)."""
+        return pass_group(self.pass_)
 
 
 @dataclass(frozen=True)

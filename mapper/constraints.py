@@ -1,11 +1,12 @@
 """User mapping constraints: fix or restrict unit, dataflow, loop-nest factors and loop order
-per op kind or per layer name (glob), read strictly from YAML.
+per op kind, op role (``workloads.tags.ROLES``) or op name (glob), read strictly from YAML.
 
 File layout (``archsim map CONFIG --model M --constraints cons.yaml``)::
 
     rules:
       - ops: "layer1.*"          # glob on op names (fnmatch); default "*"
         kind: conv2d             # op kind or list of kinds (optional)
+        role: [qk, attn, av]     # op role or list of roles (optional; workloads/tags.py)
         unit: nvdla              # unit name or list: only these units may run the ops
         dataflow: [ws, os]       # matrix ops: allowed named dataflows
         factors:                 # matrix ops: fixed loop-nest factors, GEMM view
@@ -13,7 +14,7 @@ File layout (``archsim map CONFIG --model M --constraints cons.yaml``)::
           cols: {N: 32}          #   dims M | N | K (Conv2d: M = N*P*Q, N = K, K = C*R*S)
         loop_order: {glb: MNK, dram: NKM}   # outermost first, a permutation of MNK
 
-Every rule whose ``ops`` glob and ``kind`` match an op applies; later rules override the
+Every rule whose ``ops`` glob, ``kind`` and ``role`` match an op applies; later rules override the
 keys set by earlier ones (factors merge per slot and dim). ``unit`` applies to every op;
 ``dataflow``, ``factors`` and ``loop_order`` apply to matrix ops (vector ops have no loop
 nest) and ``factors``/``loop_order`` force the loop-nest search for the ops they match.
@@ -33,6 +34,7 @@ from typing import Any
 
 from archsim.dataflow.mapping import DATAFLOW_CONSTRAINTS, DIMS, DRAM, GLB, RF, SCOL, SROW
 from archsim.workloads.errors import MappingError, Problem
+from archsim.workloads.tags import ROLES
 from archsim.workloads.yamlio import line_of, parse_yaml_text, read_yaml
 
 __all__ = ["Rule", "OpConstraint", "Constraints", "load_constraints", "parse_constraints",
@@ -40,7 +42,7 @@ __all__ = ["Rule", "OpConstraint", "Constraints", "load_constraints", "parse_con
 
 #: YAML slot name -> loop-nest slot of :class:`dataflow.Mapping`.
 SLOT_NAMES = {"rows": SROW, "cols": SCOL, "rf": RF, "glb": GLB, "dram": DRAM}
-_RULE_KEYS = ("ops", "kind", "unit", "dataflow", "factors", "loop_order")
+_RULE_KEYS = ("ops", "kind", "role", "unit", "dataflow", "factors", "loop_order")
 _ORDER_KEYS = ("glb", "dram")
 
 
@@ -74,9 +76,12 @@ class Rule:
     line: int | None = None
     index: int = 0
     key_lines: tuple[tuple[str, int], ...] = ()
+    roles: tuple[str, ...] | None = None
 
     def matches(self, op: Any) -> bool:
         if self.kinds is not None and op.kind not in self.kinds:
+            return False
+        if self.roles is not None and op.role not in self.roles:
             return False
         return fnmatch.fnmatchcase(op.name, self.ops)
 
@@ -215,6 +220,18 @@ def _build(data: Any, file: str, problems: list[Problem]) -> Constraints:
     if not isinstance(raw, list):
         bad("expected a list of rules", "rules", data, "rules")
         raw = []
+    def one_of(r: dict, base: str, key: str, allowed: tuple[str, ...]
+               ) -> tuple[str, ...] | None:
+        """The names under ``r[key]`` (op kinds or roles; None when absent), each checked
+        against ``allowed``."""
+        if key not in r:
+            return None
+        names = _names(r[key])
+        if names is None or any(x not in allowed for x in names):
+            bad(f"expected an op {key} or a list of them: {', '.join(allowed)}; got "
+                f"{r[key]!r}", f"{base}.{key}", r, key)
+        return names
+
     kinds = op_kinds()
     rules: list[Rule] = []
     for i, r in enumerate(raw):
@@ -230,12 +247,8 @@ def _build(data: Any, file: str, problems: list[Problem]) -> Constraints:
         ops = r.get("ops", "*")
         if not isinstance(ops, str) or not ops:
             bad("expected a glob string on op names (e.g. 'layer1.*')", f"{base}.ops", r, "ops")
-        kk = None
-        if "kind" in r:
-            kk = _names(r["kind"])
-            if kk is None or any(x not in kinds for x in kk):
-                bad(f"expected an op kind or a list of them: {', '.join(kinds)}; got "
-                    f"{r['kind']!r}", f"{base}.kind", r, "kind")
+        kk = one_of(r, base, "kind", kinds)
+        roles = one_of(r, base, "role", tuple(x for x in ROLES if x))
         units = None
         if "unit" in r:
             units = _names(r["unit"])
@@ -296,7 +309,7 @@ def _build(data: Any, file: str, problems: list[Problem]) -> Constraints:
             continue
         key_lines = tuple((str(k), line_of(r, k) or 0) for k in r)
         rules.append(Rule(ops if isinstance(ops, str) else "*", kk, units, dfs, tuple(fixed),
-                          og, od, file, line_of(raw, i), i, key_lines))
+                          og, od, file, line_of(raw, i), i, key_lines, roles))
     if probs:
         raise MappingError(probs)
     return Constraints(tuple(rules), file)

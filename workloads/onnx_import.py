@@ -199,7 +199,8 @@ def _convert(node: Any, nname: str, shapes: dict[str, list[int]], weights: set[s
         out = _shape(shapes, node.output[0], nname)
         rows, cols = math.prod(out[:-1]) if len(out) > 1 else 1, out[-1]
         if t == "BatchNormalization":
-            return Elementwise(name=nname, rows=rows, cols=cols, fn="mul", layer=nname)
+            return Elementwise(name=nname, rows=rows, cols=cols, fn="mul", layer=nname,
+                               role="norm")
         if t == "LayerNormalization":
             return Norm(name=nname, rows=rows, cols=cols, layer=nname)
         if t == "Softmax":
@@ -211,5 +212,5 @@ def _convert(node: Any, nname: str, shapes: dict[str, list[int]], weights: set[s
     if t in _POOLS:
         x = _shape(shapes, node.input[0], nname)
         return Elementwise(name=nname, rows=math.prod(x[:2]), cols=math.prod(x[2:]) or 1,
-                           fn="pool", layer=nname)
+                           fn="pool", layer=nname, role="pool")
     return None

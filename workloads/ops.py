@@ -10,6 +10,10 @@ Training passes: a forward op has ``pass_="fwd"``; the backward passes of a matr
 same op with ``pass_="bwd_data"`` (gradient w.r.t. the input) or ``pass_="bwd_weight"``
 (gradient w.r.t. the weights). ``Gemm.as_pass`` / ``Conv2d.as_gemm`` give their GEMM
 shapes (im2col view), so any unit that runs GEMMs can run training.
+
+Tags (:mod:`workloads.tags`): every op carries its training pass (``pass_``), the block it
+belongs to (``block``) and its ``role``; code selects ops by these, never by name. ``layer``
+stays a free-form group label for reports.
 """
 
 from __future__ import annotations
@@ -20,13 +24,21 @@ from typing import ClassVar
 
 from archsim.workloads.errors import Problem, WorkloadError
 from archsim.workloads.formats import FORMATS, NumberFormat
+from archsim.workloads.tags import (
+    ATTENTION_CORE_ROLES,
+    EXPERT_ROLES,
+    PASSES,
+    ROLES,
+    PassGroup,
+    pass_group,
+)
 
 __all__ = [
     "Sparsity", "Op", "Gemm", "Conv2d", "Softmax", "Norm", "Elementwise", "Embedding",
     "AllReduce", "VectorOp", "VECTOR_OPS_PER_ELEMENT", "PASSES", "MATRIX_OPS", "Attention",
+    "ROLES", "ATTENTION_CORE_ROLES", "EXPERT_ROLES", "PassGroup", "pass_group",
 ]
 
-PASSES = ("fwd", "bwd_data", "bwd_weight", "update")
 
 #: Elementary operations per element of a vector op (exp/div/sqrt count as one special-
 #: function op each). softmax: max, sub, exp, sum, div = 5 (Milakov & Gimelshein 2018,
@@ -101,10 +113,10 @@ class Op:
         a_format: activation (input/output) format.
         w_format: weight format (for ops with weights).
         acc_format: accumulator format.
-        pass_: training pass, one of ``PASSES``.
-        layer: the layer (block) this op belongs to, for grouping in reports.
-        count: how many identical instances of this op the workload runs (repeated layers
-            are folded into one op with ``count`` > 1 only where the graph says so).
+        pass_: training pass, one of ``PASSES`` (tag).
+        layer: a group label for reports (``blocks.3``, ``embed``, ``layer1.0``); not a tag.
+        block: index of the repeated block the op belongs to; None outside blocks (tag).
+        role: what the op is in its network, a key of ``ROLES`` (tag; "" = unknown).
     """
 
     kind: ClassVar[str] = "op"
@@ -114,11 +126,20 @@ class Op:
     acc_format: NumberFormat = _FP32
     pass_: str = "fwd"
     layer: str = ""
+    block: int | None = None
+    role: str = ""
 
     def __post_init__(self) -> None:
         if self.pass_ not in PASSES:
             raise WorkloadError(Problem(f"pass must be one of {PASSES}, got {self.pass_!r}",
                                         self.name))
+        if self.role not in ROLES:
+            raise WorkloadError(Problem(f"role must be one of {', '.join(map(repr, ROLES))}, "
+                                        f"got {self.role!r}", self.name))
+        if self.block is not None and (not isinstance(self.block, int)
+                                       or isinstance(self.block, bool) or self.block < 0):
+            raise WorkloadError(Problem(f"block must be None or an int >= 0, got "
+                                        f"{self.block!r}", self.name))
         for f in self._positive_fields():
             v = getattr(self, f)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
@@ -164,6 +185,11 @@ class Op:
     def is_matrix(self) -> bool:
         return self.macs() > 0
 
+    @property
+    def pass_group(self) -> PassGroup:
+        """``forward``, ``backward`` or ``optimizer`` (from ``pass_``)."""
+        return pass_group(self.pass_)
+
     def with_formats(self, a_format: NumberFormat | None = None,
                      w_format: NumberFormat | None = None) -> Op:
         """A copy with other activation and/or weight formats."""
@@ -194,8 +220,9 @@ class Gemm(Op):
         group_size: weight-quantisation group along K (0 = per-channel / none); each group
             carries one ``a_format``-sized scale (and zero point for integer formats).
         w_sparsity: sparsity of operand B (weights).
-        role: what the GEMM is in its network (``qkv``, ``proj``, ``ffn_up``, ``qk``, ``av``,
-            ``lm_head``, ``conv`` ...), for reports and mapping constraints.
+
+    Its ``role`` (``qkv``, ``proj``, ``ffn_up``, ``qk``, ``av``, ``lm_head``, ``conv`` ...)
+    tells the units which GEMMs of attention they may fuse (``qk``, ``av``).
     """
 
     kind: ClassVar[str] = "gemm"
@@ -207,7 +234,6 @@ class Gemm(Op):
     b_shared: int = 1
     group_size: int = 0
     w_sparsity: Sparsity = field(default_factory=Sparsity)
-    role: str = ""
 
     def _positive_fields(self) -> tuple[str, ...]:
         return ("m", "n", "k", "batch", "b_shared")
@@ -353,7 +379,8 @@ class Conv2d(Op):
         g = Gemm(name=self.name, m=self.n * self.p * self.q, n=self.k // self.groups,
                  k=(self.c // self.groups) * self.r * self.s, batch=self.groups,
                  a_format=self.a_format, w_format=self.w_format, acc_format=self.acc_format,
-                 w_sparsity=self.w_sparsity, layer=self.layer, role="conv")
+                 w_sparsity=self.w_sparsity, layer=self.layer, block=self.block,
+                 role=self.role)
         return g.as_pass(pass_ or self.pass_)
 
     def describe(self) -> str:
@@ -401,7 +428,6 @@ class Softmax(_VectorOp):
     """
 
     kind: ClassVar[str] = "softmax"
-    role: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -410,6 +436,7 @@ class Norm(_VectorOp):
 
     kind: ClassVar[str] = "norm"
     norm: str = "layernorm"
+    role: str = "norm"
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -475,6 +502,7 @@ class Embedding(Op):
 
     kind: ClassVar[str] = "embedding"
     tokens: int
+    role: str = "embedding"
     dim: int
     vocab: int
 
@@ -506,6 +534,7 @@ class Collective(Op):
     elements: int
     devices: int = 1
     group: str = ""
+    role: str = "collective"
 
     def _positive_fields(self) -> tuple[str, ...]:
         return ("elements", "devices")
@@ -549,6 +578,7 @@ class Attention(Op):
     kv_len: int
     head_dim: int
     causal: bool = False
+    role: str = "attention"
 
     def _positive_fields(self) -> tuple[str, ...]:
         return ("batch", "heads", "kv_heads", "q_len", "kv_len", "head_dim")

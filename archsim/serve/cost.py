@@ -3,16 +3,20 @@
 An iteration runs one forward pass over a *mixed batch*: prefill chunks (``c`` new prompt
 tokens of a request whose first ``p`` tokens are already cached) and decode tokens (one per
 running request, each over its own context). The transformer's ops split into groups whose
-cost depends on different batch quantities:
+cost depends on different batch quantities (selected by the ops' tags, :mod:`workloads.tags`,
+never by name):
 
 * ``dense`` — one block's QKV/out projections, FFN, norms, residuals, RoPE and the
   tensor-parallel all-reduces: ``m = T`` rows, T = all tokens of the iteration (prefill chunk
   tokens + one per decode). Linear layers do not care which request a row belongs to.
-* ``attn`` — one block's QK^T, softmax (ALiBi) and AV: per request group, since every
+* ``attn`` — one block's attention core (roles ``qk``, ``attn``, ``av``, or the fused
+  ``attention``: QK^T, softmax, ALiBi, AV): per request group, since every
   request attends over its own keys. Decodes: one query over ``ctx + 1`` keys each; a
   prefill chunk: ``c`` queries over ``p + c`` keys.
-* ``embed`` — token (and position) embeddings of the ``T`` tokens.
-* ``head`` — final norm and LM head on one row per sequence that emits a token.
+* ``embed`` — token (and position) embeddings of the ``T`` tokens: the ops outside the
+  blocks (``block`` None) that run before the first block.
+* ``head`` — final norm and LM head on one row per sequence that emits a token: the ops
+  outside the blocks that run after them.
 
 Iteration time = ``embed(T) + L x [dense(T) + sum_g attn(g)] + head(S)`` with ``L`` blocks.
 Each group is priced by calling :func:`archsim.evaluate` on a sub-workload made of the
@@ -48,13 +52,12 @@ from archsim.arch.accelerator import Accelerator
 from archsim.workloads.errors import ConfigError, Problem, WorkloadError
 from archsim.workloads.graph import Workload
 from archsim.workloads.models.transformer import TransformerShape, build_transformer
-from archsim.workloads.ops import Attention, Gemm, Op
+from archsim.workloads.tags import ATTENTION_CORE_ROLES
 
 __all__ = ["Cost", "IterationCost", "Batch", "model_shape"]
 
 _GRID = 2 ** 0.25          # dense/embed/head token grid ratio
 _CTX_GRID = 2 ** 0.5       # attention key grid ratio
-_ATTN_KINDS = ("qk", "av")
 
 
 @dataclass(frozen=True)
@@ -151,14 +154,18 @@ def _grid(ratio: float, hi: int) -> list[int]:
     return sorted(pts)
 
 
-def _group(op: Op) -> str:
-    layer = op.layer or ""
-    if layer.startswith("blocks."):
-        if (isinstance(op, Gemm) and op.role in _ATTN_KINDS) or op.kind == "softmax" \
-                or isinstance(op, Attention) or op.name.endswith(".attn.alibi"):
-            return "attn"
-        return "dense"
-    return "embed" if layer == "embed" else "head"
+def _groups(w: Workload) -> dict[str, str]:
+    """Op name -> ``attn``, ``dense``, ``embed`` or ``head`` (module doc), by the ops' tags
+    and their order: ops outside the blocks before the first block op are the embedding."""
+    out: dict[str, str] = {}
+    seen_block = False
+    for op in w.ops():
+        if op.block is not None:
+            seen_block = True
+            out[op.name] = "attn" if op.role in ATTENTION_CORE_ROLES else "dense"
+        else:
+            out[op.name] = "head" if seen_block else "embed"
+    return out
 
 
 class IterationCost:
@@ -228,7 +235,7 @@ class IterationCost:
         ``peak_bytes_per_cycle x clock``."""
         wl = build_transformer(self.one, "prefill", 1, 512 if self.context >= 512 else 1,
                                None, self.tp)
-        rep = wl.op("blocks.0.attn.qkv")
+        rep = next(op for op in wl.ops() if op.role == "qkv")
         f = b = 0.0
         for u in self.acc.units:
             if u.supports(rep) is None:
@@ -250,7 +257,7 @@ class IterationCost:
         sub = Workload(name=f"{w.name}:{group}", phase=w.phase, batch=w.batch, seq=w.seq,
                        context=w.context, parameters=w.parameters, family=w.family,
                        devices=w.devices)
-        keep = {op.name for op in w.ops() if _group(op) == group}
+        keep = {name for name, g in _groups(w).items() if g == group}
         for op in w.ops():
             if op.name in keep:
                 sub.add(op, [p for p in w.predecessors(op.name) if p in keep])

@@ -53,7 +53,8 @@ class ConvNetBuilder:
         self.c, self.hw = k, op.p
         if bn:
             out = self.b.add(Elementwise(name=f"{name}.bn", rows=self.n * self.hw * self.hw,
-                                         cols=k, fn="mul", layer=layer), [out], extra=2 * k)
+                                         cols=k, fn="mul", layer=layer, role="norm"), [out],
+                             extra=2 * k)
         if relu:
             out = self.relu(f"{name}.relu", out, layer)
         return out
@@ -72,16 +73,16 @@ class ConvNetBuilder:
     def add(self, name: str, y: Op, x: Op, layer: str = "") -> Op:
         """Residual add of two tensors of the current shape."""
         return self.b.add(Elementwise(name=name, rows=self.n * self.hw * self.hw, cols=self.c,
-                                      fn="add", inputs=2, layer=layer), [y, x])
+                                      fn="add", inputs=2, layer=layer, role="residual"), [y, x])
 
     def relu(self, name: str, x: Op, layer: str = "") -> Op:
         return self.b.add(Elementwise(name=name, rows=self.n * self.hw * self.hw, cols=self.c,
-                                      fn="relu", layer=layer), [x])
+                                      fn="relu", layer=layer, role="act"), [x])
 
     def pool(self, name: str, x: Op, out_hw: int) -> Op:
         """Pooling reads the whole input once; the spatial size becomes ``out_hw``."""
         op = self.b.add(Elementwise(name=name, rows=self.n * self.c, cols=self.hw * self.hw,
-                                    fn="pool"), [x])
+                                    fn="pool", role="pool"), [x])
         self.hw = out_hw
         return op
 
@@ -140,7 +141,7 @@ def _vgg16(net: ConvNetBuilder) -> None:
         x = net.fc(f"classifier.fc{j}", x, n_out, k)
         if j < 2:
             x = net.b.add(Elementwise(name=f"classifier.relu{j}", rows=net.n, cols=n_out,
-                                      fn="relu", layer=f"classifier.fc{j}"), [x])
+                                      fn="relu", layer=f"classifier.fc{j}", role="act"), [x])
         k = n_out
 
 

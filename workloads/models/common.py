@@ -20,6 +20,8 @@ backward ops of every forward op, then one optimiser update per weight-bearing o
 * embedding ``X`` -> ``X.bwd``, a scatter-add (``add``) of the gathered rows.
 * ``X.update``: ``Elementwise(fn=optimizer)`` over the op's parameters in fp32
   (Adam reads parameter, gradient, m, v: 4 inputs; SGD with momentum: 3).
+* every backward and update op keeps the tags of its forward op (``block``, ``role``;
+  :mod:`workloads.tags`), with its own ``pass_``.
 * a builder may replace these rules for a forward op (``to_training(backward=...)``): the
   kernels a framework really runs for it (``kernels="eager_amp"``: autograd's), the listed
   input-gradient ops running one after the other; an empty list passes the gradient through
@@ -121,7 +123,8 @@ def _bwd_vector(op: Op, name: str) -> Elementwise:
             return Elementwise(name=name, rows=op.rows, cols=op.cols, fn="copy", inputs=1,
                                a_format=op.out_format or op.a_format,
                                out_format=None if op.out_format is None else op.a_format,
-                               acc_format=op.acc_format, pass_="bwd_data", layer=op.layer)
+                               acc_format=op.acc_format, pass_="bwd_data", layer=op.layer,
+                               block=op.block, role=op.role)
         if op.fn == "add":
             fn, inputs = "copy", 1
         else:
@@ -130,7 +133,7 @@ def _bwd_vector(op: Op, name: str) -> Elementwise:
         raise TypeError(f"no backward rule for {type(op).__name__}")
     return Elementwise(name=name, rows=op.rows, cols=op.cols, fn=fn, inputs=inputs,
                        a_format=op.a_format, acc_format=op.acc_format, pass_="bwd_data",
-                       layer=op.layer)
+                       layer=op.layer, block=op.block, role=op.role)
 
 
 def backward_ops(op: Op) -> tuple[list[Op], list[Op]]:
@@ -153,7 +156,7 @@ def backward_ops(op: Op) -> tuple[list[Op], list[Op]]:
     if isinstance(op, Embedding):
         grad = Elementwise(name=f"{op.name}.bwd", rows=op.tokens, cols=op.dim, fn="add",
                            inputs=2, a_format=op.a_format, acc_format=op.acc_format,
-                           pass_="bwd_weight", layer=op.layer)
+                           pass_="bwd_weight", layer=op.layer, block=op.block, role=op.role)
         return [], [grad]
     bwd = _bwd_vector(op, f"{op.name}.bwd")
     return [bwd], ([bwd] if isinstance(op, Norm) else [])
@@ -220,7 +223,7 @@ def to_training(fwd: Workload, params: dict[str, int], tied: dict[str, str],
             deps = grads_in[op.name]
         out.add(Elementwise(name=f"{op.name}.update", rows=1, cols=n, fn=optimizer,
                             inputs=inputs, a_format=FP32, acc_format=FP32, pass_="update",
-                            layer=op.layer), deps)
+                            layer=op.layer, block=op.block, role=op.role), deps)
     return out
 
 

@@ -314,12 +314,15 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
 
     # a row-parallel layer's bias is added once, after its all-reduce (not on the shard)
     row_bias: bool | None = None if tp == 1 else False
+    # the block being built (the ``block`` tag of every op made now; None outside blocks)
+    blk: int | None = None
 
     def all_reduce(name: str, layer: str, after: Op) -> Op:
         """Sum of the row-parallel partial outputs over the ``tp`` devices (tp > 1)."""
         if tp == 1:
             return after
-        return b.add(AllReduce(name=name, elements=m * d, devices=tp, layer=layer), [after])
+        return b.add(AllReduce(name=name, elements=m * d, devices=tp, layer=layer, block=blk),
+                     [after])
 
     # eager_amp: autocast runs GEMMs in the activation format (amp) on fp32 parameters and
     # keeps its fp32-list ops (norms, softmax, pow, the loss) and the residual stream in fp32
@@ -336,10 +339,12 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
 
     def grad_op(name: str, layer: str, rows: int, cols: int, fmt: NumberFormat,
                 fn: str = "mul", inputs: int = 1, out: NumberFormat | None = None,
-                mask: str = "", pass_: str = "bwd_data") -> Elementwise:
-        """One backward kernel of ``rows x cols`` elements read in ``fmt``."""
+                mask: str = "", pass_: str = "bwd_data", *, role: str) -> Elementwise:
+        """One backward kernel of ``rows x cols`` elements read in ``fmt``; ``role`` is
+        the role of the forward op it belongs to."""
         return Elementwise(name=name, rows=rows, cols=cols, fn=fn, inputs=inputs, a_format=fmt,
-                           out_format=out, mask=mask, pass_=pass_, layer=layer)
+                           out_format=out, mask=mask, pass_=pass_, layer=layer, block=blk,
+                           role=role)
 
     def out_fmt(o: Op | str) -> NumberFormat:
         op = w.op(o) if isinstance(o, str) else o
@@ -347,12 +352,13 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
         return f if f is not None else op.a_format
 
     def cast(name: str, layer: str, rows: int, cols: int, src: Op | str,
-             dst: NumberFormat) -> Op | str:
+             dst: NumberFormat, role: str = "elementwise") -> Op | str:
         """autocast's cast of ``src``'s output to ``dst`` (none if it is already ``dst``)."""
         if out_fmt(src) == dst:
             return src
         return b.add(Elementwise(name=name, rows=rows, cols=cols, fn="copy", inputs=1,
-                                 a_format=out_fmt(src), out_format=dst, layer=layer), [src])
+                                 a_format=out_fmt(src), out_format=dst, layer=layer,
+                                 block=blk, role=role), [src])
 
     def lin(name: str, layer: str, rows: int, n: int, k: int, role: str,
             after: list[Op | str], bias: bool | None = None, quant: bool = True,
@@ -363,8 +369,9 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
             after = [cast(f"{name}.cast_in", layer, rows, k, a, amp) for a in after[:1]]
             after.append(b.add(Elementwise(name=f"{name}.cast_w", rows=1, cols=n * k,
                                            fn="copy", inputs=1, a_format=FP32,
-                                           out_format=amp, layer=layer)))
-        op = Gemm(name=name, m=rows, n=n, k=k, role=role, layer=layer, a_format=fa,
+                                           out_format=amp, layer=layer, block=blk,
+                                           role="elementwise")))
+        op = Gemm(name=name, m=rows, n=n, k=k, role=role, layer=layer, block=blk, a_format=fa,
                   w_format=fw, acc_format=fc)
         has_bias = s.bias if bias is None else bias
         if autograd and has_bias:
@@ -373,16 +380,16 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
             # the whole amp output gradient: ``rows`` inputs of ``n`` elements, ``n`` written
             data, weight = backward_ops(op)
             weight.append(grad_op(f"{name}.bwd_bias", layer, 1, n, amp, fn="add", inputs=rows,
-                                  pass_="bwd_weight"))
+                                  pass_="bwd_weight", role=role))
             bwd[name] = (data, weight)
         return b.add(op, after, bias=n if has_bias else 0, tied_to=tied_to)
 
     def norm(name: str, layer: str, after: Op) -> Op:
         return norm_cols(name, layer, after, d)
 
-    def norm_cols(name: str, layer: str, after: Op, cols: int) -> Op:
-        op = b.add(Norm(name=name, rows=m, cols=cols, norm=s.norm, layer=layer,
-                        a_format=wide), [after])
+    def norm_cols(name: str, layer: str, after: Op, cols: int, role: str = "norm") -> Op:
+        op = b.add(Norm(name=name, rows=m, cols=cols, norm=s.norm, layer=layer, block=blk,
+                        role=role, a_format=wide), [after])
         if autograd:
             # native_layer_norm_backward (CUDA): one kernel for the input gradient (reads the
             # output gradient and x, writes dx) and a second for the gain/shift gradients,
@@ -390,16 +397,16 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
             per = 2 if s.norm == "layernorm" else 1
             data, _ = backward_ops(op)
             bwd[name] = (data, [grad_op(f"{name}.bwd_weight", layer, per, cols, wide, fn="add",
-                                        inputs=m, pass_="bwd_weight")])
+                                        inputs=m, pass_="bwd_weight", role=role)])
         return op
 
     drop = s.dropout and ph == "train"
 
     def add(name: str, layer: str, rows: int, cols: int, after: list[Op | str],
-            fn: str = "add", extra: int = 0, more: int = 0, fmt: NumberFormat | None = None
-            ) -> Op:
+            fn: str = "add", extra: int = 0, more: int = 0, fmt: NumberFormat | None = None,
+            *, role: str) -> Op:
         return b.add(Elementwise(name=name, rows=rows, cols=cols, fn=fn,
-                                 inputs=len(after) + more, layer=layer,
+                                 inputs=len(after) + more, layer=layer, block=blk, role=role,
                                  a_format=fmt or vec), after, extra=extra)
 
     def dropout(name: str, layer: str, rows: int, cols: int, x: Op) -> Op:
@@ -410,8 +417,10 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
             return x
         fmt = out_fmt(x)
         op = b.add(Elementwise(name=name, rows=rows, cols=cols, fn="mul", inputs=1,
-                               mask="write", layer=layer, a_format=fmt), [x])
-        bwd[name] = ([grad_op(f"{name}.bwd", layer, rows, cols, fmt, mask="read")], [])
+                               mask="write", layer=layer, block=blk, role="elementwise",
+                               a_format=fmt), [x])
+        bwd[name] = ([grad_op(f"{name}.bwd", layer, rows, cols, fmt, mask="read",
+                              role="elementwise")], [])
         return op
 
     def embedding_backward(op: Op, tied: bool) -> None:
@@ -423,10 +432,10 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
             return
         rows_, f = (op.vocab, op.dim), op.w_format
         weight = [grad_op(f"{op.name}.bwd_zero", op.layer, *rows_, f, fn="copy", inputs=0,
-                          pass_="bwd_weight"), *backward_ops(op)[1]]
+                          pass_="bwd_weight", role=op.role), *backward_ops(op)[1]]
         if tied:
             weight.append(grad_op(f"{op.name}.bwd_accumulate", op.layer, *rows_, f, fn="add",
-                                  inputs=2, pass_="bwd_weight"))
+                                  inputs=2, pass_="bwd_weight", role=op.role))
         bwd[op.name] = ([], weight)
 
     def residual(name: str, layer: str, x: Op, res: Op | str) -> Op:
@@ -439,39 +448,40 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
                 ops: list[Op] = []
                 if out_fmt(x) != FP32:
                     ops.append(grad_op(f"{name}.bwd", layer, m, d, FP32, fn="copy",
-                                       out=out_fmt(x)))
+                                       out=out_fmt(x), role="residual"))
                 ops.append(grad_op(f"{name}.bwd_accumulate", layer, m, d, FP32, fn="add",
-                                   inputs=2))
+                                   inputs=2, role="residual"))
                 bwd[name] = (ops, [])
-            return add(name, layer, m, d, [x, res], fmt=FP32)
-        return add(name, layer, m, d, [x, res], more=int(drop))
+            return add(name, layer, m, d, [x, res], fmt=FP32, role="residual")
+        return add(name, layer, m, d, [x, res], more=int(drop), role="residual")
 
     def activation(L: str, up: Op, gate: Op | None) -> Op:
         """The FFN activation; eager_amp runs the module's expression kernel by kernel."""
         if not eager:
             if gate is not None:
-                return add(f"{L}.ffn.act", L, m, ffn, [gate, up], fn="swiglu")
-            return add(f"{L}.ffn.act", L, m, ffn, [up], fn=s.ffn_kind)
+                return add(f"{L}.ffn.act", L, m, ffn, [gate, up], fn="swiglu", role="act")
+            return add(f"{L}.ffn.act", L, m, ffn, [up], fn=s.ffn_kind, role="act")
         if gate is not None:     # act(gate) * up: two kernels in amp
-            g = add(f"{L}.ffn.act", L, m, ffn, [gate], fn="silu", fmt=amp)
+            g = add(f"{L}.ffn.act", L, m, ffn, [gate], fn="silu", fmt=amp, role="act")
             if autograd:   # mul.Tensor: grad * up and grad * act, both inputs need grads
                 bwd[f"{L}.ffn.act_mul"] = ([
-                    grad_op(f"{L}.ffn.act_mul.bwd", L, m, ffn, amp, inputs=2),
-                    grad_op(f"{L}.ffn.act_mul.bwd_other", L, m, ffn, amp, inputs=2)], [])
-            return add(f"{L}.ffn.act_mul", L, m, ffn, [g, up], fn="mul", fmt=amp)
+                    grad_op(f"{L}.ffn.act_mul.bwd", L, m, ffn, amp, inputs=2, role="act"),
+                    grad_op(f"{L}.ffn.act_mul.bwd_other", L, m, ffn, amp, inputs=2,
+                            role="act")], [])
+            return add(f"{L}.ffn.act_mul", L, m, ffn, [g, up], fn="mul", fmt=amp, role="act")
         if s.act_impl != "gelu_new":
-            return add(f"{L}.ffn.act", L, m, ffn, [up], fn=s.ffn_kind, fmt=amp)
+            return add(f"{L}.ffn.act", L, m, ffn, [up], fn=s.ffn_kind, fmt=amp, role="act")
         # HF NewGELUActivation: 0.5*x*(1+tanh(sqrt(2/pi)*(x+0.044715*pow(x,3)))); pow is on
         # autocast's fp32 list, so x is cast up and every op after it runs in fp32
-        x32 = cast(f"{L}.ffn.act.cast", L, m, ffn, up, FP32)
-        cube = add(f"{L}.ffn.act.pow", L, m, ffn, [x32], fn="mul", fmt=FP32)
-        c = add(f"{L}.ffn.act.mul_c", L, m, ffn, [cube], fn="mul", fmt=FP32)
-        inner = add(f"{L}.ffn.act.add_x", L, m, ffn, [up, c], fn="add", fmt=FP32)
-        sc = add(f"{L}.ffn.act.mul_s", L, m, ffn, [inner], fn="mul", fmt=FP32)
-        th = add(f"{L}.ffn.act.tanh", L, m, ffn, [sc], fn="silu", fmt=FP32)
-        one = add(f"{L}.ffn.act.add_1", L, m, ffn, [th], fn="add", fmt=FP32)
-        half = add(f"{L}.ffn.act.mul_h", L, m, ffn, [up], fn="mul", fmt=amp)
-        out = add(f"{L}.ffn.act.mul", L, m, ffn, [half, one], fn="mul", fmt=FP32)
+        x32 = cast(f"{L}.ffn.act.cast", L, m, ffn, up, FP32, role="act")
+        cube = add(f"{L}.ffn.act.pow", L, m, ffn, [x32], fn="mul", fmt=FP32, role="act")
+        c = add(f"{L}.ffn.act.mul_c", L, m, ffn, [cube], fn="mul", fmt=FP32, role="act")
+        inner = add(f"{L}.ffn.act.add_x", L, m, ffn, [up, c], fn="add", fmt=FP32, role="act")
+        sc = add(f"{L}.ffn.act.mul_s", L, m, ffn, [inner], fn="mul", fmt=FP32, role="act")
+        th = add(f"{L}.ffn.act.tanh", L, m, ffn, [sc], fn="silu", fmt=FP32, role="act")
+        one = add(f"{L}.ffn.act.add_1", L, m, ffn, [th], fn="add", fmt=FP32, role="act")
+        half = add(f"{L}.ffn.act.mul_h", L, m, ffn, [up], fn="mul", fmt=amp, role="act")
+        out = add(f"{L}.ffn.act.mul", L, m, ffn, [half, one], fn="mul", fmt=FP32, role="act")
         if autograd:
             gelu_new_backward(L, x32)
         return out
@@ -482,7 +492,8 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
         used more than once): 14 kernels of ``m x ffn`` against the nine of the forward."""
         def g(op: str, suffix: str, fmt: NumberFormat, fn: str = "mul", inputs: int = 1,
               out: NumberFormat | None = None) -> Op:
-            return grad_op(f"{L}.ffn.act.{op}.{suffix}", L, m, ffn, fmt, fn, inputs, out)
+            return grad_op(f"{L}.ffn.act.{op}.{suffix}", L, m, ffn, fmt, fn, inputs, out,
+                           role="act")
         cast_back = backward_ops(w.op(x32) if isinstance(x32, str) else x32)[0]
         bwd[f"{L}.ffn.act.cast"] = (cast_back + [   # x feeds the cast, +x and 0.5*x: 2 adds
             g("cast", "bwd_accumulate0", amp, "add", 2),
@@ -506,7 +517,7 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
     def bgemm(name: str, layer: str, rows: int, n: int, k: int, batch_: int, role: str,
               after: list[Op | str], extra: int = 0) -> Op:
         return b.add(Gemm(name=name, m=rows, n=n, k=k, batch=batch_, role=role, layer=layer,
-                          a_format=a_fmt, w_format=w_fmt, acc_format=acc_fmt), after,
+                          block=blk, a_format=a_fmt, w_format=w_fmt, acc_format=acc_fmt), after,
                      extra=extra)
 
     def attn_core(L: str, qk_in: Op, v_in: Op, hk: int, hv: int, groups: int) -> Op:
@@ -515,11 +526,12 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
         as FlashMLA does (same MACs, same cache traffic)."""
         mq, bq, g = (q * h, batch, 1) if groups == h else (q, batch * h, groups)
         scores = b.add(Gemm(name=f"{L}.attn.qk", m=mq, n=keys, k=hk, batch=bq,
-                            b_is_weight=False, b_shared=g, role="qk", layer=L), [qk_in])
+                            b_is_weight=False, b_shared=g, role="qk", layer=L, block=blk),
+                       [qk_in])
         probs = b.add(Softmax(name=f"{L}.attn.softmax", rows=batch * h * q, cols=keys,
-                              role="attn", layer=L), [scores])
+                              role="attn", layer=L, block=blk), [scores])
         return b.add(Gemm(name=f"{L}.attn.av", m=mq, n=hv, k=keys, batch=bq,
-                          b_is_weight=False, b_shared=g, role="av", layer=L),
+                          b_is_weight=False, b_shared=g, role="av", layer=L, block=blk),
                      [probs, v_in])
 
     def mla(L: str, h_in: Op) -> Op:
@@ -527,14 +539,14 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
         nope, rope, vd, r_kv = s.qk_nope_dim, s.qk_rope_dim, s.v_head_dim, s.kv_lora_rank
         if s.q_lora_rank:
             qa = lin(f"{L}.attn.q_a", L, m, s.q_lora_rank, d, "qkv", [h_in], bias=False)
-            qa = norm_cols(f"{L}.attn.q_norm", L, qa, s.q_lora_rank)
+            qa = norm_cols(f"{L}.attn.q_norm", L, qa, s.q_lora_rank, role="qkv_norm")
             qh = lin(f"{L}.attn.q_b", L, m, h * (nope + rope), s.q_lora_rank, "qkv", [qa],
                      bias=False)
         else:
             qh = lin(f"{L}.attn.q", L, m, h * (nope + rope), d, "qkv", [h_in], bias=False)
         kva = lin(f"{L}.attn.kv_a", L, m, r_kv + rope, d, "qkv", [h_in], bias=False)
-        kva = norm_cols(f"{L}.attn.kv_norm", L, kva, r_kv)
-        rot = add(f"{L}.attn.rope", L, m, h * rope + rope, [qh, kva], fn="mul")
+        kva = norm_cols(f"{L}.attn.kv_norm", L, kva, r_kv, role="qkv_norm")
+        rot = add(f"{L}.attn.rope", L, m, h * rope + rope, [qh, kva], fn="mul", role="rope")
         if ph == "decode":
             # weight absorption: q_nope -> latent per head; attention over the latent cache
             # (one shared "KV head" of r_kv + rope); latent -> v per head
@@ -550,8 +562,8 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
         """Mixture-of-experts FFN of one block (module doc); returns the combined output."""
         router = lin(f"{L}.moe.router", L, m, s.experts, d, "router", [f_in], bias=False,
                      quant=False)
-        scores = b.add(Softmax(name=f"{L}.moe.softmax", rows=m, cols=s.experts, layer=L),
-                       [router])
+        scores = b.add(Softmax(name=f"{L}.moe.softmax", rows=m, cols=s.experts, layer=L,
+                               block=blk, role="router"), [router])
         if ep > 1:      # whole experts; the tensor-parallel ranks split the tokens
             local, width, tokens = s.experts // ep, s.moe_ffn, -(-m // tp)
         else:           # every expert on every device, its FFN split over tp
@@ -563,27 +575,29 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
         if s.capacity_factor > 0:
             per = max(per, math.ceil(s.capacity_factor * assigned / local))
         idle = (local - active) * d * width         # parameters of experts no token reached
-        gate = bgemm(f"{L}.moe.gate", L, per, width, d, active, "ffn_gate", [scores], idle)
-        up = bgemm(f"{L}.moe.up", L, per, width, d, active, "ffn_up", [scores], idle)
-        act = add(f"{L}.moe.act", L, per * active, width, [gate, up], fn="swiglu")
-        out = bgemm(f"{L}.moe.down", L, per, d, width, active, "ffn_down", [act], idle)
+        gate = bgemm(f"{L}.moe.gate", L, per, width, d, active, "expert_gate", [scores], idle)
+        up = bgemm(f"{L}.moe.up", L, per, width, d, active, "expert_up", [scores], idle)
+        act = add(f"{L}.moe.act", L, per * active, width, [gate, up], fn="swiglu",
+                  role="expert_act")
+        out = bgemm(f"{L}.moe.down", L, per, d, width, active, "expert_down", [act], idle)
         parts: list[Op | str] = [out]
         if s.shared_experts:
             ws = -(-s.shared_experts * s.moe_ffn // tp)
             sg = lin(f"{L}.moe.shared_gate", L, m, ws, d, "ffn_gate", [f_in], bias=False)
             su = lin(f"{L}.moe.shared_up", L, m, ws, d, "ffn_up", [f_in], bias=False)
-            sa = add(f"{L}.moe.shared_act", L, m, ws, [sg, su], fn="swiglu")
+            sa = add(f"{L}.moe.shared_act", L, m, ws, [sg, su], fn="swiglu", role="act")
             parts.append(lin(f"{L}.moe.shared_down", L, m, d, ws, "ffn_down", [sa],
                              bias=False))
-        return add(f"{L}.moe.combine", L, m, d, parts)
+        return add(f"{L}.moe.combine", L, m, d, parts, role="combine")
 
     # --- embeddings ---------------------------------------------------------------------
     if s.kind == "vit":
         conv = Conv2d(name="embed.patch", n=batch, c=s.channels, h=s.image, w=s.image, k=d,
-                      r=s.patch, s=s.patch, stride=s.patch, layer="embed")
+                      r=s.patch, s=s.patch, stride=s.patch, layer="embed", role="embedding")
         b.add(conv, bias=d)
         # class token (d) and learned positions (tokens x d) added to the patch tokens
-        x: Op = add("embed.positions", "embed", m, d, [conv], extra=d + s.vit_tokens * d)
+        x: Op = add("embed.positions", "embed", m, d, [conv], extra=d + s.vit_tokens * d,
+                    role="embedding")
     else:
         ef = FP32 if eager else FP16     # fp32 tables under autocast (fused: with_formats)
         tok = b.add(Embedding(name="embed.tokens", tokens=m, dim=s.emb, vocab=vocab,
@@ -591,7 +605,7 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
         embedding_backward(tok, s.tied_embeddings and s.kind == "decoder")
         x = all_reduce("embed.allreduce", "embed", tok)
         if s.emb != d:
-            x = lin("embed.project_in", "embed", m, d, s.emb, "proj", [x], bias=False,
+            x = lin("embed.project_in", "embed", m, d, s.emb, "embedding", [x], bias=False,
                     quant=False)
         parts: list[Op | str] = [x]
         if s.positions == "learned":
@@ -604,7 +618,7 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
             parts.append(b.add(Embedding(name="embed.token_types", tokens=m, dim=d,
                                          vocab=s.token_types, layer="embed", a_format=ef, w_format=ef)))
         if len(parts) > 1:
-            x = add("embed.add", "embed", m, d, parts, fmt=wide)
+            x = add("embed.add", "embed", m, d, parts, fmt=wide, role="embedding")
             if autograd:    # fp32 + fp32: the gradient passes on to both tables, no kernel
                 bwd["embed.add"] = ([], [])
         x = dropout("embed.dropout", "embed", m, d, x)
@@ -614,6 +628,7 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
     # --- blocks -------------------------------------------------------------------------
     for i in range(s.layers):
         L = f"blocks.{i}"
+        blk = i
         res = x
         h_in = norm(f"{L}.ln1", L, x) if s.pre_norm else x
         if s.is_mla:
@@ -625,31 +640,33 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
                 # backward concatenates their gradients (at::cat), one copy of the output
                 data, weight = bwd.get(qkv.name) or backward_ops(qkv)
                 bwd[qkv.name] = ([grad_op(f"{L}.attn.qkv.bwd_split", L, m, (h + 2 * kv) * hd,
-                                          amp, fn="copy"), *data], weight)
+                                          amp, fn="copy", role="qkv"), *data], weight)
             qk_in: Op = qkv
             if s.positions == "rope":
-                qk_in = add(f"{L}.attn.rope", L, m, (h + kv) * hd, [qkv], fn="mul")
+                qk_in = add(f"{L}.attn.rope", L, m, (h + kv) * hd, [qkv], fn="mul", role="rope")
             if attention == "fused":     # FlashAttention: one kernel, scores stay on chip
                 ctx_op: Op = b.add(Attention(
                     name=f"{L}.attn.core", batch=batch, heads=h, kv_heads=kv, q_len=q,
                     kv_len=keys, head_dim=hd, causal=(s.kind == "decoder" and ph != "decode"),
-                    layer=L), [qk_in, qkv])
+                    layer=L, block=blk), [qk_in, qkv])
             else:
                 scores = b.add(Gemm(name=f"{L}.attn.qk", m=q, n=keys, k=hd, batch=batch * h,
-                                    b_is_weight=False, b_shared=h // kv, role="qk", layer=L),
-                               [qk_in])
+                                    b_is_weight=False, b_shared=h // kv, role="qk", layer=L,
+                                    block=blk), [qk_in])
                 if s.positions == "alibi":
-                    scores = add(f"{L}.attn.alibi", L, batch * h * q, keys, [scores])
+                    scores = add(f"{L}.attn.alibi", L, batch * h * q, keys, [scores],
+                                 role="attn")
                 probs = b.add(Softmax(name=f"{L}.attn.softmax", rows=batch * h * q,
-                                      cols=keys, role="attn", layer=L), [scores])
+                                      cols=keys, role="attn", layer=L, block=blk), [scores])
                 if drop:
                     probs = add(f"{L}.attn.dropout", L, batch * h * q, keys, [probs],
-                                fn="mul", more=1)
+                                fn="mul", more=1, role="attn")
                 ctx_op = b.add(Gemm(name=f"{L}.attn.av", m=q, n=hd, k=keys, batch=batch * h,
-                                    b_is_weight=False, b_shared=h // kv, role="av", layer=L),
-                               [probs, qkv])
+                                    b_is_weight=False, b_shared=h // kv, role="av", layer=L,
+                                    block=blk), [probs, qkv])
             if eager:    # (b, h, q, hd) -> (b, q, h*hd): transpose + contiguous
-                ctx_op = add(f"{L}.attn.merge", L, m, h * hd, [ctx_op], fn="copy", fmt=amp)
+                ctx_op = add(f"{L}.attn.merge", L, m, h * hd, [ctx_op], fn="copy", fmt=amp,
+                             role="elementwise")
                 if autograd:    # clone's and permute's backward pass the gradient on
                     bwd[ctx_op.name] = ([], [])
             proj = lin(f"{L}.attn.proj", L, m, d, h * hd, "proj", [ctx_op], bias=row_bias)
@@ -678,12 +695,13 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
             x = norm(f"{L}.ln2", L, x)
 
     # --- head ---------------------------------------------------------------------------
+    blk = None
     if s.final_norm:
         x = norm("final_norm", "head", x)
     if s.kind == "decoder":
         rows = m if ph == "train" else batch
         if s.emb != d:
-            x = lin("head.project_out", "head", rows, s.emb, d, "proj", [x], bias=False,
+            x = lin("head.project_out", "head", rows, s.emb, d, "lm_head", [x], bias=False,
                     quant=False)
         tied = "embed.tokens" if s.tied_embeddings else None
         if not eager:
@@ -693,19 +711,20 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
             logits = lin("lm_head", "head", rows, vocab, s.emb, "lm_head", [x], bias=False,
                          tied_to=tied)
             if ph == "train":   # HF ForCausalLMLoss: logits.float(), then cross_entropy
-                lf = cast("head.logits_float", "head", rows, vocab, logits, FP32)
+                lf = cast("head.logits_float", "head", rows, vocab, logits, FP32, role="loss")
                 ls = b.add(Softmax(name="head.log_softmax", rows=rows, cols=vocab,
-                                   layer="head", a_format=FP32), [lf])
+                                   layer="head", role="loss", a_format=FP32), [lf])
                 # cross_entropy = log_softmax + nll_loss: nll_loss picks each row's label
                 # log-probability and averages them; its backward (CUDA nll_loss_backward)
                 # zero-fills a gradient of the whole logits (fp32) and scatters -1/rows
                 # into the label column of each row
                 b.add(Elementwise(name="head.nll_loss", rows=rows, cols=1, fn="add", inputs=1,
-                                  a_format=FP32, layer="head"), [ls])
+                                  a_format=FP32, layer="head", role="loss"), [ls])
                 bwd["head.nll_loss"] = ([
                     grad_op("head.nll_loss.bwd_zero", "head", rows, vocab, FP32, fn="copy",
-                            inputs=0),
-                    grad_op("head.nll_loss.bwd", "head", rows, 1, FP32, fn="copy")], [])
+                            inputs=0, role="loss"),
+                    grad_op("head.nll_loss.bwd", "head", rows, 1, FP32, fn="copy",
+                            role="loss")], [])
     elif s.kind == "vit":
         b.add(Gemm(name="head", m=batch, n=s.vocab, k=d, role="classifier", layer="head"),
               [x], bias=s.vocab)
