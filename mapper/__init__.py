@@ -10,8 +10,8 @@ units, transfer costs). A one-unit design runs its ops back to back.
 from archsim.mapper.constraints import Constraints, load_constraints, parse_constraints
 from archsim.mapper.hetero import Link, Transfer, list_schedule
 from archsim.mapper.schedule import OBJECTIVES, Assignment, Schedule, map_workload, objective_value
-from archsim.mapper.search import SearchResult, arch_params, best_mapping, search
+from archsim.mapper.search import GemmSearchResult, arch_params, best_mapping, search
 
 __all__ = ["OBJECTIVES", "Assignment", "Schedule", "map_workload", "objective_value",
-           "SearchResult", "arch_params", "best_mapping", "search", "Constraints",
+           "GemmSearchResult", "arch_params", "best_mapping", "search", "Constraints",
            "load_constraints", "parse_constraints", "Link", "Transfer", "list_schedule"]
