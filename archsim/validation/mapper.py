@@ -44,7 +44,7 @@ def _runs() -> dict[str, dict[str, Any]]:
     """Our best mappings per objective (and an RS-like constrained one) with their counts."""
     import archsim
     from archsim.dataflow.mapping import ACTIONS, LEVELS, TENSORS, Shape, analyse, cost
-    from archsim.mapper.search import best_mapping
+    from archsim.mapper.gemm_search import best_mapping
 
     unit: Any = archsim.load("eyeriss_like").units[0]
     op = conv2_x()

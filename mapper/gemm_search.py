@@ -55,7 +55,7 @@ _REL = np.array(RELEVANT, dtype=bool)                                      # (3 
 class GemmSearchResult:
     """Best GEMM mapping found for one op shape on one unit, with its analytical cost.
 
-    Not the Einsum search's :class:`~archsim.mapper.nest_search.EinsumSearchResult` (a
+    Not the Einsum search's :class:`~archsim.mapper.einsum_search.EinsumSearchResult` (a
     ``NestMapping`` with its exact ``NestResult`` and the search's speed) nor the plan
     search's :class:`~archsim.mapper.plan.PlanSearchResult` (ranked plans): each holds what
     its search produces; the objectives they rank by are :data:`archsim.mapper.objective.OBJECTIVES`.
