@@ -6,12 +6,12 @@ the package's ``__init__``), so adding a family edits nothing in ``archsim/``:
 
 * :func:`reference_workloads` ``(kind, {label: workload spec})`` — the golden workloads of
   every reference config whose first unit is of that kind (``archsim/golden.py``);
-* :func:`checks` ``(family)`` — a decorator registering a function ``() -> (comparisons,
+* :func:`checks` ``(family)`` — a decorator registering a function ``(api) -> (comparisons,
   gaps)`` that ``archsim validation`` runs and ``docs/validation.md`` reports.
 
-Checks evaluate designs through :func:`api`, the top-level evaluation API that ``archsim``
-installs when it is imported (``arch`` never imports ``archsim``: the dependency is handed
-down, not reached up for).
+A check evaluates designs through the :class:`EvaluationAPI` its runner passes in
+(``archsim.validation.run`` passes the ``archsim`` package): ``arch`` never imports
+``archsim``, the dependency is handed down as an argument, not reached up for.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from archsim.arch.base import Unit
 
 __all__ = ["Comparison", "Gap", "CheckFn", "checks", "CHECKS", "reference_workloads",
-           "REFERENCE_WORKLOADS", "EvaluationAPI", "install_api", "api", "reference_dir",
+           "REFERENCE_WORKLOADS", "EvaluationAPI", "reference_dir",
            "load_reference", "first_unit"]
 
 
@@ -94,7 +94,7 @@ class Gap:
     reason: str
 
 
-CheckFn = Callable[[], tuple[list[Comparison], list[Gap]]]
+CheckFn = Callable[["EvaluationAPI"], tuple[list[Comparison], list[Gap]]]
 #: family -> its check function (registered by :func:`checks`).
 CHECKS: dict[str, CheckFn] = {}
 #: unit kind -> {label: workload spec} (registered by :func:`reference_workloads`).
@@ -102,7 +102,8 @@ REFERENCE_WORKLOADS: dict[str, Mapping[str, Mapping[str, Any]]] = {}
 
 
 def checks(family: str) -> Callable[[CheckFn], CheckFn]:
-    """Decorator registering a function ``() -> (comparisons, gaps)`` for ``family``."""
+    """Decorator registering a function ``(api) -> (comparisons, gaps)`` for ``family``
+    (``api``: the :class:`EvaluationAPI` the runner passes in)."""
     def deco(fn: CheckFn) -> CheckFn:
         CHECKS[family] = fn
         return fn
@@ -118,7 +119,11 @@ def reference_workloads(kind: str, workloads: Mapping[str, Mapping[str, Any]]) -
 
 
 class EvaluationAPI(Protocol):
-    """The part of the top-level ``archsim`` API that validation checks use."""
+    """The part of the top-level ``archsim`` API that validation checks use.
+
+    Contract: the runner of the checks passes an object with these functions (the
+    ``archsim`` package itself satisfies it); a check evaluates designs only through it.
+    """
 
     def load(self, config: Any, overrides: Any = ...) -> Any: ...
 
@@ -129,21 +134,6 @@ class EvaluationAPI(Protocol):
     def evaluate(self, acc: Any, wl: Any, *args: Any, **kw: Any) -> Any: ...
 
     def config_dir(self) -> Path: ...
-
-
-_API: list[EvaluationAPI] = []
-
-
-def install_api(obj: EvaluationAPI) -> None:
-    """Hand the evaluation API down to the checks (``archsim`` does this on import)."""
-    _API[:] = [obj]
-
-
-def api() -> EvaluationAPI:
-    """The installed evaluation API (``import archsim`` installs it)."""
-    if not _API:
-        raise RuntimeError("validation checks need the evaluation API: import archsim first")
-    return _API[0]
 
 
 def reference_dir() -> Path:

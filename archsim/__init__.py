@@ -5,7 +5,6 @@ The one import a user needs::
     from archsim import load, workload, evaluate
 """
 
-import sys
 from pathlib import Path
 
 # One import root (docs/architecture.md): the layer folders (arch/, sim/, energy/, mapper/,
@@ -30,14 +29,9 @@ from archsim.api import (  # noqa: E402
     workload,
     workload_from_dict,
 )
-from archsim.arch.reference import install_api  # noqa: E402
 from archsim.result import OpResult, Result  # noqa: E402
 
 __version__ = VERSION
-
-# Hand the evaluation API down to the families' validation checks (arch/<family>/reference.py
-# evaluate designs through it; arch never imports archsim).
-install_api(sys.modules[__name__])
 
 __all__ = ["load", "workload", "gemm_workload", "workload_from_dict", "evaluate", "find_config",
            "config_dir", "list_configs", "Result", "OpResult", "FIDELITIES", "VERSION", "__version__"]

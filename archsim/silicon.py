@@ -200,7 +200,7 @@ def _library_parts(unit: Any, op: Op) -> tuple[float, float]:
 
     raw = TensorCoreGpu(unit.name, replace(unit.spec, power=None), unit.node_nm)
     e = raw.estimate(op)
-    pj = raw._action_pj()
+    pj = raw.action_pj()
     hbm = raw.cname("hbm")
     core = sum(c * pj.get(k, 0.0) for k, c in e.actions.items() if k[0] != hbm) * 1e-12
     mem = sum(c * pj.get(k, 0.0) for k, c in e.actions.items() if k[0] == hbm) * 1e-12

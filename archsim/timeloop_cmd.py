@@ -5,7 +5,7 @@ Usage::
     archsim map --timeloop arch.yaml --problem prob.yaml [--mapping map.yaml] [--ert ERT.yaml]
     archsim run timeloop:DIR [--problem prob.yaml] [--search]
 
-Without a mapping (or with ``--search``) the vectorised mapper (:mod:`mapper.nest_search`)
+Without a mapping (or with ``--search``) the vectorised mapper (:mod:`mapper.einsum_search`)
 finds one for ``--objective`` (edp by default, Timeloop's default metric) within
 ``--time-budget`` seconds; ``--save-mapping`` writes it as Timeloop mapping YAML.
 
@@ -98,7 +98,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _search(prob: Einsum, hier: Hierarchy, cons: Constraints,
             args: argparse.Namespace) -> tuple[NestMapping, str]:
-    from archsim.mapper.nest_search import search
+    from archsim.mapper.einsum_search import search
 
     try:
         r = search(prob, hier, cons, objective=args.objective, time_budget_s=args.time_budget,

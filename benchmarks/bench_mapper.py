@@ -16,7 +16,7 @@ import numpy as np  # noqa: E402
 
 from archsim.arch.accelerator import load  # noqa: E402
 from archsim.dataflow import Shape  # noqa: E402
-from archsim.mapper.search import (  # noqa: E402
+from archsim.mapper.gemm_search import (  # noqa: E402
     arch_params,
     best_mapping,
     clear_cache,

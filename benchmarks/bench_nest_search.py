@@ -16,7 +16,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from archsim.arch.timeloop import load_dir  # noqa: E402
 from archsim.dataflow.nest import analyse  # noqa: E402
-from archsim.mapper.nest_search import search  # noqa: E402
+from archsim.mapper.einsum_search import search  # noqa: E402
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "tests", "data", "timeloop")
 DESIGNS = ["eyeriss_like", "simba_like", "simple_output_stationary", "simple_weight_stationary"]

@@ -2,7 +2,7 @@
 
 Counts exactly what :func:`dataflow.nest.analyse` counts (Timeloop semantics, pre-2025
 stationary rule), per candidate, in compiled code: the pure-Python analysis is the
-reference and ``tests/mapper/test_nest_search.py`` checks the two agree on random mappings.
+reference and ``tests/mapper/test_einsum_search.py`` checks the two agree on random mappings.
 Plain arrays in, arrays out; no Python objects (house rule for kernels, docs/architecture.md).
 """
 
@@ -29,7 +29,7 @@ def _partial(full: int, ext: np.ndarray, t: np.ndarray, nr: int) -> int:
 @njit(cache=True)
 def _deltas(tr: np.ndarray, nb: np.ndarray, k: int, ext: np.ndarray, nr: int,
             work: np.ndarray) -> int:
-    """tr[k, R] translations (outermost first), nb[k] bounds; see mapper.nest_search.
+    """tr[k, R] translations (outermost first), nb[k] bounds; see mapper.einsum_search.
 
     ``work`` is a scratch int64 array of at least 3*R + 12 entries.
     """

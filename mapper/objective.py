@@ -1,4 +1,8 @@
-"""The scalar objectives of mapping and scheduling (lower is better)."""
+"""The scalar objectives of mapping and scheduling (lower is better).
+
+:data:`OBJECTIVES` is the one list every search ranks by (the GEMM and the Einsum loop-nest
+searches, the scheduler and the command line).
+"""
 
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ from archsim.workloads.models.transformer import TransformerShape
 from archsim.workloads.parallel import ParallelPlan, check_plan
 
 __all__ = ["pipeline_time", "bubble_fraction", "divisors", "candidate_plans", "search",
-           "SearchResult"]
+           "PlanSearchResult"]
 
 
 def bubble_fraction(p: int, m: int, v: int = 1) -> float:
@@ -83,7 +83,7 @@ def candidate_plans(s: TransformerShape, devices: int, phase: str, batch: int, s
 
 
 @dataclass
-class SearchResult:
+class PlanSearchResult:
     """Plans tried, the feasible ones ranked by step time, and the infeasible count."""
 
     ranked: list[Any] = field(default_factory=list)
@@ -92,9 +92,9 @@ class SearchResult:
 
 
 def search(plans: list[ParallelPlan], cost: Callable[[ParallelPlan], Any],
-           key: Callable[[Any], float]) -> SearchResult:
+           key: Callable[[Any], float]) -> PlanSearchResult:
     """Cost every plan; rank the feasible ones (``cost(plan).fits``) by ``key``."""
-    res = SearchResult()
+    res = PlanSearchResult()
     for p in plans:
         c = cost(p)
         res.tried += 1

@@ -96,7 +96,7 @@ def _candidates(op: Op, unit: Unit, objective: str, search: bool, oc: Any,
     Candidates, for every family alike: with neither search nor constraints, the unit's
     default mapping; otherwise every mapping of ``unit.mapping_space(op, oc)`` and, where
     the unit has a loop-nest space (``unit.loop_nest(op)``), the best loop nest of
-    :func:`mapper.search.best_mapping` (optionally re-ranked by the cycle simulator).
+    :func:`mapper.gemm_search.best_mapping` (optionally re-ranked by the cycle simulator).
     """
     if oc is not None and oc.units is not None and unit.name not in oc.units:
         return None, f"excluded by the unit constraint ({oc.where()})"
@@ -115,7 +115,7 @@ def _candidates(op: Op, unit: Unit, objective: str, search: bool, oc: Any,
         return None, f"factor / loop-order constraints need a loop-nest unit ({oc.where()})"
     mappings: list[Any]
     if nest and (search or needs_search):
-        from archsim.mapper.search import best_mapping, refine_with_simulation
+        from archsim.mapper.gemm_search import best_mapping, refine_with_simulation
 
         kw: dict[str, Any] = {}
         if oc is not None:
@@ -164,15 +164,15 @@ _EINSUM_MEMO: dict[tuple[str, str, str], Any] = {}
 
 def _einsum_best(space: tuple[Any, Any], objective: str) -> Any:
     """Best ``dataflow.nest.NestMapping`` of ``(problem, hierarchy)`` for ``objective`` by
-    :func:`mapper.nest_search.search` (seeded, :data:`EINSUM_EVALUATIONS` candidates,
+    :func:`mapper.einsum_search.search` (seeded, :data:`EINSUM_EVALUATIONS` candidates,
     memoised), or None when it finds no feasible mapping."""
     problem, hier = space
     key = (repr(problem), repr(hier), objective)
     if key not in _EINSUM_MEMO:
-        from archsim.mapper.nest_search import search as nest_search
+        from archsim.mapper.einsum_search import search as einsum_search
 
         try:
-            r = nest_search(problem, hier, objective=objective, time_budget_s=float("inf"),
+            r = einsum_search(problem, hier, objective=objective, time_budget_s=float("inf"),
                             max_evaluations=EINSUM_EVALUATIONS, seed=0)
             _EINSUM_MEMO[key] = r.mapping
         except ValueError:              # nothing feasible among the candidates
@@ -189,7 +189,7 @@ def map_workload(acc: Accelerator, workload: Workload, objective: str = "latency
     With ``search=False`` every unit uses its default mapping (its configured dataflow);
     with ``search=True`` every unit's ``mapping_space`` is searched, and matrix ops on
     units with a loop-nest space (``unit.loop_nest(op)``: spatial arrays) get the best
-    loop nest of ``mapper.search.best_mapping`` for the objective.
+    loop nest of ``mapper.gemm_search.best_mapping`` for the objective.
     Each op gets one candidate per unit (its best mapping there); the list scheduler of
     :mod:`mapper.hetero` assigns and times them (one unit: back to back, in topological
     order).
@@ -201,7 +201,7 @@ def map_workload(acc: Accelerator, workload: Workload, objective: str = "latency
         link: how tensors move between units (default: the design's interconnect, else
             shared memory).
         refine: with ``search``, re-rank each op's ``refine`` best loop-nest mappings by
-            the cycle simulator (``mapper.search.refine_with_simulation``); 0 = off.
+            the cycle simulator (``mapper.gemm_search.refine_with_simulation``); 0 = off.
 
     Raises:
         MappingError: an op no unit supports (the message lists each unit's reason), or

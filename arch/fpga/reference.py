@@ -1,15 +1,15 @@
 """N:M sparse FPGA (``nm_sparse_fpga``): golden reference workloads and validation against
-SAT (``shared/reference/nm_sparse_fpga.yaml``). ``sweep_table()`` is the N:M sweep table of
-``docs/fpga.md`` (``python3 -c "import archsim; from arch.fpga.reference import sweep_table;
-print(sweep_table())"``).
+SAT (``shared/reference/nm_sparse_fpga.yaml``). ``sweep_table(archsim)`` is the N:M sweep table of
+``docs/fpga.md`` (``python3 -c "import archsim; from archsim.arch.fpga.reference import
+sweep_table; print(sweep_table(archsim))"``).
 """
 
 from __future__ import annotations
 
 from archsim.arch.reference import (
     Comparison,
+    EvaluationAPI,
     Gap,
-    api,
     checks,
     load_reference,
     reference_workloads,
@@ -32,14 +32,15 @@ SWEEP_PATTERNS = ((2, 8), (1, 4), (2, 4), (1, 8), (4, 8))
 BATCH = 32
 
 
-def training_speedups(config: str = "sat_vcu1525", models: tuple[str, ...] = SAT_MODELS,
+def training_speedups(archsim: EvaluationAPI, config: str = "sat_vcu1525",
+                      models: tuple[str, ...] = SAT_MODELS,
                       patterns: tuple[tuple[int, int], ...] = ((2, 8),), batch: int = BATCH
                       ) -> dict[str, dict[str, float]]:
-    """Training-step speedup of each N:M pattern over dense on the same design.
+    """Training-step speedup of each N:M pattern over dense on the same design, evaluated
+    through ``archsim`` (the evaluation API: the ``archsim`` package).
 
     Returns ``{model: {"dense_s": latency, "2:8": speedup, ...}}``.
     """
-    archsim = api()
 
     acc = archsim.load(config)
     out: dict[str, dict[str, float]] = {}
@@ -53,9 +54,10 @@ def training_speedups(config: str = "sat_vcu1525", models: tuple[str, ...] = SAT
     return out
 
 
-def sweep_table(models: tuple[str, ...] = (*SAT_MODELS, "vit-b16")) -> str:
+def sweep_table(archsim: EvaluationAPI, models: tuple[str, ...] = (*SAT_MODELS, "vit-b16")
+                ) -> str:
     """Markdown table: dense step time and the speedup of every pattern, per model."""
-    res = training_speedups(models=models, patterns=SWEEP_PATTERNS)
+    res = training_speedups(archsim, models=models, patterns=SWEEP_PATTERNS)
     pats = [f"{n}:{m}" for n, m in SWEEP_PATTERNS]
     lines = ["| model (train, batch 32) | dense step ms | " + " | ".join(pats) + " |",
              "|---|---|" + "---|" * len(pats)]
@@ -69,11 +71,11 @@ def sweep_table(models: tuple[str, ...] = (*SAT_MODELS, "vit-b16")) -> str:
 
 
 @checks("fpga")
-def _fpga() -> tuple[list[Comparison], list[Gap]]:
+def _fpga(archsim: EvaluationAPI) -> tuple[list[Comparison], list[Gap]]:
     """SAT's average 2:8 training speedup, and what the abstract gives that we do not model."""
     ref = load_reference("nm_sparse_fpga.yaml")["sat"]["results"]
     fig = ref["speedup_2of8_vs_dense_training_same_accelerator"]
-    sp = training_speedups()
+    sp = training_speedups(archsim)
     avg = sum(r["2:8"] for r in sp.values()) / len(sp)
     comps = [Comparison(
         "fpga", "2:8 vs dense training speedup, mean of " + ", ".join(SAT_MODELS),

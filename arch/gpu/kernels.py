@@ -35,6 +35,13 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from archsim.arch.base import Estimate
+from archsim.arch.gpu.datapath import (
+    L2_SECTOR_BITS,
+    RF_READ_B_PER_MAC,
+    RF_WIDTH_BITS,
+    RF_WRITE_B_PER_MAC,
+    SMEM_WIDTH_BITS,
+)
 from archsim.arch.gpu.spec import GpuSpec
 
 if TYPE_CHECKING:
@@ -178,15 +185,6 @@ def _imbalance(sizes_t: tuple[int, ...], heads: int, sm_count: int, lpt_max: int
     return max(loads) / balanced
 
 
-# register bytes per MAC of an m16n8k16 MMA (A 512 B + B 256 B + C 512 B read, C 512 B
-# written per 2048 MACs) and the access widths of the energy components (arch.gpu.unit)
-_RF_READ_B_PER_MAC = 1280 / 2048
-_RF_WRITE_B_PER_MAC = 512 / 2048
-_RF_WIDTH_B = 128
-_SMEM_WIDTH_B = 128
-_L2_SECTOR_B = 32
-
-
 def softmax_reread_s(spec: GpuSpec, op: Op) -> float:
     """Seconds of a softmax's re-read passes when they run after the stream, issue-bound at
     ``cuda_core.reduce_pass_bytes_per_clock`` per SM (0 for other ops, rows of at most
@@ -216,17 +214,17 @@ def estimate_attention(unit: TensorCoreGpu, op: Attention) -> Estimate:
     macs = float(op.macs())
     actions: dict[tuple[str, str], float] = {
         (unit.cname(f"tensor_core_{f}"), "mac"): macs,
-        (unit.cname("regfile"), "read"): macs * _RF_READ_B_PER_MAC / _RF_WIDTH_B,
-        (unit.cname("regfile"), "write"): macs * _RF_WRITE_B_PER_MAC / _RF_WIDTH_B,
+        (unit.cname("regfile"), "read"): macs * RF_READ_B_PER_MAC / (RF_WIDTH_BITS / 8),
+        (unit.cname("regfile"), "write"): macs * RF_WRITE_B_PER_MAC / (RF_WIDTH_BITS / 8),
         (unit.cname("cuda_core"), "op"): t.alu_ops + t.sfu_ops,
         # each K / V element read from shared memory serves head_dim MACs of one query row
         (unit.cname("smem"), "read"): macs * op.a_format.bytes_per_element / op.head_dim
-        / _SMEM_WIDTH_B,
-        (unit.cname("l2"), "read"): t.read_b / _L2_SECTOR_B,
+        / (SMEM_WIDTH_BITS / 8),
+        (unit.cname("l2"), "read"): t.read_b / (L2_SECTOR_BITS / 8),
         (unit.cname("hbm"), "read"): t.read_b,
         (unit.cname("hbm"), "write"): t.write_b}
-    lat_s, actions, dvfs = unit._dvfs(t.time_s, t.fixed_s, t.sm_s, t.hbm_s, actions)
-    cycles = unit._cycles(lat_s)
+    lat_s, actions, dvfs = unit.power_cap(t.time_s, t.fixed_s, t.sm_s, t.hbm_s, actions)
+    cycles = unit.to_cycles(lat_s)
     body = max(t.sm_s, t.hbm_s)
     bound = "memory" if body == t.hbm_s else "compute"
     util = op.effective_macs() / (s.sm_count * rate * cycles) if cycles else 0.0

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from archsim.arch.reference import (
     Comparison,
+    EvaluationAPI,
     Gap,
-    api,
     checks,
     load_reference,
     reference_dir,
@@ -22,13 +22,13 @@ reference_workloads("tensor_core_gpu", {
 
 
 @checks("gpu")
-def _gpu() -> tuple[list[Comparison], list[Gap]]:
+def _gpu(api: EvaluationAPI) -> tuple[list[Comparison], list[Gap]]:
     """Tensor-core GPUs against gpus.yaml and a100_gemm_measured.csv."""
     import csv
 
     from archsim.arch import load
 
-    config_dir = api().config_dir
+    config_dir = api.config_dir
     from archsim.workloads.formats import FORMATS
     from archsim.workloads.ops import Elementwise, Gemm
 

@@ -25,6 +25,16 @@ from typing import Any
 
 from archsim.arch.base import Estimate, SimInput, Unit, UnitMapping, cycles_of, infeasible, register
 from archsim.arch.collective import ring_or_tree_allreduce
+from archsim.arch.gpu.datapath import (
+    L2_SECTOR_BITS,
+    L2_SLICE_BYTES,
+    RF_AB_B_PER_MAC,
+    RF_READ_B_PER_MAC,
+    RF_WIDTH_BITS,
+    RF_WRITE_B_PER_MAC,
+    SFU_PER_ELEMENT,
+    SMEM_WIDTH_BITS,
+)
 from archsim.arch.gpu.gemm import SPLITS, GemmResult, GemmShape, gemm_time
 from archsim.arch.gpu.precision import MmaPlan, plan_mma
 from archsim.arch.gpu.spec import GpuSpec
@@ -47,18 +57,6 @@ __all__ = ["TensorCoreGpu", "GpuMapping", "DATAFLOWS"]
 #: Named dataflows (kernels). ``gemm_tc`` = the default tile search.
 DATAFLOWS = ("gemm_tc", "gemm_splitk", "w_only", "digit", "bitserial", "simt", "attn_fused",
              "attn_unfused", "vector", "gather", "allreduce")
-
-#: Special-function (exp / tanh) evaluations per element on the SFUs.
-_SFU_PER_ELEMENT = {"softmax": 1, "gelu": 1, "silu": 1, "swiglu": 1}
-_SMEM_WIDTH_BITS = 1024      # 32 banks x 4 B per clock
-_L2_SECTOR_BITS = 256        # 32-byte sectors
-_L2_SLICE_BYTES = 512 * 1024  # energy model granularity (one L2 slice)
-_RF_WIDTH_BITS = 1024        # one warp-wide 32-bit register access
-# register-file traffic of an MMA per MAC: m16n8k16 (2048 MACs) reads A 512 B, B 256 B,
-# C 512 B and writes C 512 B.
-_RF_READ_B_PER_MAC = 1280 / 2048
-_RF_WRITE_B_PER_MAC = 512 / 2048
-_RF_AB_B_PER_MAC = 768 / 2048     # the A + B part of the reads
 
 
 def _unaligned(g: Gemm) -> bool:
@@ -242,10 +240,11 @@ class TensorCoreGpu(Unit[GpuMapping]):
         m = self.parse_mapping(mapping)
         return m.dataflow, m.tile, m.split_k
 
-    def _cycles(self, seconds: float) -> int:
+    def to_cycles(self, seconds: float) -> int:
+        """``seconds`` as whole cycles of this unit's clock (rounded up)."""
         return cycles_of(seconds * self.clock_hz)
 
-    def _action_pj(self) -> dict[tuple[str, str], float]:
+    def action_pj(self) -> dict[tuple[str, str], float]:
         """Energy per action (pJ, at the top voltage) of this unit's components, from
         ``energy/`` (cached; used only by the power model)."""
         cache = self.__dict__.get("_pj_cache")
@@ -266,9 +265,9 @@ class TensorCoreGpu(Unit[GpuMapping]):
             self.__dict__["_pj_cache"] = cache
         return cache
 
-    def _dvfs(self, time_s: float, fixed_s: float, t_clk_s: float, t_mem_s: float,
-              actions: dict[tuple[str, str], float]
-              ) -> tuple[float, dict[tuple[str, str], float], dict[str, float]]:
+    def power_cap(self, time_s: float, fixed_s: float, t_clk_s: float, t_mem_s: float,
+                  actions: dict[tuple[str, str], float]
+                  ) -> tuple[float, dict[tuple[str, str], float], dict[str, float]]:
         """Apply the power cap (``spec.power``, ``arch.gpu.power``) to a kernel timed at the
         top clock: ``fixed_s`` (launch, latency) + max(``t_clk_s`` (SM-clock bound), ``t_mem_s``
         (HBM bound)). Returns (latency s, actions, details). Core-rail action counts come back
@@ -279,7 +278,7 @@ class TensorCoreGpu(Unit[GpuMapping]):
             return time_s, actions, {}
         from archsim.arch.gpu.power import solve_clock
 
-        pj = self._action_pj()
+        pj = self.action_pj()
         hbm = self.cname("hbm")
         e_core = sum(c * pj.get(k, 0.0) for k, c in actions.items() if k[0] != hbm) * 1e-12
         e_hbm = sum(c * pj.get(k, 0.0) for k, c in actions.items() if k[0] == hbm) * 1e-12
@@ -381,7 +380,7 @@ class TensorCoreGpu(Unit[GpuMapping]):
             # energy of a candidate is linear in its counts: fold the pJ per count once
             probe = GemmResult(0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0,
                                1, 1, 1, 1, 2, 1, 1, "")
-            pj = self._action_pj()
+            pj = self.action_pj()
             hbm = self.cname("hbm")
             per: dict[str, float] = {}
             for field_ in ("mma_macs", "convert_ops", "smem_bytes", "l2_bytes"):
@@ -419,9 +418,9 @@ class TensorCoreGpu(Unit[GpuMapping]):
             return k
         plan, r, fused, sparse = k
         actions = self._gemm_actions(plan, r)
-        lat_s, actions, dvfs = self._dvfs(r.time_s, r.launch_s, max(r.sm_s, r.l2_s), r.hbm_s,
+        lat_s, actions, dvfs = self.power_cap(r.time_s, r.launch_s, max(r.sm_s, r.l2_s), r.hbm_s,
                                           actions)
-        cycles = self._cycles(lat_s)
+        cycles = self.to_cycles(lat_s)
         util = op.effective_macs() / (self.peak_macs_per_cycle(op) * cycles) if cycles else 0.0
         dataflow = ("attn_fused" if fused else plan.path if plan.path != "tc" else
                     "gemm_splitk" if r.split > 1 else "gemm_tc")
@@ -444,17 +443,17 @@ class TensorCoreGpu(Unit[GpuMapping]):
             # A and B fragment bytes per MAC scale with the operand width (fp8/int8 fragments
             # are half the bytes of fp16 ones); the fp32 accumulator traffic does not
             w = min(1.0, plan.operand_bits / 16.0) if self.spec.power is not None else 1.0
-            rf_read = _RF_READ_B_PER_MAC - _RF_AB_B_PER_MAC * (1.0 - w)
+            rf_read = RF_READ_B_PER_MAC - RF_AB_B_PER_MAC * (1.0 - w)
             a[(self.cname(f"tensor_core_{plan.tc_format}"), "mac")] = r.mma_macs
-            a[(self.cname("regfile"), "read")] = r.mma_macs * rf_read / (_RF_WIDTH_BITS / 8)
-            a[(self.cname("regfile"), "write")] = r.mma_macs * _RF_WRITE_B_PER_MAC / (_RF_WIDTH_BITS / 8)
+            a[(self.cname("regfile"), "read")] = r.mma_macs * rf_read / (RF_WIDTH_BITS / 8)
+            a[(self.cname("regfile"), "write")] = r.mma_macs * RF_WRITE_B_PER_MAC / (RF_WIDTH_BITS / 8)
             if r.convert_ops:
                 a[(self.cname("cuda_core"), "op")] = r.convert_ops
         else:
             a[(self.cname("cuda_core"), "op")] = r.mma_macs + r.convert_ops
-        a[(self.cname("smem"), "read")] = r.smem_bytes / (_SMEM_WIDTH_BITS / 8)
-        a[(self.cname("smem"), "write")] = r.l2_bytes / (_SMEM_WIDTH_BITS / 8)
-        a[(self.cname("l2"), "read")] = r.l2_bytes / (_L2_SECTOR_BITS / 8)
+        a[(self.cname("smem"), "read")] = r.smem_bytes / (SMEM_WIDTH_BITS / 8)
+        a[(self.cname("smem"), "write")] = r.l2_bytes / (SMEM_WIDTH_BITS / 8)
+        a[(self.cname("l2"), "read")] = r.l2_bytes / (L2_SECTOR_BITS / 8)
         a[(self.cname("hbm"), "read")] = r.hbm_read_bytes
         a[(self.cname("hbm"), "write")] = r.hbm_write_bytes
         return a
@@ -462,7 +461,7 @@ class TensorCoreGpu(Unit[GpuMapping]):
     def _estimate_vector(self, op: VectorOp, df: str) -> Estimate:
         fused = isinstance(op, Softmax) and self._fused(op, df or None)
         fn = op.fn if isinstance(op, Elementwise) else op.kind
-        sfu = _SFU_PER_ELEMENT.get(fn, 0) * op.elements
+        sfu = SFU_PER_ELEMENT.get(fn, 0) * op.elements
         if fused:
             return self._estimate_stream(op, "attn_fused", 0.0, 0.0, op.vector_ops(), sfu,
                                          launch=False)
@@ -509,16 +508,16 @@ class TensorCoreGpu(Unit[GpuMapping]):
             actions[(self.cname("cuda_core"), "op")] = float(ops)
         if read_b:
             actions[(self.cname("hbm"), "read")] = read_b
-            actions[(self.cname("l2"), "read")] = read_b / (_L2_SECTOR_BITS / 8)
+            actions[(self.cname("l2"), "read")] = read_b / (L2_SECTOR_BITS / 8)
         if write_b:
             actions[(self.cname("hbm"), "write")] = write_b
         if l2_reread_b:
             actions[(self.cname("l2"), "read")] = (actions.get((self.cname("l2"), "read"), 0.0)
-                                                   + l2_reread_b / (_L2_SECTOR_BITS / 8))
+                                                   + l2_reread_b / (L2_SECTOR_BITS / 8))
         # serial passes add to both bounds: max(a + s, b + s) = max(a, b) + s at the top clock
-        lat_s, actions, dvfs = self._dvfs(fixed + body, fixed, max(t_alu, t_sfu) + serial_s,
+        lat_s, actions, dvfs = self.power_cap(fixed + body, fixed, max(t_alu, t_sfu) + serial_s,
                                           t_mem + serial_s, actions)
-        cycles = self._cycles(lat_s)
+        cycles = self.to_cycles(lat_s)
         peak = s.sm_count * s.cuda_core.fp32_lanes_per_sm
         util = ops / (peak * cycles) if cycles and ops else 0.0
         return Estimate(op.name, op.kind, self.name, dataflow, cycles, self.clock_hz,
@@ -548,7 +547,7 @@ class TensorCoreGpu(Unit[GpuMapping]):
         writes = payload + sent
         t_mem = (reads + writes) / s.memory.sustained_bytes_per_s
         body = max(t_link, t_mem)
-        cycles = self._cycles(s.launch_overhead_us * 1e-6 + body)
+        cycles = self.to_cycles(s.launch_overhead_us * 1e-6 + body)
         actions = {(self.cname("hbm"), "read"): reads, (self.cname("hbm"), "write"): writes,
                    (self.cname("cuda_core"), "op"): float(op.elements) * (n - 1) / n}
         return Estimate(op.name, op.kind, self.name, "allreduce", cycles, self.clock_hz,
@@ -577,11 +576,11 @@ class TensorCoreGpu(Unit[GpuMapping]):
             Component(self.cname("cuda_core"), "vector", s.sm_count * s.cuda_core.fp32_lanes_per_sm,
                       {"format": "fp32"}),
             Component(self.cname("regfile"), "regfile", s.sm_count,
-                      {"capacity_bytes": s.sm.regfile_bytes_per_sm, "width_bits": _RF_WIDTH_BITS}),
+                      {"capacity_bytes": s.sm.regfile_bytes_per_sm, "width_bits": RF_WIDTH_BITS}),
             Component(self.cname("smem"), "sram", s.sm_count,
-                      {"capacity_bytes": s.sm.smem_bytes_per_sm, "width_bits": _SMEM_WIDTH_BITS}),
-            Component(self.cname("l2"), "sram", max(1, int(s.l2.l2_bytes // _L2_SLICE_BYTES)),
-                      {"capacity_bytes": _L2_SLICE_BYTES, "width_bits": _L2_SECTOR_BITS}),
+                      {"capacity_bytes": s.sm.smem_bytes_per_sm, "width_bits": SMEM_WIDTH_BITS}),
+            Component(self.cname("l2"), "sram", max(1, int(s.l2.l2_bytes // L2_SLICE_BYTES)),
+                      {"capacity_bytes": L2_SLICE_BYTES, "width_bits": L2_SECTOR_BITS}),
             Component(self.cname("hbm"), "dram", 1, {"tech": s.memory.tech}),
             Component(self.cname("static"), "static", 1,
                       {"power_w": s.static_power_w, "source": s.source or "config static_power_w"}),
@@ -631,7 +630,7 @@ class TensorCoreGpu(Unit[GpuMapping]):
         if isinstance(op, VectorOp):
             fused = isinstance(op, Softmax) and self._fused(op, df or None)
             fn = op.fn if isinstance(op, Elementwise) else op.kind
-            sfu = _SFU_PER_ELEMENT.get(fn, 0) * op.elements
+            sfu = SFU_PER_ELEMENT.get(fn, 0) * op.elements
             if fused:
                 return lower_stream(s, op.name, 0.0, 0.0, op.vector_ops(), sfu, launch=False,
                                     clock_hz=f_hz)

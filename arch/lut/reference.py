@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from archsim.arch.reference import (
     Comparison,
+    EvaluationAPI,
     Gap,
-    api,
     checks,
     first_unit,
     reference_workloads,
@@ -28,12 +28,11 @@ LUT_DECODE_CONTEXT = 1
 
 
 @checks("lut")
-def _lut() -> tuple[list[Comparison], list[Gap]]:
+def _lut(api: EvaluationAPI) -> tuple[list[Comparison], list[Gap]]:
     """LUT tensor cores against lut_tensor_core.yaml (Table 1 A100 rows, Table 2)."""
     import archsim.arch.lut.unit as L
     from archsim.arch.gpu.unit import TensorCoreGpu
-    a = api()
-    config_dir, evaluate, load, workload = a.config_dir, a.evaluate, a.load, a.workload
+    config_dir, evaluate, load, workload = api.config_dir, api.evaluate, api.load, api.workload
 
     cfg = config_dir()
     units = {"lut4x": first_unit(load(cfg / "lut" / "a100_lut4x.yaml"), L.LutTensorCoreGpu),

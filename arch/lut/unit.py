@@ -297,7 +297,7 @@ class LutTensorCoreGpu(TensorCoreGpu):
         plan, r = self._lut_kernel(op, w)
         t_bytes = self.table_bytes(op)
         t_pre = self.precompute_s(op, pre)
-        cycles = self._cycles(r.time_s + t_pre)
+        cycles = self.to_cycles(r.time_s + t_pre)
         cycles = max(cycles, int(self.roofline_cycles(op)) + 1)
         lookups = r.mma_macs / lut.k        # M x N lookups per pass, each K one-bit MACs
         n_groups = op.batch * op.m * -(-op.k // lut.k)

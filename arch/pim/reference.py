@@ -12,8 +12,8 @@ from typing import Any
 
 from archsim.arch.reference import (
     Comparison,
+    EvaluationAPI,
     Gap,
-    api,
     checks,
     first_unit,
     load_reference,
@@ -37,9 +37,9 @@ PIM_GPT_MODELS = ("gpt2-small", "gpt2-medium", "gpt2-large", "gpt2-xl",
                   "gpt3-small", "gpt3-medium", "gpt3-large", "gpt3-xl")
 
 
-def gpu_token(model: str, context: int) -> tuple[float, float]:
-    """(latency_s, energy_j) of one decode token on the T4 model + framework overhead."""
-    archsim = api()
+def gpu_token(archsim: EvaluationAPI, model: str, context: int) -> tuple[float, float]:
+    """(latency_s, energy_j) of one decode token on the T4 model + framework overhead,
+    evaluated through ``archsim`` (the evaluation API)."""
 
     acc = archsim.load("gpu/t4")
     wl = archsim.workload(model, phase="decode", batch=1, context=context)
@@ -50,16 +50,16 @@ def gpu_token(model: str, context: int) -> tuple[float, float]:
     return r.latency_s + over, r.energy_j + over * static_w
 
 
-def pim_vs_gpu(model: str, context: int = 128, n_tokens: int = 1,
+def pim_vs_gpu(archsim: EvaluationAPI, model: str, context: int = 128, n_tokens: int = 1,
                design: str = "pim_gpt") -> dict[str, Any]:
-    """Per-token PIM (command level) and GPU latency/energy, speedup, energy efficiency."""
-    archsim = api()
+    """Per-token PIM (command level) and GPU latency/energy, speedup, energy efficiency,
+    evaluated through ``archsim`` (the evaluation API)."""
     from archsim.arch.pim.decode import decode_tokens
 
     rs = decode_tokens(archsim.load(design), model, n_tokens, context)
     lat = sum(r.latency_s for r in rs) / len(rs)
     en = sum(r.energy_j for r in rs) / len(rs)
-    g_lat, g_en = gpu_token(model, context)
+    g_lat, g_en = gpu_token(archsim, model, context)
     return {"model": model, "pim_latency_s": lat, "pim_energy_j": en, "gpu_latency_s": g_lat,
             "gpu_energy_j": g_en, "speedup": g_lat / lat, "energy_efficiency": g_en / en,
             "row_hit_rate": rs[-1].row_hit_rate, "asic_share": rs[-1].asic_s / rs[-1].latency_s,
@@ -67,9 +67,8 @@ def pim_vs_gpu(model: str, context: int = 128, n_tokens: int = 1,
 
 
 @checks("pim")
-def _pim() -> tuple[list[Comparison], list[Gap]]:
+def _pim(archsim: EvaluationAPI) -> tuple[list[Comparison], list[Gap]]:
     """PIM device peaks (pim.yaml) and PIM-GPT ranges (tag A) on pim_gpt vs the T4 model."""
-    archsim = api()
     from archsim.arch.pim.unit import DramPim
 
     ref = load_reference("pim.yaml")
@@ -84,7 +83,7 @@ def _pim() -> tuple[list[Comparison], list[Gap]]:
                             1.23, hbm.peak_flops() / 1e12, "TFLOP/s", 0.02,
                             "arithmetic check; 833 ps tCK rounding", design="hbm_pim_like"))
     res = ref["pim_gpt"]["results"]
-    rows = [pim_vs_gpu(m) for m in PIM_GPT_MODELS]
+    rows = [pim_vs_gpu(archsim, m) for m in PIM_GPT_MODELS]
     lo, hi = res["speedup_vs_gpu"]["range"]
     elo, ehi = res["energy_efficiency_vs_gpu"]["range"]
     for r in rows:
@@ -112,14 +111,13 @@ def _pim() -> tuple[list[Comparison], list[Gap]]:
                             "ASIC lane count assumed (tag C, one lane per bank unit)",
                             design="pim_gpt"))
     gaps.append(Gap("pim", "speed-up vs CPU (631-1074x)", "no Xeon Gold 6154 model"))
-    comps.append(_asic_clock_check())
+    comps.append(_asic_clock_check(archsim))
     return comps, gaps
 
 
-def _asic_clock_check() -> Comparison:
+def _asic_clock_check(archsim: EvaluationAPI) -> Comparison:
     """PIM-GPT: slowing the ASIC from 1 GHz to 100 MHz costs at most ~20% latency. Ours:
     the worst slowdown over the eight GPT models (analytical, decode, context 128)."""
-    archsim = api()
 
     base = archsim.load("pim_gpt")
     slow = archsim.load("pim_gpt", ["units[0].asic.clock_mhz=100"])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from archsim.arch.reference import (
     Comparison,
+    EvaluationAPI,
     Gap,
     checks,
     reference_workloads,
@@ -17,7 +18,7 @@ reference_workloads("spatial_array", {
 
 
 @checks("spatial")
-def _spatial() -> tuple[list[Comparison], list[Gap]]:
+def _spatial(api: EvaluationAPI) -> tuple[list[Comparison], list[Gap]]:
     gaps = [Gap("spatial", "tpu_like, eyeriss_like, nvdla_like, shidiannao_like, "
                 "hetero/nvdla_shidiannao",
                 "shared/reference has no figure for these designs; their cycle model is "

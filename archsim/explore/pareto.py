@@ -1,4 +1,5 @@
-"""Pareto fronts, constraint filtering and multi-objective search over a sweep.
+"""Pareto fronts and constraint filtering over a sweep's rows (pure computation; the
+NSGA-II search that runs sweeps is :mod:`archsim.explore.nsga2`).
 
 All objectives are minimised; metrics where larger is better (``utilization``,
 ``throughput_flops``, ``tokens_per_s``, ``samples_per_s``) are negated first.
@@ -15,17 +16,16 @@ from __future__ import annotations
 
 import json
 import math
-import random
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from archsim.explore.spec import MAXIMISED, ConstraintSpec, Point, SweepSpec, axis_values
+from archsim.explore.spec import MAXIMISED, ConstraintSpec
 
-__all__ = ["pareto_mask", "pareto_mask_bruteforce", "feasible", "designs", "pareto_rows",
-           "sweep_front", "front_table", "nsga2", "non_dominated_sort"]
+__all__ = ["pareto_mask", "pareto_mask_bruteforce", "feasible", "objective_value", "designs",
+           "pareto_rows", "sweep_front", "front_table"]
 
 _SUM = ("latency_s", "energy_j", "edp_js", "cycles", "dram_bytes")
 _MAX = ("area_mm2", "power_w")
@@ -72,7 +72,9 @@ def feasible(row: Mapping[str, Any], constraints: Mapping[str, ConstraintSpec]) 
     return all(c.ok(row.get(k)) for k, c in constraints.items())
 
 
-def _obj(metric: str, value: Any) -> float:
+def objective_value(metric: str, value: Any) -> float:
+    """``value`` as a minimised objective: negated for a maximised metric, +inf when
+    missing (None or NaN)."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return math.inf
     return -float(value) if metric in MAXIMISED else float(value)
@@ -115,10 +117,10 @@ def pareto_rows(rows: Iterable[Mapping[str, Any]], objectives: Sequence[str],
     ds = [d for d in designs(rows, constraints) if d["feasible"]]
     if not ds:
         return []
-    v = np.array([[_obj(o, d[o]) for o in objectives] for d in ds])
+    v = np.array([[objective_value(o, d[o]) for o in objectives] for d in ds])
     mask = pareto_mask(v)
     front = [d for d, m in zip(ds, mask) if m]
-    front.sort(key=lambda d: tuple(_obj(o, d[o]) for o in objectives))
+    front.sort(key=lambda d: tuple(objective_value(o, d[o]) for o in objectives))
     return front
 
 
@@ -143,134 +145,3 @@ def front_table(front: Sequence[Mapping[str, Any]], objectives: Sequence[str]) -
         pt = json.loads(d["point"]) if isinstance(d["point"], str) else d["point"]
         lines.append(f"  {objs}   " + " ".join(f"{k}={v}" for k, v in pt.items()))
     return "\n".join(lines)
-
-
-# ---- NSGA-II -----------------------------------------------------------------------------------
-def non_dominated_sort(v: np.ndarray) -> list[list[int]]:
-    """Fronts of indices (front 0 = non-dominated), Deb et al. 2002."""
-    n = len(v)
-    rest = list(range(n))
-    fronts: list[list[int]] = []
-    while rest:
-        mask = pareto_mask(v[rest])
-        f = [i for i, m in zip(rest, mask) if m]
-        fronts.append(f)
-        rest = [i for i, m in zip(rest, mask) if not m]
-    return fronts
-
-
-def _crowding(v: np.ndarray, idx: list[int]) -> dict[int, float]:
-    d = {i: 0.0 for i in idx}
-    if len(idx) <= 2:
-        return {i: math.inf for i in idx}
-    for j in range(v.shape[1]):
-        s = sorted(idx, key=lambda i: v[i, j])
-        lo, hi = v[s[0], j], v[s[-1], j]
-        d[s[0]] = d[s[-1]] = math.inf
-        if hi > lo and math.isfinite(hi - lo):
-            for a, b, c in zip(s, s[1:], s[2:]):
-                d[b] += (v[c, j] - v[a, j]) / (hi - lo)
-    return d
-
-
-def nsga2(spec: SweepSpec, db: str | Path, **run_kw: Any) -> Any:
-    """NSGA-II over the spec's discrete axes: population ``search.samples``, for
-    ``search.generations`` generations; infeasible designs rank after all feasible ones
-    (by total constraint violation). Every evaluation goes through the store, so a
-    restarted search replays its generations from the store without re-evaluating."""
-    from archsim.explore.run import SweepReport, run_tasks
-    from archsim.explore.store import ResultStore
-
-    rng = random.Random(spec.search.seed)
-    vals = [axis_values(a) for a in spec.axes]
-    pop_n = spec.search.samples
-    total = SweepReport()
-
-    def genome_point(g: tuple[int, ...]) -> Point:
-        return spec.point_of(g)   # inactive conditional axes drop out
-
-    def score(genomes: list[tuple[int, ...]]) -> np.ndarray:
-        pts = [genome_point(g) for g in genomes]
-        tasks = spec.tasks(pts)
-        rep = run_tasks(tasks, db, **run_kw)
-        total.total += rep.total
-        total.skipped += rep.skipped
-        total.evaluated += rep.evaluated
-        total.errors += rep.errors
-        total.elapsed_s += rep.elapsed_s
-        total.hashes.extend(t.hash for t in tasks)
-        with ResultStore(db, readonly=True) as st:
-            rows = st.rows(hashes={t.hash for t in tasks})
-        by_id = {d["design_id"]: d for d in designs(rows, spec.constraints)}
-        out = []
-        for p in pts:
-            d = by_id.get(p.design_id)
-            if d is None or not d["feasible"]:
-                viol = 1e30 if d is None or d["latency_s"] is None else 1e20 * (1 + _violation(
-                    d, spec.constraints))
-                out.append([viol] * len(spec.objectives))
-            else:
-                out.append([_obj(o, d[o]) for o in spec.objectives])
-        return np.array(out)
-
-    space = math.prod(len(v) for v in vals)
-    pop = list({tuple(rng.randrange(len(v)) for v in vals) for _ in range(pop_n * 3)})[:pop_n]
-    fit = score(pop)
-    for _ in range(spec.search.generations):
-        rank, crowd = _rank(fit)
-
-        def pick(pop: list = pop, rank: list = rank, crowd: list = crowd) -> int:
-            a, b = rng.randrange(len(pop)), rng.randrange(len(pop))
-            return a if (rank[a], -crowd[a]) <= (rank[b], -crowd[b]) else b
-
-        children: set[tuple[int, ...]] = set()
-        tries = 0
-        while len(children) < pop_n and tries < pop_n * 20:
-            tries += 1
-            p1, p2 = pop[pick()], pop[pick()]
-            child = [x if rng.random() < 0.5 else y for x, y in zip(p1, p2)]
-            for j, v in enumerate(vals):
-                if rng.random() < 1.0 / max(1, len(vals)):
-                    child[j] = min(len(v) - 1, max(0, child[j] + rng.choice((-1, 1))))
-            children.add(tuple(child))
-        children -= set(pop)
-        if not children and len(pop) >= space:
-            break
-        kids = list(children)
-        allg = pop + kids
-        allf = np.vstack([fit, score(kids)]) if kids else fit
-        order: list[int] = []
-        for f in non_dominated_sort(allf):
-            if len(order) + len(f) <= pop_n:
-                order += f
-            else:
-                cd = _crowding(allf, f)
-                order += sorted(f, key=lambda i: -cd[i])[:pop_n - len(order)]
-                break
-        pop = [allg[i] for i in order]
-        fit = allf[order]
-    return total
-
-
-def _violation(d: Mapping[str, Any], cons: Mapping[str, ConstraintSpec]) -> float:
-    v = 0.0
-    for k, c in cons.items():
-        x = d.get(k)
-        if x is None:
-            return 1.0
-        if c.max is not None and x > c.max:
-            v += (x - c.max) / (abs(c.max) or 1.0)
-        if c.min is not None and x < c.min:
-            v += (c.min - x) / (abs(c.min) or 1.0)
-    return v
-
-
-def _rank(fit: np.ndarray) -> tuple[list[int], list[float]]:
-    rank = [0] * len(fit)
-    crowd = [0.0] * len(fit)
-    for r, f in enumerate(non_dominated_sort(fit)):
-        cd = _crowding(fit, f)
-        for i in f:
-            rank[i] = r
-            crowd[i] = cd[i]
-    return rank, crowd

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from archsim.explore.nsga2 import nsga2
 from archsim.explore.spec import METRICS, SweepSpec, Task, load_spec
 from archsim.explore.store import ResultStore, Row, owner_id
 from archsim.workloads.errors import ArchsimError
@@ -407,9 +408,19 @@ def run_sweep(spec: SweepSpec, db: str | Path, *, backend: str = "local",
                              "axes": [a.key for a in spec.axes]})
     if spec.search.method != "nsga2":
         return run_tasks(spec.tasks(), db, **kw)
-    from archsim.explore.pareto import nsga2
+    total = SweepReport()
 
-    return nsga2(spec, db, **kw)
+    def evaluate(tasks: list[Task]) -> None:
+        rep = run_tasks(tasks, db, **kw)
+        total.total += rep.total
+        total.skipped += rep.skipped
+        total.evaluated += rep.evaluated
+        total.errors += rep.errors
+        total.elapsed_s += rep.elapsed_s
+        total.hashes.extend(t.hash for t in tasks)
+
+    nsga2(spec, db, evaluate)
+    return total
 
 
 # ---- command line ---------------------------------------------------------------------------

@@ -14,9 +14,10 @@ events nothing happens: an idle replica starts its next iteration as soon as it 
   replica is serialised on its link (FIFO); each of the ``min(tp_prefill, tp_decode)``
   device pairs carries its shard in parallel.
 
-Routers (:data:`ROUTERS`): ``round-robin``; ``least-outstanding`` (fewest queued + running
-requests); ``kv-aware`` (most free KV blocks after the waiting requests' demand). Ties go
-to the lowest replica index.
+Routers are registered classes (:mod:`archsim.serve.router`, :data:`ROUTERS`):
+``round-robin``; ``least-outstanding`` (fewest queued + running requests); ``kv-aware``
+(most free KV blocks after the waiting requests' demand). Ties go to the lowest replica
+index.
 
 :class:`KVLink` is the seam for the cluster model: anything with ``transfer_s(nbytes)``
 (and a ``name``) can replace it, e.g. a link of the cluster topology.
@@ -37,12 +38,11 @@ from archsim.serve.cost import IterationCost
 from archsim.serve.kv import MEMORY_FRACTION, kv_blocks
 from archsim.serve.replica import Replica, SchedulerSpec, State
 from archsim.serve.requests import Request
+from archsim.serve.router import ROUTERS, Router
 from archsim.workloads.errors import Problem, WorkloadError
 
 __all__ = ["KVLink", "LINKS", "ROUTERS", "PoolSpec", "ServeSetup", "Simulation",
            "parse_link"]
-
-ROUTERS = ("round-robin", "least-outstanding", "kv-aware")
 
 
 class Link(Protocol):
@@ -151,6 +151,15 @@ class ServeSetup:
 _END, _XFER, _ARRIVE = 0, 1, 2
 
 
+def _router(name: str) -> Router:
+    """A new instance of the router registered as ``name``."""
+    cls = ROUTERS.get(name)
+    if cls is None:
+        raise WorkloadError(Problem(f"unknown router {name!r}; expected one of "
+                                    f"{', '.join(ROUTERS)}", "router"))
+    return cls()
+
+
 class Simulation:
     """One serving run of ``requests`` on ``acc`` under ``setup``.
 
@@ -182,7 +191,7 @@ class Simulation:
                                              role))
         self.front = [r for r in self.replicas if r.role in ("both", "prefill")]
         self.back = [r for r in self.replicas if r.role == "decode"]
-        self._rr = {"front": 0, "back": 0}
+        self._routers = {"front": _router(setup.router), "back": _router(setup.router)}
         self.idle_power_w = sum(self._idle_power(r.cost.tp) for r in self.replicas)
 
     def cost_model(self, tp: int) -> IterationCost:
@@ -200,17 +209,9 @@ class Simulation:
 
     # ---- routing -------------------------------------------------------------------------
     def _route(self, pool: list[Replica], which: str) -> Replica:
-        r = self.setup.router
         if len(pool) == 1:
             return pool[0]
-        if r == "round-robin":
-            i = self._rr[which] % len(pool)
-            self._rr[which] += 1
-            return pool[i]
-        if r == "least-outstanding":
-            return min(pool, key=lambda x: (x.outstanding(), x.index))
-        return min(pool, key=lambda x: (-(x.kv.free - x.demand_blocks()), x.outstanding(),
-                                        x.index))
+        return self._routers[which].pick(pool)
 
     # ---- the loop ------------------------------------------------------------------------
     def run(self, requests: list[Request], progress: Callable[[int, int], None] | None = None

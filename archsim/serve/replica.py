@@ -1,18 +1,7 @@
 """One model replica: its queues, paged KV cache and the per-iteration scheduler.
 
-Policies (``SchedulerSpec.policy``), each as the papers describe it:
-
-* ``vllm`` — vLLM v0 default (Kwon et al. SOSP'23): *prefill-prioritising* continuous
-  batching. When requests wait and fit (whole prompt's KV blocks, ``max_num_seqs``,
-  ``max_batched_tokens``), the iteration is a prefill-only batch of whole prompts;
-  otherwise every running request decodes one token. Decodes stall while prefills run.
-* ``orca`` — Orca (Yu et al. OSDI'22) iteration-level scheduling: every iteration runs all
-  decodes *and* admits waiting requests with their whole prompt in the same batch, within
-  the token budget; KV for prompt + maximum output is reserved on admission (Orca has no
-  paging), so Orca never preempts.
-* ``sarathi`` — Sarathi-Serve (Agrawal et al. OSDI'24) stall-free batching: all running
-  decodes first, then chunks of partially prefilled requests, then new requests, up to a
-  token budget of ``chunk`` tokens per iteration (chunked prefill).
+The batching policy (``SchedulerSpec.policy``) is a registered :class:`~archsim.serve.policy.Policy`
+(``vllm``, ``orca``, ``sarathi``; see :mod:`archsim.serve.policy`).
 
 Queue order: ``fcfs`` (arrival) or ``priority`` (``Request.priority``, then arrival);
 preempted requests go back to the front. When a decode needs a new KV block and none is
@@ -35,11 +24,13 @@ from typing import Any
 
 from archsim.serve.cost import Batch, Cost, IterationCost
 from archsim.serve.kv import BlockManager
+from archsim.serve.policy import POLICIES, Policy
 from archsim.serve.requests import Request
+from archsim.workloads.errors import Problem, WorkloadError
 
-__all__ = ["SchedulerSpec", "State", "Replica", "POLICIES", "ORDERS", "PREEMPTIONS"]
+__all__ = ["SchedulerSpec", "State", "Replica", "POLICIES", "ORDERS", "PREEMPTIONS",
+           "policy_for"]
 
-POLICIES = ("vllm", "orca", "sarathi")
 ORDERS = ("fcfs", "priority")
 PREEMPTIONS = ("recompute", "swap")
 
@@ -49,7 +40,7 @@ class SchedulerSpec:
     """Scheduler settings of a replica.
 
     Attributes:
-        policy: ``vllm``, ``orca`` or ``sarathi``.
+        policy: a registered policy (:data:`POLICIES`): ``vllm``, ``orca`` or ``sarathi``.
         chunk: Sarathi token budget per iteration (tokens; the paper uses 512 and 2048).
         max_num_seqs: most requests in a batch (vLLM default 256).
         max_batched_tokens: most tokens in a vLLM/Orca iteration (0: max(model context,
@@ -73,6 +64,19 @@ class SchedulerSpec:
     block_size: int = 16
     host_gbps: float = 64.0
     overhead_s: float = 0.0
+
+
+def policy_for(name: str) -> Policy:
+    """A new instance of the policy registered as ``name``.
+
+    Raises:
+        WorkloadError: no policy has that name (the message lists the registered ones).
+    """
+    cls = POLICIES.get(name)
+    if cls is None:
+        raise WorkloadError(Problem(f"unknown scheduling policy {name!r}; expected one of "
+                                    f"{', '.join(POLICIES)}", "scheduler.policy"))
+    return cls()
 
 
 class State:
@@ -133,8 +137,8 @@ class Replica:
         self.swapped: list[State] = []
         self.busy = False
         self.ctx = cost.context
-        mbt = spec.max_batched_tokens or max(cost.context, 2048)
-        self.max_tokens = spec.chunk if spec.policy == "sarathi" else mbt
+        self.policy = policy_for(spec.policy)
+        self.max_tokens = self.policy.token_budget(spec, cost.context)
         self.swap_bytes_per_block = spec.block_size * cost.kv_bytes_per_token
         self.preemptions = 0
         self.busy_s = 0.0
@@ -193,8 +197,9 @@ class Replica:
             t += s.blocks * self.swap_bytes_per_block / (self.spec.host_gbps * 1e9)
         return t
 
-    def _admit(self, s: State, reserve_output: bool) -> bool:
-        """Allocate ``s``'s blocks (whole target, or target + remaining output)."""
+    def admit(self, s: State, reserve_output: bool) -> bool:
+        """Allocate ``s``'s blocks (whole target, or target + remaining output); False
+        (nothing allocated) when they do not fit."""
         tokens = max(s.target, s.prompt + s.g)
         if reserve_output:
             tokens = min(self.ctx, s.prompt + s.output)
@@ -206,44 +211,12 @@ class Replica:
 
     # ---- one iteration -------------------------------------------------------------------
     def schedule(self) -> tuple[list[tuple[State, int]], list[State], float]:
-        """Form the next batch: (prefill chunks (state, tokens), decodes, swap time s)."""
-        p = self.spec.policy
+        """Form the next batch: (prefill chunks (state, tokens), decodes, swap time s):
+        swapped-out requests come back where they fit, then the policy picks the work."""
         swap_t = self._swap_in() if self.swapped else 0.0
-        chunks: list[tuple[State, int]]
-        if p == "vllm":
-            chunks = self._admit_whole(0, reserve=False) if not self.swapped else []
-            if chunks:
-                return chunks, [], swap_t
-            dec, t = self._decodes()
-            return [], dec, swap_t + t
-        if p == "orca":
-            dec, t = self._decodes()
-            chunks = self._admit_whole(len(dec), reserve=True)
-            return chunks, dec, swap_t + t
-        # sarathi: decodes, then ongoing prefills, then new ones, within the token budget
-        dec, t = self._decodes()
-        budget = self.max_tokens - len(dec)
-        chunks = []
-        for s in self.running:
-            if budget <= 0:
-                break
-            if s.done < s.target:
-                c = min(budget, s.target - s.done)
-                chunks.append((s, c))
-                budget -= c
-        while budget > 0 and self.waiting and len(self.running) < self.spec.max_num_seqs:
-            s = self.waiting[0][1]
-            if not self._admit(s, reserve_output=False):
-                break
-            heapq.heappop(self.waiting)
-            self.running.append(s)
-            if s.done < s.target:
-                c = min(budget, s.target - s.done)
-                chunks.append((s, c))
-                budget -= c
-        return chunks, dec, swap_t + t
+        return self.policy.batch(self, swap_t)
 
-    def _admit_whole(self, tokens: int, reserve: bool) -> list[tuple[State, int]]:
+    def admit_whole(self, tokens: int, reserve: bool) -> list[tuple[State, int]]:
         """Admit waiting requests with their whole remaining prefill (vLLM, Orca)."""
         chunks: list[tuple[State, int]] = []
         while self.waiting and len(self.running) < self.spec.max_num_seqs:
@@ -251,7 +224,7 @@ class Replica:
             need = s.target - s.done
             if need > 0 and tokens + need > self.max_tokens and (chunks or tokens):
                 break
-            if not self._admit(s, reserve_output=reserve):
+            if not self.admit(s, reserve_output=reserve):
                 break
             heapq.heappop(self.waiting)
             self.running.append(s)
@@ -260,7 +233,7 @@ class Replica:
                 tokens += need
         return chunks
 
-    def _decodes(self) -> tuple[list[State], float]:
+    def decodes(self) -> tuple[list[State], float]:
         """Running requests that decode this iteration, growing their KV by a block where
         needed and preempting from the back when the cache is full. Also sets
         ``self.decode_keys`` (sum of keys attended by the decodes). Hot loop: kept lean."""
@@ -283,7 +256,7 @@ class Replica:
         return dec, 0.0
 
     def _decodes_slow(self, i: int, dec: list[State], keys: int) -> tuple[list[State], float]:
-        """:meth:`_decodes` from index ``i`` on, preempting from the back of ``running``."""
+        """:meth:`decodes` from index ``i`` on, preempting from the back of ``running``."""
         swap_t = 0.0
         bs = self.kv.block_size
         running = self.running

@@ -24,6 +24,7 @@ from archsim.arch.accelerator import Accelerator
 from archsim.serve.cluster import ServeSetup, Simulation
 from archsim.serve.cost import IterationCost
 from archsim.serve.metrics import SLO, ServeResult, percentiles
+from archsim.serve.replica import policy_for
 from archsim.serve.requests import Request
 
 __all__ = ["serve", "find_capacity", "simulate"]
@@ -158,8 +159,7 @@ def _area(cost: IterationCost) -> float:
 def _deployment(setup: ServeSetup, sim: Simulation) -> dict[str, Any]:
     p = setup.pool
     sch = p.scheduler
-    sched = sch.policy + (f" chunk {sch.chunk}" if sch.policy == "sarathi" else "") + \
-        f", {sch.order}, preempt by {sch.preemption}"
+    sched = policy_for(sch.policy).label(sch) + f", {sch.order}, preempt by {sch.preemption}"
     if setup.decode is None:
         summary = f"{p.replicas} replica(s) x TP{p.tp}, router {setup.router}"
     else:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from archsim.arch.reference import Comparison, Gap, checks
+from archsim.arch.reference import Comparison, EvaluationAPI, Gap, checks
 
 _DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "cluster"
 _CFG = Path(__file__).resolve().parents[2] / "configs" / "cluster"
@@ -20,7 +20,7 @@ def _nccl_rows() -> list[dict[str, str]]:
 
 
 @checks("cluster")
-def _cluster() -> tuple[list[Comparison], list[Gap]]:
+def _cluster(api: EvaluationAPI) -> tuple[list[Comparison], list[Gap]]:
     import yaml
 
     from archsim.arch.cluster import load_cluster

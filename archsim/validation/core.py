@@ -3,7 +3,9 @@
 One mechanism serves the report (``archsim validation`` -> ``docs/validation.md``) and the
 reference tests (``tests/reference/``): a family registers a function with
 :func:`checks` that returns :class:`Comparison` records, each with the figure's source
-file and key, its confidence tag and a tolerance with a one-line reason.
+file and key, its confidence tag and a tolerance with a one-line reason. :func:`run` calls
+each check with the evaluation API (``EvaluationAPI``: the ``archsim`` package unless told
+otherwise).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pathlib import Path
 from archsim.arch.reference import (
     CHECKS,
     Comparison,
+    EvaluationAPI,
     Gap,
     checks,
     first_unit,
@@ -42,15 +45,21 @@ def FAMILIES() -> list[str]:  # noqa: N802
     return sorted(CHECKS)
 
 
-def run(families: list[str] | None = None) -> tuple[list[Comparison], list[Gap]]:
-    """Run the checks of ``families`` (all if None)."""
+def run(families: list[str] | None = None, api: EvaluationAPI | None = None
+        ) -> tuple[list[Comparison], list[Gap]]:
+    """Run the checks of ``families`` (all if None), each evaluating through ``api`` (the
+    ``archsim`` package if None)."""
     _register_all()
+    if api is None:
+        import archsim
+
+        api = archsim
     comps: list[Comparison] = []
     gaps: list[Gap] = []
     for fam in sorted(CHECKS):
         if families and fam not in families:
             continue
-        c, g = CHECKS[fam]()
+        c, g = CHECKS[fam](api)
         comps += c
         gaps += g
     return comps, gaps

@@ -11,7 +11,7 @@ energy next to the table's 64-bit DRAM access.
 
 from __future__ import annotations
 
-from archsim.arch.reference import Comparison, Gap, checks, load_reference
+from archsim.arch.reference import Comparison, EvaluationAPI, Gap, checks, load_reference
 
 __all__ = ["energy_checks"]
 
@@ -20,7 +20,7 @@ _WHY = "the library's base point (energy/tables.py transcribes this table)"
 
 
 @checks("energy")
-def energy_checks() -> tuple[list[Comparison], list[Gap]]:
+def energy_checks(api: EvaluationAPI) -> tuple[list[Comparison], list[Gap]]:
     """Library at 45 nm vs each energy/area row of energy_45nm.yaml; DRAM per 64 bits."""
     from archsim.energy import arith
     from archsim.energy.classes import sram_read_64bit_pj

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from archsim.arch.reference import Comparison, Gap, checks
+from archsim.arch.reference import Comparison, EvaluationAPI, Gap, checks
 
 _DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "silicon"
 _SRC = "silicon/h100.jsonl (held out)"
 
 
 @checks("gpu_silicon")
-def _gpu_silicon() -> tuple[list[Comparison], list[Gap]]:
+def _gpu_silicon(api: EvaluationAPI) -> tuple[list[Comparison], list[Gap]]:
     """Per kernel class median |error|, board energy, sustained clock, whole models."""
     from archsim import silicon
     from archsim.api import load
@@ -72,13 +72,12 @@ def _gpu_silicon() -> tuple[list[Comparison], list[Gap]]:
         comps.append(Comparison("gpu_silicon", f"{m['kind']} {m['label']} wall time (eager)"
                                 f"{how}", _SRC, "M", m["measured_ms"], m["wall_ms"], "ms", 0.25,
                                 "issue 16: whole-model class within 25%", design="h100"))
-    gaps += _paper_baselines()
+    gaps += _paper_baselines(api)
     return comps, gaps
 
 
-def _paper_baselines() -> list[Gap]:
+def _paper_baselines(archsim: EvaluationAPI) -> list[Gap]:
     """Which host stack the papers' GPU baselines ran, and whether their ratios emerge."""
-    import archsim
     from archsim.arch.pim.reference import pim_vs_gpu
     from archsim.validation import load_reference
 
@@ -87,7 +86,7 @@ def _paper_baselines() -> list[Gap]:
     elo, ehi = res_ref["energy_efficiency_vs_gpu"]["range"]
     parts = []
     for model in ("gpt2-small", "gpt2-xl"):
-        pv = pim_vs_gpu(model)
+        pv = pim_vs_gpu(archsim, model)
         pim, pim_j = pv["pim_latency_s"], pv["pim_energy_j"]
         walls, joules = {}, {}
         for rt in ("ideal", "eager_hf"):

@@ -18,7 +18,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from archsim.arch.reference import Comparison, Gap, checks
+from archsim.arch.reference import Comparison, EvaluationAPI, Gap, checks
 
 __all__ = ["timeloop_eyeriss", "timeloop_table", "TIMELOOP_UTILIZATION",
            "TIMELOOP_PJ_PER_MAC", "conv2_x"]
@@ -44,7 +44,7 @@ def _runs() -> dict[str, dict[str, Any]]:
     """Our best mappings per objective (and an RS-like constrained one) with their counts."""
     import archsim
     from archsim.dataflow.mapping import ACTIONS, LEVELS, TENSORS, Shape, analyse, cost
-    from archsim.mapper.search import best_mapping
+    from archsim.mapper.gemm_search import best_mapping
 
     unit: Any = archsim.load("eyeriss_like").units[0]
     op = conv2_x()
@@ -94,7 +94,7 @@ def _einsum_input_reads() -> float:
 
 
 @checks("mapper")
-def timeloop_eyeriss() -> tuple[list[Comparison], list[Gap]]:
+def timeloop_eyeriss(api: EvaluationAPI) -> tuple[list[Comparison], list[Gap]]:
     """Comparisons and gaps of the Timeloop Eyeriss conv2_x cross-check."""
     runs = _runs()
     macs = runs["_params"]["macs"]

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from archsim.arch.reference import Comparison, Gap, checks, load_reference
+from archsim.arch.reference import Comparison, EvaluationAPI, Gap, checks, load_reference
 
 
 @checks("workloads")
-def _workloads() -> tuple[list[Comparison], list[Gap]]:
+def _workloads(api: EvaluationAPI) -> tuple[list[Comparison], list[Gap]]:
     """Model zoo identity: parameter counts and MACs against the published figures."""
     from archsim.workloads.zoo import model_info, model_names
 

@@ -206,7 +206,7 @@ def test_dram_memory_model_runs_and_respects_peak_bandwidth():
 
 # ---- mapper loop-nest mappings ------------------------------------------------------------
 def test_loop_nest_mapping_lowers_as_pipeline():
-    from archsim.mapper.search import best_mapping
+    from archsim.mapper.gemm_search import best_mapping
 
     u = unit(rows=8, cols=8, bandwidth_gbps=2.0, glb_kib=64)
     op = Gemm(name="g", m=64, n=64, k=64)

@@ -64,7 +64,7 @@ def test_energy_optimal_trades_one_halo_for_weight_reads() -> None:
 
 @pytest.mark.slow
 def test_search_reaches_the_energy_optimum() -> None:
-    from archsim.mapper.nest_search import search
+    from archsim.mapper.einsum_search import search
 
     prob, hier, ref = _run("energy_opt.map.yaml")
     _, cons = read_arch(T / "eyeriss_like" / "arch.yaml")

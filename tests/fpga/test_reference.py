@@ -9,9 +9,10 @@ import pytest
 def test_sat_average_2of8_speedup(shared_dir) -> None:
     """Mean 2:8 speedup over ResNet-18/50, VGG-16, BERT-base vs SAT's 1.75x (tag A),
     tolerance 15 %: SAT's array, clock, precision, batch and models are unpublished."""
+    import archsim
     from archsim.arch.fpga.reference import _fpga
 
-    comps, gaps = _fpga()
+    comps, gaps = _fpga(archsim)
     (c,) = comps
     assert c.reference == 1.75
     assert c.ok, f"ours {c.ours:.3f} vs 1.75 ({c.error:+.1%})"
@@ -23,9 +24,10 @@ def test_pattern_sweep_ordering() -> None:
     window are equal (1:4 == 2:8, 2:4 == 4:8); sparser is faster unless the activation
     window outgrows the buffer (1:8 needs 8 x 16 b per lane > the 4096-bit port); nothing
     beats the BDWP bound 3 / (1 + 2 N/M)."""
+    import archsim
     from archsim.arch.fpga.reference import training_speedups
 
-    r = training_speedups(models=("resnet18",), batch=2,
+    r = training_speedups(archsim, models=("resnet18",), batch=2,
                           patterns=((2, 8), (1, 4), (2, 4), (4, 8), (1, 8)))["resnet18"]
     # equal up to the layers whose K is a multiple of 4 but not of 8 (prunable for 1:4 and
     # 2:4 only, Workload.with_sparsity)

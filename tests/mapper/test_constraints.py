@@ -14,7 +14,7 @@ from archsim.dataflow import ArchParams, Mapping, Shape, cost, feasible
 from archsim.dataflow.mapping import DRAM, GLB, SCOL, SROW
 from archsim.mapper import map_workload
 from archsim.mapper.constraints import load_constraints, parse_constraints
-from archsim.mapper.search import search
+from archsim.mapper.gemm_search import search
 from archsim.workloads.errors import MappingError
 from archsim.workloads.graph import Workload
 from archsim.workloads.ops import Conv2d, Gemm, Softmax

@@ -51,7 +51,7 @@ def test_einsum_estimate_keeps_the_contract():
 def test_search_is_deterministic_and_vector_ops_refuse_an_einsum_mapping():
     u = _unit()
     space = u.einsum_space(CONV)
-    from archsim.mapper.nest_search import search
+    from archsim.mapper.einsum_search import search
 
     a = search(*space, objective="edp", time_budget_s=float("inf"), max_evaluations=5000,
                seed=3).mapping

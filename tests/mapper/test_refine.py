@@ -1,9 +1,9 @@
-"""Top-k refinement of mappings with the cycle simulator (mapper.search.refine_with_simulation)."""
+"""Top-k refinement of mappings with the cycle simulator (mapper.gemm_search.refine_with_simulation)."""
 
 from __future__ import annotations
 
 import archsim
-from archsim.mapper.search import best_mapping, refine_with_simulation, top_mappings
+from archsim.mapper.gemm_search import best_mapping, refine_with_simulation, top_mappings
 from archsim.workloads.formats import FORMATS
 from archsim.workloads.ops import Gemm
 

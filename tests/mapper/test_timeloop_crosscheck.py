@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import archsim
 from archsim.validation.mapper import timeloop_eyeriss, timeloop_table
 
 
 def test_exact_comparisons_hold_and_gaps_are_explained():
-    comps, gaps = timeloop_eyeriss()
+    comps, gaps = timeloop_eyeriss(archsim)
     assert comps and all(c.ok for c in comps), [(c.figure, c.ours) for c in comps if not c.ok]
     figures = {g.figure for g in gaps}
     assert any("utilisation" in f for f in figures) and any("energy" in f for f in figures)

@@ -8,7 +8,7 @@ import archsim
 from archsim.arch import load_data
 from archsim.cli import main
 from archsim.dataflow.mapping import Shape, cost, feasible
-from archsim.mapper.search import best_mapping
+from archsim.mapper.gemm_search import best_mapping
 from archsim.workloads.ops import Conv2d, Gemm
 from tests.conftest import spatial_config
 

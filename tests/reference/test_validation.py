@@ -34,7 +34,7 @@ def test_validation_command_exits_nonzero_out_of_tolerance(monkeypatch, capsys, 
     from archsim.cli import main
 
     bad = validation.Comparison("fake", "x", "test", "D", 100.0, 150.0, "u", 0.1, "test")
-    monkeypatch.setitem(validation.CHECKS, "fake", lambda: ([bad], []))
+    monkeypatch.setitem(validation.CHECKS, "fake", lambda api: ([bad], []))
     out = tmp_path / "v.md"
     assert main(["validation", "--family", "fake", "--out", str(out)]) == 1
     assert "OUT OF TOLERANCE" in capsys.readouterr().err

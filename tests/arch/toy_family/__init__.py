@@ -24,7 +24,7 @@ from archsim.arch.base import (
     register,
 )
 from archsim.arch.memory import MemorySpec
-from archsim.arch.reference import Comparison, Gap, api, checks, reference_workloads
+from archsim.arch.reference import Comparison, EvaluationAPI, Gap, checks, reference_workloads
 from archsim.arch.spec import param
 from archsim.workloads.ops import Gemm, Op
 
@@ -102,14 +102,13 @@ reference_workloads(KIND, WORKLOADS)
 
 
 @checks("toy")
-def _toy_checks() -> tuple[list[Comparison], list[Gap]]:
+def _toy_checks(api: EvaluationAPI) -> tuple[list[Comparison], list[Gap]]:
     """The toy's only figure: a compute-bound 1024^3 GEMM on 64 lanes at 1 GHz takes
     1024^3 / 64 cycles = 16.78 ms (closed form)."""
     from pathlib import Path
 
-    a = api()
-    acc = a.load(Path(__file__).with_name("toy.yaml"))
-    ms = a.evaluate(acc, a.gemm_workload(1024, 1024, 1024)).latency_s * 1e3
+    acc = api.load(Path(__file__).with_name("toy.yaml"))
+    ms = api.evaluate(acc, api.gemm_workload(1024, 1024, 1024)).latency_s * 1e3
     return ([Comparison("toy", "1024^3 GEMM latency", "closed form", "D", 1024**3 / 64 / 1e6,
                         ms, "ms", 1e-6, "exact model", design="toy")],
             [Gap("toy", "anything measured", "a toy has no silicon")])

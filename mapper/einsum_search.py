@@ -43,11 +43,10 @@ from archsim.dataflow.nest import (
 )
 from archsim.mapper.factors import divisors
 from archsim.mapper.nest_kernel import evaluate_kernel
+from archsim.mapper.objective import OBJECTIVES
 
-__all__ = ["MapSpace", "Batch", "SearchResult", "make_space", "evaluate_batch", "search",
-           "to_mapping", "from_mapping", "OBJECTIVES"]
-
-OBJECTIVES = ("energy", "edp", "latency")
+__all__ = ["MapSpace", "Batch", "EinsumSearchResult", "make_space", "evaluate_batch", "search",
+           "to_mapping", "from_mapping"]
 
 
 def _ordered_factorisations(n: int, slots: int) -> list[tuple[int, ...]]:
@@ -329,7 +328,7 @@ def _score(out: dict[str, np.ndarray], objective: str, energy_scale: float = 0.0
 
 
 @dataclass(frozen=True)
-class SearchResult:
+class EinsumSearchResult:
     """Best mapping found, its exact re-evaluation, and the search's speed.
 
     ``evaluations`` counts every candidate judged (those failing the capacity / fan-out
@@ -375,7 +374,7 @@ def _mutate(space: MapSpace, rng: np.random.Generator, elite: Batch, n: int) -> 
 def search(problem: Einsum, hier: Hierarchy, constraints: Constraints | None = None, *,
            objective: str = "energy", time_budget_s: float = 8.0, batch_size: int = 4096,
            seed: int = 0, keep: dict[str, frozenset[str]] | None = None,
-           max_evaluations: int | None = None) -> SearchResult:
+           max_evaluations: int | None = None) -> EinsumSearchResult:
     """Random sampling plus elite mutation, vectorised; returns the best feasible mapping.
 
     Args:
@@ -427,4 +426,4 @@ def search(problem: Einsum, hier: Hierarchy, constraints: Constraints | None = N
     if best is None:
         raise ValueError("no feasible mapping found")
     mp = to_mapping(space, best[1], best[2])
-    return SearchResult(mp, analyse(problem, hier, mp), evals, secs, n_feasible)
+    return EinsumSearchResult(mp, analyse(problem, hier, mp), evals, secs, n_feasible)

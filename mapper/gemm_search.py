@@ -42,7 +42,7 @@ from archsim.dataflow.mapping import (
 from archsim.mapper.factors import divisors
 from archsim.mapper.objective import objective_value
 
-__all__ = ["PERMS", "SearchResult", "arch_params", "best_mapping", "evaluate_batch",
+__all__ = ["PERMS", "GemmSearchResult", "arch_params", "best_mapping", "evaluate_batch",
            "search", "dim_options", "clear_cache", "to_arrays", "from_arrays",
            "top_mappings", "refine_with_simulation"]
 
@@ -52,8 +52,14 @@ _REL = np.array(RELEVANT, dtype=bool)                                      # (3 
 
 
 @dataclass(frozen=True)
-class SearchResult:
-    """Best mapping found for one op shape on one unit."""
+class GemmSearchResult:
+    """Best GEMM mapping found for one op shape on one unit, with its analytical cost.
+
+    Not the Einsum search's :class:`~archsim.mapper.einsum_search.EinsumSearchResult` (a
+    ``NestMapping`` with its exact ``NestResult`` and the search's speed) nor the plan
+    search's :class:`~archsim.mapper.plan.PlanSearchResult` (ranked plans): each holds what
+    its search produces; the objectives they rank by are :data:`archsim.mapper.objective.OBJECTIVES`.
+    """
 
     mapping: Mapping
     cost: Cost
@@ -232,7 +238,7 @@ def _assemble(opts: list[np.ndarray], idx: np.ndarray) -> np.ndarray:
 
 # ---- search ----------------------------------------------------------------------------
 
-_CACHE: dict[tuple, SearchResult | None] = {}
+_CACHE: dict[tuple, GemmSearchResult | None] = {}
 
 
 def clear_cache() -> None:
@@ -244,7 +250,7 @@ def search(shape: Shape, p: ArchParams, objective: Any = "latency",
            samples: int = 4096, top_k: int = 4, seed: int = 0, chunk: int = 1 << 16,
            use_cache: bool = True, fixed: tuple[tuple[int, int, int], ...] = (),
            order_glb: tuple[int, int, int] | None = None,
-           order_dram: tuple[int, int, int] | None = None) -> SearchResult | None:
+           order_dram: tuple[int, int, int] | None = None) -> GemmSearchResult | None:
     """Best mapping of ``shape`` on ``p`` over the named ``dataflows`` (None: nothing fits).
 
     User constraints (``mapper.constraints``): ``fixed`` pins loop-nest factors as
@@ -256,7 +262,7 @@ def search(shape: Shape, p: ArchParams, objective: Any = "latency",
            fixed, order_glb, order_dram)
     if use_cache and key in _CACHE:
         return _CACHE[key]
-    best: SearchResult | None = None
+    best: GemmSearchResult | None = None
     best_v = math.inf
     total_eval = 0
     for df in dataflows:
@@ -268,7 +274,7 @@ def search(shape: Shape, p: ArchParams, objective: Any = "latency",
         if r.value < best_v or best is None:
             best, best_v = r, r.value
     if best is not None:
-        best = SearchResult(best.mapping, best.cost, best.objective, best.value, total_eval,
+        best = GemmSearchResult(best.mapping, best.cost, best.objective, best.value, total_eval,
                             best.exhaustive, best.space_size)
     if use_cache:
         _CACHE[key] = best
@@ -295,7 +301,7 @@ def _search_one(shape: Shape, p: ArchParams, objective: Any, df: str, limit: int
                 samples: int, top_k: int, seed: int, chunk: int,
                 fixed: tuple[tuple[int, int, int], ...] = (),
                 order_glb: tuple[int, int, int] | None = None,
-                order_dram: tuple[int, int, int] | None = None) -> SearchResult | None:
+                order_dram: tuple[int, int, int] | None = None) -> GemmSearchResult | None:
     rows_c, cols_c, rf_c = DATAFLOW_CONSTRAINTS[df]
     rf_max = max(1, int(p.rf_bytes // max(min(p.a_bytes, p.b_bytes, p.psum_bytes), 1e-9)))
     opts = [dim_options(shape.dims[d], (d in rows_c, d in cols_c, d in rf_c), p.rows, p.cols,
@@ -361,7 +367,7 @@ def _search_one(shape: Shape, p: ArchParams, objective: Any, df: str, limit: int
     v, F, pg, pd = best_i[0], best_i[1], best_i[2], best_i[3]
     m = from_arrays(F, pg, pd, df)
     ev = evaluate_batch(F[None], np.array([pg]), np.array([pd]), shape, p)
-    return SearchResult(m, _cost_of(ev, 0, shape, p), str(objective), v, evaluated,
+    return GemmSearchResult(m, _cost_of(ev, 0, shape, p), str(objective), v, evaluated,
                         exhaustive, space)
 
 
@@ -411,7 +417,7 @@ def arch_params(unit: Any, op: Any) -> ArchParams:
 
 
 def best_mapping(unit: Any, op: Any, objective: Any = "latency",
-                 dataflows: tuple[str, ...] | None = None, **kw: Any) -> SearchResult | None:
+                 dataflows: tuple[str, ...] | None = None, **kw: Any) -> GemmSearchResult | None:
     """Best loop-nest mapping of a matrix op (``Gemm`` / ``Conv2d``) on a spatial unit.
 
     Returns None for ops that are not matrix ops, units without a ``rows x cols`` array, or
@@ -429,7 +435,7 @@ def best_mapping(unit: Any, op: Any, objective: Any = "latency",
 
 
 def top_mappings(unit: Any, op: Any, objective: Any = "latency", k: int = 4,
-                 dataflows: tuple[str, ...] | None = None, **kw: Any) -> list[SearchResult]:
+                 dataflows: tuple[str, ...] | None = None, **kw: Any) -> list[GemmSearchResult]:
     """Up to ``k`` distinct good mappings, best first by the analytical ``objective``.
 
     Candidates: the best mapping of every allowed dataflow under each of the objectives
@@ -439,7 +445,7 @@ def top_mappings(unit: Any, op: Any, objective: Any = "latency", k: int = 4,
         return []
     dfs = tuple(dataflows) if dataflows else tuple(
         d for d in unit.dataflows() if d in DATAFLOW_CONSTRAINTS) or ("free",)
-    seen: dict[Any, SearchResult] = {}
+    seen: dict[Any, GemmSearchResult] = {}
     for df in dfs:
         for obj in dict.fromkeys((objective, "latency", "energy", "edp")):
             r = best_mapping(unit, op, obj, dataflows=(df,), **kw)
@@ -447,7 +453,7 @@ def top_mappings(unit: Any, op: Any, objective: Any = "latency", k: int = 4,
                 seen[r.mapping] = r
     if not seen:
         return []
-    def analytical(r: SearchResult) -> float:
+    def analytical(r: GemmSearchResult) -> float:
         est = unit.estimate(op, r.mapping)
         return objective_value(objective if objective in ("latency", "energy", "edp")
                                else "latency", est.latency_s, r.cost.energy_pj * 1e-12)
@@ -456,7 +462,7 @@ def top_mappings(unit: Any, op: Any, objective: Any = "latency", k: int = 4,
 
 
 def refine_with_simulation(unit: Any, op: Any, objective: Any = "latency", k: int = 4,
-                           **kw: Any) -> tuple[SearchResult | None, list[tuple[Any, int, int]]]:
+                           **kw: Any) -> tuple[GemmSearchResult | None, list[tuple[Any, int, int]]]:
     """Re-rank the ``top_mappings`` by the cycle simulator (``unit.simulate``).
 
     The objective's latency term is the simulated one (energy stays the analytical access
@@ -465,7 +471,7 @@ def refine_with_simulation(unit: Any, op: Any, objective: Any = "latency", k: in
     """
     cands = top_mappings(unit, op, objective, k, **kw)
     rows: list[tuple[Any, int, int]] = []
-    best: tuple[float, SearchResult] | None = None
+    best: tuple[float, GemmSearchResult] | None = None
     obj = objective if objective in ("latency", "energy", "edp") else "latency"
     for r in cands:
         est = unit.estimate(op, r.mapping)

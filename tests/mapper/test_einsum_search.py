@@ -17,7 +17,7 @@ from archsim.arch.timeloop import load_dir
 from archsim.dataflow.einsum import conv2d
 from archsim.dataflow.hierarchy import ComputeLevel, Hierarchy, StorageLevel
 from archsim.dataflow.nest import LevelMapping, NestMapping, analyse
-from archsim.mapper.nest_search import (
+from archsim.mapper.einsum_search import (
     _sample,
     evaluate_batch,
     from_mapping,

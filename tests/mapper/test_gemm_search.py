@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from archsim.dataflow import ArchParams, Mapping, Shape, cost, feasible
-from archsim.mapper.search import (
+from archsim.mapper.gemm_search import (
     PERMS,
     arch_params,
     best_mapping,
