@@ -46,9 +46,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from archsim.arch.cluster import Cluster, LinkSpec
 from archsim.workloads.errors import ConfigError, Problem
+
+if TYPE_CHECKING:  # annotations only: a cluster loads designs, whose GPU units use this module
+    from archsim.arch.cluster import Cluster, LinkSpec
 
 __all__ = ["CollectiveCost", "Group", "place", "collective", "ring_or_tree_allreduce",
            "bus_factor", "KINDS"]

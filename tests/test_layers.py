@@ -89,6 +89,12 @@ def _graph() -> nx.DiGraph:
             target = ".".join(parts)
             if target and target != name:
                 g.add_edge(name, target)
+    # imports the AST cannot see: the family registry imports every family package by name
+    # (importlib over arch/'s subpackages)
+    from archsim.arch.registry import family_packages
+
+    for fam in family_packages():
+        g.add_edge("archsim.arch.registry", fam)
     return g
 
 

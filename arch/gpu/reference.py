@@ -26,14 +26,12 @@ def _gpu(api: EvaluationAPI) -> tuple[list[Comparison], list[Gap]]:
     """Tensor-core GPUs against gpus.yaml and a100_gemm_measured.csv."""
     import csv
 
-    from archsim.arch import load
-
-    config_dir = api.config_dir
     from archsim.workloads.formats import FORMATS
     from archsim.workloads.ops import Elementwise, Gemm
 
+    config_dir = api.config_dir
     ref = load_reference("gpus.yaml")
-    units = {n: load(config_dir() / "gpu" / f"{n}.yaml").units[0]
+    units = {n: api.load(config_dir() / "gpu" / f"{n}.yaml").units[0]
              for n in ("a100", "h100", "h200", "t4")}
 
     def tflops(name: str, m: int, n: int, k: int, fmt: str) -> float:
