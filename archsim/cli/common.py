@@ -1,5 +1,5 @@
-"""What every ``archsim`` subcommand shares: the one-line argument parser, flag types,
-atomic output files and the single error path.
+"""What every ``archsim`` subcommand shares: the one-line argument parser, flag types and
+the single error path.
 
 The error path (:func:`guarded`) is the only place where the CLI turns exceptions into
 messages and exit codes:
@@ -13,37 +13,36 @@ messages and exit codes:
   the file or value when known, exit 2.
 
 Any other exception is a program bug and is left to raise with its traceback (house style).
-Output files are written through :func:`atomic_output`: to a temporary name in the target
-folder, renamed over the target only when complete, so an interrupted or failed command
-never leaves a partial file behind.
+Output files are written through :func:`archsim.outputs.atomic_output` (whole or not at all).
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
 import sqlite3
 import sys
-import tempfile
 import warnings
-from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
+from collections.abc import Callable
 from typing import NoReturn, TextIO
 
-from archsim.workloads.errors import ArchsimError, ConfigError, Problem
+from archsim.diagnostics import print_warnings
+from archsim.workloads.errors import ArchsimError
 
-__all__ = ["Parser", "positive_int", "non_negative_int", "positive_float",
-           "ratio_at_least_one", "nm", "non_empty", "guarded",
-           "atomic_output", "check_output_path", "print_warnings", "PLOT_SUFFIXES", "EXIT_USAGE",
+__all__ = ["Parser", "UsageError", "positive_int", "non_negative_int", "positive_float",
+           "ratio_at_least_one", "nm", "non_empty", "guarded", "EXIT_USAGE",
            "EXIT_INTERRUPT"]
 
 #: Exit code of a user mistake (bad input, flag, file), as argparse uses.
 EXIT_USAGE = 2
 #: Exit code after Ctrl-C: 128 + SIGINT (2), the POSIX shells' convention.
 EXIT_INTERRUPT = 130
-#: File suffixes matplotlib writes for ``archsim plot`` / ``--plot`` outputs.
-PLOT_SUFFIXES = (".png", ".svg", ".pdf")
+
+
+class UsageError(Exception):
+    """A flag combination a command refuses after parsing (argparse cannot express it, e.g.
+    ``--problem`` without Timeloop inputs). :func:`archsim.cli.main` reports it through the
+    command's own parser: ``archsim CMD: error: MESSAGE (see 'archsim CMD --help')``, exit 2.
+    """
 
 
 class Parser(argparse.ArgumentParser):
@@ -157,72 +156,3 @@ def guarded(fn: Callable[[], int], stderr: TextIO | None = None) -> int:
     except OSError as exc:                # file-system trouble outside a specific check
         say(_os_message(exc))
     return EXIT_USAGE
-
-
-def print_warnings(stream: TextIO | None = None) -> None:
-    """Show :class:`~arch.spec.PlausibilityWarning` (and other ``UserWarning``) as one
-    ``warning: ...`` line each on ``stream`` (stderr), each distinct message once."""
-    from archsim.arch.spec import PlausibilityWarning
-
-    out = stream or sys.stderr
-
-    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
-             file: object = None, line: str | None = None) -> None:
-        print(f"warning: {message}", file=out)
-
-    warnings.simplefilter("default", PlausibilityWarning)
-    warnings.showwarning = show
-
-
-# ---- output files ---------------------------------------------------------------------------
-def check_output_path(path: str | Path, flag: str,
-                      suffixes: Sequence[str] | None = None) -> Path:
-    """Check before any work starts that ``path`` can be written: its folder exists and is
-    writable, it is not a folder, and (if ``suffixes``) it has one of them.
-
-    Raises:
-        ConfigError: naming ``flag``, the path and what was expected.
-    """
-    p = Path(path)
-    if suffixes is not None and p.suffix.lower() not in suffixes:
-        raise ConfigError(Problem(f"cannot tell the file type of {str(path)!r}; expected a "
-                                  f"name ending in {', '.join(suffixes)}", flag))
-    if p.is_dir():
-        raise ConfigError(Problem(f"{str(path)!r} is a folder; expected a file name", flag))
-    d = p.resolve().parent
-    if not d.is_dir():
-        raise ConfigError(Problem(f"cannot write {str(path)!r}: no folder {str(d)!r}", flag))
-    if not os.access(d, os.W_OK):
-        raise ConfigError(Problem(f"cannot write {str(path)!r}: folder {str(d)!r} is not "
-                                  f"writable", flag))
-    return p
-
-
-@contextlib.contextmanager
-def atomic_output(path: str | Path, flag: str = "--output") -> Iterator[Path]:
-    """Yield a temporary path next to ``path`` (same suffix); on a clean exit rename it to
-    ``path``, on any exception (Ctrl-C included) delete it. Readers never see half a file.
-
-    Raises:
-        ConfigError: the folder is missing or not writable (names ``flag``).
-    """
-    p = check_output_path(path, flag)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=f".part{p.suffix}",
-                               dir=str(p.resolve().parent))
-    os.close(fd)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)       # mkstemp makes 0600; give the usual file mode
-    try:
-        yield Path(tmp)
-        os.replace(tmp, p)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-def write_text_atomic(path: str | Path, text: str, flag: str = "--output") -> None:
-    """Write ``text`` to ``path`` through :func:`atomic_output`."""
-    with atomic_output(path, flag) as tmp:
-        tmp.write_text(text, encoding="utf-8")
