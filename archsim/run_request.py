@@ -236,8 +236,8 @@ def _check_sparsity_effect(req: RunRequest, acc: Accelerator, wl: Workload,
     s = res if req.fidelity == "analytical" else evaluate(
         acc, wl, objective=req.objective, mapping=mode, constraints=req.constraints)
     if (a.latency_s, a.energy_j, a.dram_bytes) == (s.latency_s, s.energy_j, s.dram_bytes):
-        pruned = sum(1 for op in wl.ops() if getattr(op, "w_sparsity", None) is not None
-                     and op.w_sparsity.structured)
+        pruned = sum(1 for op in wl.ops()
+                     if getattr(getattr(op, "w_sparsity", None), "structured", False))
         why = (f"no layer's reduction dimension is a multiple of {m}" if not pruned else
                f"{acc.name} runs {n}:{m}-sparse weights dense (the pattern is not supported)")
         warnings.warn(f"--sparsity {n}:{m} changed nothing: {why}; the result is the dense "

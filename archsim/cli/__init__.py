@@ -55,10 +55,10 @@ COMMANDS: dict[str, ModuleType] = {
 
 
 def _build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
-    ap = Parser(prog="archsim", description="Cycle-level models of AI accelerators: latency, "
+    ap: argparse.ArgumentParser = Parser(prog="archsim", description="Cycle-level models of AI accelerators: latency, "
                 "energy and area of a network on a design.")
     sub = ap.add_subparsers(dest="cmd")
-    parsers = {}
+    parsers: dict[str, argparse.ArgumentParser] = {}
     for name, mod in COMMANDS.items():
         p = sub.add_parser(name, help=mod.HELP, description=getattr(mod, "DESCRIPTION", None))
         mod.add_arguments(p)
