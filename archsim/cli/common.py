@@ -52,48 +52,45 @@ class Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 
-def positive_int(text: str) -> int:
-    """argparse type: an integer >= 1."""
+def _int_at_least(text: str, low: int) -> int:
     try:
         v = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {v}")
+        raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {text!r}") from None
+    if v < low:
+        raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {v}")
     return v
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    return _int_at_least(text, 1)
 
 
 def non_negative_int(text: str) -> int:
     """argparse type: an integer >= 0 (e.g. ``--refine``, where 0 means off)."""
+    return _int_at_least(text, 0)
+
+
+def _finite_float(text: str, bound: str, ok: Callable[[float], bool]) -> float:
+    """A finite float for which ``ok`` holds; ``bound`` says which (``> 0``, ``>= 1``)."""
     try:
-        v = int(text)
+        v = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {v}")
+        raise argparse.ArgumentTypeError(f"expected a number {bound}, got {text!r}") from None
+    if not (ok(v) and v < float("inf")):
+        raise argparse.ArgumentTypeError(f"expected a finite number {bound}, got {text!r}")
     return v
 
 
 def positive_float(text: str) -> float:
     """argparse type: a finite number > 0 (rates, durations, fractions)."""
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}") from None
-    if not v > 0 or v == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text!r}")
-    return v
+    return _finite_float(text, "> 0", lambda v: v > 0)
 
 
 def ratio_at_least_one(text: str) -> float:
     """argparse type: a finite number >= 1 (imbalance factors, oversubscription)."""
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number >= 1, got {text!r}") from None
-    if not 1 <= v < float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a finite number >= 1, got {text!r}")
-    return v
+    return _finite_float(text, ">= 1", lambda v: v >= 1)
 
 
 def nm(text: str) -> tuple[int, int]:
