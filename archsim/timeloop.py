@@ -33,7 +33,6 @@ from archsim.arch.timeloop import (
 from archsim.dataflow.einsum import Einsum
 from archsim.dataflow.hierarchy import Hierarchy
 from archsim.dataflow.nest import Constraints, NestMapping, NestResult, analyse
-from archsim.mapper.nest_search import search
 from archsim.workloads.errors import ConfigError, Problem
 
 __all__ = ["evaluate_timeloop", "TimeloopRun", "format_stats", "resolve_design_dir"]
@@ -118,6 +117,10 @@ class TimeloopRun:
 
 def _search(prob: Einsum, hier: Hierarchy, cons: Constraints, objective: str,
             time_budget_s: float, seed: int) -> tuple[NestMapping, str]:
+    # deferred: the nest search imports numba and its kernels (~0.15 s); a given mapping
+    # (and every other command, which imports this module) does not need them
+    from archsim.mapper.nest_search import search
+
     try:
         r = search(prob, hier, cons, objective=objective, time_budget_s=time_budget_s,
                    seed=seed)

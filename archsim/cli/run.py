@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from archsim.api import load
@@ -158,15 +159,15 @@ def run(args: argparse.Namespace) -> int:
 
 def request_from_args(args: argparse.Namespace) -> RunRequest:
     """The :class:`RunRequest` of parsed ``run``/``map``/``gemm`` flags."""
-    common = dict(config=args.config, batch=args.batch, a_format=args.a_format,
-                  w_format=args.w_format, sparsity=args.sparsity,
-                  overrides=tuple(args.overrides), fidelity=args.fidelity,
-                  objective=args.objective or "latency", mapping=args.mapping or "default",
-                  constraints=args.constraints, refine=args.refine)
+    base = RunRequest(cmd=args.cmd, config=args.config, batch=args.batch,
+                      a_format=args.a_format, w_format=args.w_format, sparsity=args.sparsity,
+                      overrides=tuple(args.overrides), fidelity=args.fidelity,
+                      objective=args.objective or "latency", mapping=args.mapping or "default",
+                      constraints=args.constraints, refine=args.refine)
     if args.cmd == "gemm":
-        return RunRequest(cmd="gemm", m=args.m, n=args.n, k=args.k, **common)  # type: ignore[arg-type]
-    return RunRequest(cmd=args.cmd, model=args.model, phase=args.phase, seq=args.seq,  # type: ignore[arg-type]
-                      context=args.context, tp=args.tp, kernels=args.kernels, **common)
+        return replace(base, m=args.m, n=args.n, k=args.k)
+    return replace(base, model=args.model, phase=args.phase, seq=args.seq,
+                   context=args.context, tp=args.tp, kernels=args.kernels)
 
 
 def cold_start_note() -> None:
