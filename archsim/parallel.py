@@ -42,7 +42,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from archsim.api import VERSION
+from archsim.api import VERSION, evaluate
 from archsim.arch.cluster import Cluster
 from archsim.arch.collective import collective, place
 from archsim.mapper.plan import bubble_fraction, pipeline_time
@@ -215,8 +215,6 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
         WorkloadError: an invalid plan for the model (each problem names the plan key), or a
             plan that needs more devices than the cluster has.
     """
-    import archsim
-
     s = shape_of(model)
     if phase not in s.phases:
         raise WorkloadError(Problem(f"model {s.name!r} has no phase {phase!r}; expected one "
@@ -235,7 +233,7 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
         if key not in memo:
             graphs = block_graphs(s, plan, phase, mb_, seq_n if phase != "decode" else None,
                                   ctx_n if phase == "decode" else None)
-            memo[key] = {k: (archsim.evaluate(cluster.device, without_collectives(g)),
+            memo[key] = {k: (evaluate(cluster.device, without_collectives(g)),
                              g.parameters) for k, g in graphs.items()}
         return memo[key]
 
@@ -419,7 +417,6 @@ def to_result(r: PlanResult, cluster: Cluster) -> Result:
     """The plan as a :class:`archsim.Result` (latency = step time; energy and area of every
     device; ``extra`` holds the plan, its breakdown and memory)."""
     import archsim.energy as _energy
-    from archsim.api import VERSION
 
     comps = [c for u in cluster.device.units for c in u.components()]
     tech = _energy.Technology(node_nm=cluster.device.technology.node_nm)

@@ -5,7 +5,7 @@ energy, train_step, cnn_infer, launch, device ...; fields in
 ``../shared/reference/silicon/README.md``). This module turns a row into the op the model
 evaluates, groups rows into kernel classes, scores the model per class and fits the power
 constants of ``GpuSpec.power`` from the ``energy`` rows (least squares, see
-:func:`fit_power`). ``archsim calibrate`` (``archsim/calibrate_cmd.py``) is its CLI.
+:func:`fit_power`). ``archsim calibrate`` (``archsim/cli/calibrate.py``, over ``archsim/calibration.py``) is its CLI.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ import yaml  # noqa: E402
 from archsim.arch.cluster import load_cluster  # noqa: E402
 from archsim.mapper.plan import candidate_plans, search  # noqa: E402
 from archsim.parallel import PlanOptions, evaluate_plan  # noqa: E402
-from archsim.plan_cmd import load_cluster_for  # noqa: E402
+from archsim.plans import load_cluster_for  # noqa: E402
 from archsim.workloads.models.transformer import TransformerShape  # noqa: E402
 from archsim.workloads.parallel import ParallelPlan  # noqa: E402
 from archsim.workloads.zoo import transformer_shape  # noqa: E402

@@ -23,12 +23,15 @@ FOLDERS = {"archsim": "archsim", "archsim.arch": "arch", "archsim.dataflow": "da
 #: ``dataflow`` sits beside ``energy`` and ``sim``; the library (``archsim.*``) is above the
 #: mapper and the command line (``archsim.cli``) above the library.
 RANK = {"archsim.workloads": 0, "archsim.energy": 1, "archsim.sim": 1, "archsim.dataflow": 1,
-        "archsim.arch": 2, "archsim.mapper": 3, "archsim": 4, "archsim.cli": 5,
-        "archsim.__main__": 5}
+        "archsim.arch": 2, "archsim.mapper": 3, "archsim": 4, "archsim.cli": 5}
+#: Modules of a layer that live outside its package: ``python -m archsim`` is the command line.
+LAYER_OF = {"archsim.__main__": "archsim.cli"}
 
 
 def _layer(module: str) -> str:
     """The layer a module belongs to: the longest RANK key it is inside."""
+    if module in LAYER_OF:
+        return LAYER_OF[module]
     best = ""
     for key in RANK:
         if (module == key or module.startswith(key + ".")) and len(key) > len(best):

@@ -52,11 +52,9 @@ smallest total relative violation; its violations are reported.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import math
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -76,11 +74,12 @@ from archsim.explore.cosearch_spec import (
 from archsim.explore.nas import network_label
 from archsim.explore.pareto import pareto_mask
 from archsim.explore.spec import ConstraintSpec, Point
-from archsim.workloads.errors import ArchsimError, Problem, SpecError
+from archsim.outputs import atomic_output, write_text_atomic
+from archsim.workloads.errors import Problem, SpecError
 
 __all__ = ["CosearchSpec", "TaskSpec", "AccuracySpec", "CosearchResult", "load_cosearch",
            "parse_cosearch_text", "accuracy_predictor", "run_cosearch", "analyse",
-           "write_outputs", "cosearch_main", "SOLUTION_METRICS"]
+           "write_outputs", "SOLUTION_METRICS"]
 
 
 # ---- analysis ----------------------------------------------------------------------------------
@@ -366,8 +365,6 @@ def write_outputs(res: CosearchResult, out: str | Path) -> list[Path]:
     """``summary.txt``, ``pareto.csv``, ``best.csv`` and ``pareto.png``/``.svg`` in ``out``."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    from archsim.cli_common import atomic_output, write_text_atomic
-
     files = [out / "summary.txt"]
     write_text_atomic(files[0], res.summary() + "\n", "--out")
     for which in ("pareto", "best"):
@@ -384,32 +381,3 @@ def write_outputs(res: CosearchResult, out: str | Path) -> list[Path]:
     for ext in ("png", "svg"):
         files.append(plot_cosearch(res, out / f"cosearch.{ext}"))
     return files
-
-
-def cosearch_main(argv: list[str] | None = None) -> int:
-    """``archsim cosearch SPEC [--db FILE] [--out DIR] [--backend local|dask]
-    [--scheduler ADDR] [--workers N] [--no-progress]``"""
-    ap = argparse.ArgumentParser(prog="archsim cosearch", description="Co-search networks "
-                                 "and (heterogeneous) hardware under design specs.")
-    ap.add_argument("spec", help="co-search spec YAML")
-    ap.add_argument("--db", help="SQLite result store (default: SPEC with .sqlite)")
-    ap.add_argument("--out", help="write summary.txt, pareto.csv, best.csv and plots here")
-    ap.add_argument("--backend", choices=("local", "dask"), default="local")
-    ap.add_argument("--scheduler", help="dask scheduler address (default: a LocalCluster)")
-    ap.add_argument("--workers", type=int, default=None, help="default: os.cpu_count()")
-    ap.add_argument("--no-progress", action="store_true")
-    args = ap.parse_args(argv)
-    db = args.db or str(Path(args.spec).with_suffix(".sqlite"))
-    try:
-        spec = load_cosearch(args.spec)
-        res = run_cosearch(spec, db, backend=args.backend, workers=args.workers,
-                           scheduler=args.scheduler,
-                           progress=False if args.no_progress else None, with_json=False)
-    except ArchsimError as exc:
-        print(exc.render(), file=sys.stderr)
-        return 2
-    print(res.summary())
-    if args.out:
-        for f in write_outputs(res, args.out):
-            print(f"wrote {f}")
-    return 0

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from archsim.explore.pareto import designs, pareto_rows
 from archsim.explore.spec import ConstraintSpec
+from archsim.outputs import PLOT_SUFFIXES, atomic_output, check_output_path
 
 if TYPE_CHECKING:
     from archsim.result import Result
@@ -81,9 +82,8 @@ def _plt() -> Any:
 
 def _savefig(fig: Any, out: str | Path, flag: str = "-o") -> Path:
     """Save ``fig`` to ``out`` atomically (temp name, then rename); the format follows the
-    suffix, which must be one of :data:`archsim.cli_common.PLOT_SUFFIXES` (matplotlib would
+    suffix, which must be one of :data:`archsim.outputs.PLOT_SUFFIXES` (matplotlib would
     otherwise append ``.png`` and write a file under a different name)."""
-    from archsim.cli_common import PLOT_SUFFIXES, atomic_output, check_output_path
 
     out = check_output_path(out, flag, PLOT_SUFFIXES)
     with atomic_output(out, flag) as tmp:
@@ -303,101 +303,3 @@ def plot_cosearch(res: Any, out: str | Path, x: str = "energy_j", y: str = "accu
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
     return _save(fig, out)
-
-
-# ---- command line ---------------------------------------------------------------------------
-def plot_main(argv: list[str] | None = None) -> int:
-    """``archsim plot KIND ...``: ``pareto DB``, ``heatmap DB --x KEY --y KEY``,
-    ``breakdown CONFIG --model M``, ``roofline CONFIG --model M``; ``-o`` may repeat
-    (e.g. ``-o f.png -o f.svg``)."""
-    import argparse
-    import sys
-
-    from archsim.cli_common import positive_int
-    from archsim.workloads.errors import ArchsimError
-
-    ap = argparse.ArgumentParser(prog="archsim plot", description="Plots of sweeps and of "
-                                 "single evaluations (PNG, SVG or PDF by the file suffix).")
-    sub = ap.add_subparsers(dest="kind", required=True)
-    pp = sub.add_parser("pareto", help="Pareto front of a sweep store")
-    pp.add_argument("db")
-    pp.add_argument("--objectives", help="two comma-separated metrics (default: the spec's)")
-    hp = sub.add_parser("heatmap", help="a metric over two axes of a sweep store")
-    hp.add_argument("db")
-    hp.add_argument("--x", required=True, help="axis key, e.g. units[0].rows")
-    hp.add_argument("--y", required=True, help="axis key")
-    hp.add_argument("--metric", default="latency_s")
-    hp.add_argument("--reduce", choices=("min", "max", "mean"), default="min")
-    for name, help_ in (("breakdown", "per-op and per-component breakdown of one evaluation"),
-                        ("roofline", "roofline of each unit with the ops as points")):
-        q = sub.add_parser(name, help=help_)
-        q.add_argument("config", help="config path or reference design name")
-        q.add_argument("--model", required=True, help="zoo model or HF config.json")
-        q.add_argument("--phase")
-        q.add_argument("--batch", type=positive_int, default=1)
-        q.add_argument("--seq", type=positive_int)
-        q.add_argument("--context", type=positive_int)
-        q.add_argument("--a-format")
-        q.add_argument("--w-format")
-        q.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
-        if name == "breakdown":
-            q.add_argument("--by", choices=("op", "component"), default="op")
-            q.add_argument("--top", type=positive_int, default=25, help="ops shown (the rest summed)")
-    for q in (pp, hp, *sub.choices.values()):
-        if not any(a.dest == "output" for a in q._actions):
-            q.add_argument("-o", "--output", action="append", required=True,
-                           help="output file (.png/.svg/.pdf); may repeat")
-    args = ap.parse_args(argv)
-    from archsim.cli_common import PLOT_SUFFIXES, check_output_path
-
-    try:
-        for out in args.output:     # every output is checked before any work starts
-            check_output_path(out, "-o", PLOT_SUFFIXES)
-        for out in args.output:
-            _plot_one(args, out)
-            print(f"wrote {out}")
-    except ArchsimError as exc:
-        print(exc.render(), file=sys.stderr)
-        return 2
-    except (FileNotFoundError, KeyError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    return 0
-
-
-def _plot_one(args: Any, out: str) -> None:
-    from archsim.explore.spec import METRICS
-
-    if args.kind in ("pareto", "heatmap"):
-        from archsim.explore.store import ResultStore
-
-        if not Path(args.db).exists():
-            raise FileNotFoundError(f"no such result store {args.db!r}")
-        with ResultStore(args.db, readonly=True) as st:
-            meta = st.meta("spec", {}) or st.meta("cosearch", {}) or {}
-        cons = {k: ConstraintSpec(**v) for k, v in (meta.get("constraints") or {}).items()}
-        if args.kind == "pareto":
-            objs = ([o for o in args.objectives.split(",") if o] if args.objectives else
-                    list(meta.get("objectives") or ["latency_s", "energy_j"]))[:2]
-            bad = [o for o in objs if o not in METRICS]
-            if len(objs) != 2 or bad:
-                raise ValueError(f"expected two of {', '.join(METRICS)}, got {objs}")
-            plot_pareto(args.db, objs, out, cons)
-        else:
-            if args.metric not in METRICS:
-                raise ValueError(f"unknown metric {args.metric!r}; expected one of "
-                                 f"{', '.join(METRICS)}")
-            plot_heatmap(args.db, args.x, args.y, args.metric, out, cons, args.reduce)
-        return
-    from archsim.api import evaluate, load, workload
-
-    acc = load(args.config, args.set)
-    wl = workload(args.model, phase=args.phase, batch=args.batch, seq=args.seq,
-                  context=args.context, a_format=args.a_format, w_format=args.w_format)
-    res = evaluate(acc, wl)
-    if args.kind == "roofline":
-        plot_roofline(acc, wl, res, out)
-    elif args.by == "op":
-        plot_op_breakdown(res, out, args.top)
-    else:
-        plot_component_breakdown(res, out)

@@ -12,7 +12,6 @@ design) are stored as ``status = 'error'`` rows; they are results too and are no
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -25,13 +24,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from archsim.diagnostics import print_warnings
 from archsim.explore.nsga2 import nsga2
-from archsim.explore.spec import METRICS, SweepSpec, Task, load_spec
+from archsim.explore.spec import SweepSpec, Task
 from archsim.explore.store import ResultStore, Row, owner_id
 from archsim.workloads.errors import ArchsimError
 
-__all__ = ["SweepReport", "run_sweep", "run_tasks", "evaluate_tasks", "sweep_main",
-           "results_main", "BACKENDS"]
+__all__ = ["SweepReport", "run_sweep", "run_tasks", "evaluate_tasks", "first_failure",
+           "Progress", "BACKENDS"]
 
 BACKENDS = ("local", "dask")
 
@@ -288,8 +288,6 @@ def _worker_init(parent_pid: int) -> None:
     """Pool-worker start-up: Ctrl-C belongs to the driver (which stops the pool), and a
     worker never outlives its driver, even one killed with SIGKILL."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    from archsim.cli_common import print_warnings
-
     print_warnings()
     try:    # Linux: the kernel sends SIGKILL when the parent dies (prctl PR_SET_PDEATHSIG=1)
         import ctypes
@@ -423,63 +421,7 @@ def run_sweep(spec: SweepSpec, db: str | Path, *, backend: str = "local",
     return total
 
 
-# ---- command line ---------------------------------------------------------------------------
-def sweep_main(argv: list[str] | None = None) -> int:
-    """``archsim sweep SPEC --db results.sqlite [--backend local|dask] [--scheduler ADDR]
-    [--workers N] [--fidelity analytical|cycle] [--no-progress] [--with-json] [--plot FILE]``"""
-    from archsim.cli_common import Parser, positive_int
-
-    ap = Parser(prog="archsim sweep", description="Run or resume a "
-                                 "design-space sweep into a SQLite result store.")
-    ap.add_argument("spec", help="sweep spec YAML")
-    ap.add_argument("--db", required=True, help="SQLite result store (created or resumed)")
-    ap.add_argument("--backend", choices=BACKENDS, default="local")
-    ap.add_argument("--scheduler", help="dask scheduler address (default: a LocalCluster)")
-    ap.add_argument("--workers", type=positive_int, default=None,
-                    help="default: os.cpu_count()")
-    ap.add_argument("--fidelity", choices=("analytical", "cycle"), default=None,
-                    help="override the spec's fidelity")
-    ap.add_argument("--no-progress", "--quiet", "-q", action="store_true",
-                    help="no progress on stderr")
-    ap.add_argument("--with-json", action="store_true",
-                    help="also store each full result with its per-op table as JSON "
-                    "(~50 KB per ResNet-50 point; default: metrics only)")
-    ap.add_argument("--no-json", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--plot", help="write the Pareto front plot (.png or .svg)")
-    args = ap.parse_args(argv)
-    try:
-        spec = load_spec(args.spec)
-        if args.fidelity:
-            import dataclasses
-
-            spec = dataclasses.replace(spec, fidelity=args.fidelity)
-        rep = run_sweep(spec, args.db, backend=args.backend, workers=args.workers,
-                        scheduler=args.scheduler, progress=not args.no_progress and None,
-                        with_json=args.with_json and not args.no_json)
-    except ArchsimError as exc:
-        print(exc.render(), file=sys.stderr)
-        return 2
-    print(f"{rep.total} tasks: {rep.skipped} already stored, {rep.evaluated} evaluated "
-          f"({rep.errors} errors) in {rep.elapsed_s:.1f} s ({rep.points_per_s:.1f} /s)"
-          + (f", {rep.elsewhere} by another sweep on the same store" if rep.elsewhere else ""))
-    failed = _all_failed(args.db, rep.hashes)
-    if failed:
-        print(f"error: all {rep.total} tasks of {args.spec} failed; the first: {failed}",
-              file=sys.stderr)
-        return 2
-    from archsim.explore.pareto import front_table, sweep_front
-
-    front = sweep_front(args.db, spec.objectives, spec.constraints, hashes=rep.hashes)
-    print(front_table(front, spec.objectives))
-    if args.plot:
-        from archsim.explore.plots import plot_pareto
-
-        plot_pareto(args.db, spec.objectives[:2], args.plot, spec.constraints, rep.hashes)
-        print(f"wrote {args.plot}")
-    return 0
-
-
-def _all_failed(db: str, hashes: list[str]) -> str | None:
+def first_failure(db: str, hashes: list[str]) -> str | None:
     """The first error message if every task of ``hashes`` is stored as an error, else
     None (a sweep where nothing could be evaluated is a failed command, not an empty front)."""
     with ResultStore(db, readonly=True) as st:
@@ -487,57 +429,3 @@ def _all_failed(db: str, hashes: list[str]) -> str | None:
     if not rows or any(r["status"] == "ok" for r in rows):
         return None
     return str(rows[0]["error"]).splitlines()[0]
-
-
-def results_main(argv: list[str] | None = None) -> int:
-    """``archsim results DB [--where SQL] [--csv|--json] [--full] [--pareto OBJ,OBJ[,OBJ]]
-    [-o FILE]``"""
-    ap = argparse.ArgumentParser(prog="archsim results", description="Export a sweep's "
-                                 "result store.")
-    ap.add_argument("db")
-    ap.add_argument("--where", help="SQL condition, e.g. \"area_mm2 < 50 AND status = 'ok'\"")
-    g = ap.add_mutually_exclusive_group()
-    g.add_argument("--csv", action="store_true", help="CSV (the default)")
-    g.add_argument("--json", action="store_true")
-    ap.add_argument("--full", action="store_true", help="include each full result (JSON)")
-    ap.add_argument("--pareto", metavar="OBJECTIVES", nargs="?", const="",
-                    help="only the Pareto front (per design) on these comma-separated "
-                         "objectives (default: the spec's), after the spec's constraints")
-    ap.add_argument("-o", "--output", help="write here instead of stdout")
-    args = ap.parse_args(argv)
-    if not Path(args.db).exists():
-        print(f"error: no such result store {args.db!r}", file=sys.stderr)
-        return 2
-    import sqlite3
-
-    try:
-        with ResultStore(args.db, readonly=True) as st:
-            rows = st.rows(args.where, with_json=args.full)
-            if args.pareto is not None:
-                from archsim.explore.pareto import pareto_rows
-
-                meta = st.meta("spec", {}) or {}
-                objs = [o for o in args.pareto.split(",") if o] or meta.get("objectives") or \
-                    ["latency_s", "energy_j"]
-                bad = [o for o in objs if o not in METRICS]
-                if bad:
-                    print(f"error: unknown objective(s) {', '.join(bad)}; expected "
-                          f"{', '.join(METRICS)}", file=sys.stderr)
-                    return 2
-                from archsim.explore.spec import ConstraintSpec
-
-                cons = {k: ConstraintSpec(**v) for k, v in (meta.get("constraints") or {}).items()}
-                keep = {r["design_id"] for r in pareto_rows(rows, objs, cons)}
-                rows = [r for r in rows if r["design_id"] in keep]
-            text = st.export("json" if args.json else "csv", rows=rows)
-    except sqlite3.Error as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    if args.output:
-        from archsim.cli_common import write_text_atomic
-
-        write_text_atomic(args.output, text, "-o")
-    else:
-        sys.stdout.write(text)
-    return 0
-

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import heapq
 import math
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -358,11 +357,3 @@ class Simulation:
         return {"states": states, "tbt": tbt, "timeline": timeline, "area_sys": area_sys,
                 "end_s": t_prev, "rejected": rejected, "clipped": clipped,
                 "xfer_s": xfer_s, "xfer_bytes": xfer_bytes}
-
-
-def stderr_progress(done: int, total: int) -> None:
-    """A one-line progress indicator on stderr."""
-    sys.stderr.write(f"\rserve: {done}/{total} requests finished")
-    if done >= total:
-        sys.stderr.write("\n")
-    sys.stderr.flush()

@@ -48,6 +48,7 @@ from bisect import bisect_left
 from dataclasses import dataclass, replace
 from typing import Any
 
+from archsim.api import evaluate
 from archsim.arch.accelerator import Accelerator
 from archsim.workloads.errors import ConfigError, Problem, WorkloadError
 from archsim.workloads.graph import Workload
@@ -250,8 +251,6 @@ class IterationCost:
         c = self._memo.get(key)
         if c is not None:
             return c
-        import archsim
-
         w = build_transformer(self.one, phase, batch, seq, context, self.tp,
                               attention=self.attention)
         sub = Workload(name=f"{w.name}:{group}", phase=w.phase, batch=w.batch, seq=w.seq,
@@ -261,7 +260,7 @@ class IterationCost:
         for op in w.ops():
             if op.name in keep:
                 sub.add(op, [p for p in w.predecessors(op.name) if p in keep])
-        r = archsim.evaluate(self.acc, sub, fidelity=self.fidelity,
+        r = evaluate(self.acc, sub, fidelity=self.fidelity,
                              constraints=self.decode_constraints if phase == "decode"
                              else self.constraints)
         self.evaluations += 1

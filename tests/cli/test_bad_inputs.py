@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from archsim.cli import main
-from archsim.cli_common import atomic_output
 from archsim.explore import parse_spec_text, run_sweep
+from archsim.outputs import atomic_output
 from tests.conftest import ROOT
 
 TPU = str(ROOT / "configs/spatial/tpu_like.yaml")

@@ -241,7 +241,7 @@ def test_tensor_parallel_plan_runs_on_every_family(tmp_path, device):
 @pytest.mark.slow
 def test_search_llama3_70b_training_on_64_h100():
     from archsim.mapper.plan import search
-    from archsim.plan_cmd import load_cluster_for
+    from archsim.plans import load_cluster_for
     s = transformer_shape("llama3-70b")
     c = load_cluster_for("h100_pod64", 64)
     plans = candidate_plans(s, 64, "train", 128, 4096, 8)
@@ -258,7 +258,7 @@ def test_search_llama3_70b_training_on_64_h100():
 @pytest.mark.slow
 def test_search_deepseek_v3_decode_on_16_h100():
     from archsim.mapper.plan import search
-    from archsim.plan_cmd import load_cluster_for
+    from archsim.plans import load_cluster_for
     s = transformer_shape("deepseek-v3")
     c = load_cluster_for("h100_pod16", 16)
     plans = candidate_plans(s, 16, "decode", 256, 1, 8)

@@ -7,9 +7,15 @@ import json
 import pytest
 import yaml
 
-from archsim.trace_cmd import main
+from archsim.cli import parse_args
+from archsim.cli import trace as trace_command
 from archsim.workloads.errors import ConfigError, WorkloadError
 from tests.conftest import spatial_config
+
+
+def main(argv):
+    """``archsim trace ARGV`` without the CLI's error handling (errors propagate)."""
+    return trace_command.run(parse_args(["trace", *argv]))
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""`archsim run timeloop:DIR` and `archsim map --timeloop` (archsim/timeloop_cmd.py)."""
+"""`archsim run timeloop:DIR` and `archsim map --timeloop` (archsim/cli/run.py, archsim/timeloop.py)."""
 
 from __future__ import annotations
 

@@ -16,9 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from archsim.cli import main
 from archsim.explore import ResultStore, pareto_rows, parse_spec_text, run_sweep
 from archsim.explore.pareto import designs, pareto_mask, pareto_mask_bruteforce
-from archsim.explore.run import results_main
 from archsim.explore.spec import ConstraintSpec, load_spec
 from archsim.workloads.errors import ArchsimError, SpecError
 
@@ -139,10 +139,10 @@ def test_sweep_store_and_export(tmp_path, capsys):
         assert n.fetchone()[0] == 16
     rep2 = run_sweep(spec, db, workers=1, progress=False)
     assert (rep2.evaluated, rep2.skipped) == (0, 48)
-    assert results_main([str(db), "--where", "units_0_rows = 8", "--json"]) == 0
+    assert main(["results", str(db), "--where", "units_0_rows = 8", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert len(out) == 16 and all(r["point"]["units[0].rows"] == 8 for r in out)
-    assert results_main([str(db), "--csv", "--pareto"]) == 0
+    assert main(["results", str(db), "--csv", "--pareto"]) == 0
     csv_text = capsys.readouterr().out
     assert csv_text.startswith("hash,") and len(csv_text.splitlines()) >= 2
 
@@ -203,9 +203,9 @@ def test_resume_after_kill(tmp_path):
     total = len(spec.tasks())
     db = tmp_path / "k.sqlite"
     code = (f"import sys, time; sys.path.insert(0, {str(ROOT)!r});"
-            "import archsim.explore.run as r;"
+            "import archsim.explore.run as r; from archsim.cli import main;"
             "r._EVAL_HOOK = lambda t: time.sleep(0.05);"
-            f"sys.exit(r.sweep_main([{str(spec_file)!r}, '--db', {str(db)!r}, '--workers', '2', "
+            f"sys.exit(main(['sweep', {str(spec_file)!r}, '--db', {str(db)!r}, '--workers', '2', "
             "'--no-progress']))")
     proc = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
     try:

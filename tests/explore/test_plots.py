@@ -8,16 +8,15 @@ from pathlib import Path
 import pytest
 
 import archsim
+from archsim.cli import main
 from archsim.explore import parse_spec_text, run_sweep
 from archsim.explore.pareto import designs
 from archsim.explore.plots import (
     heatmap_table,
     plot_component_breakdown,
-    plot_main,
     plot_op_breakdown,
     plot_roofline,
 )
-from archsim.explore.report import report_main
 from archsim.explore.store import ResultStore
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -95,34 +94,33 @@ def test_heatmap_table_is_min_over_other_axes(tmp_path):
 def test_plot_cli_and_report(tmp_path, capsys):
     db = tmp_path / "s.sqlite"
     run_sweep(parse_spec_text(SWEEP), db, workers=1, progress=False)
-    assert plot_main(["heatmap", str(db), "--x", "units[0].rows", "--y", "units[0].cols",
+    assert main(["plot", "heatmap", str(db), "--x", "units[0].rows", "--y", "units[0].cols",
                       "-o", str(tmp_path / "h.png"), "-o", str(tmp_path / "h.svg")]) == 0
     assert _is_png(tmp_path / "h.png") and _is_svg(tmp_path / "h.svg")
-    assert plot_main(["pareto", str(db), "-o", str(tmp_path / "p.svg")]) == 0
-    assert plot_main(["roofline", str(HETERO), "--model", "resnet18", "--a-format", "int8",
+    assert main(["plot", "pareto", str(db), "-o", str(tmp_path / "p.svg")]) == 0
+    assert main(["plot", "roofline", str(HETERO), "--model", "resnet18", "--a-format", "int8",
                       "--w-format", "int8", "-o", str(tmp_path / "r.png")]) == 0
-    assert plot_main(["breakdown", "tpu_like", "--model", "resnet18", "--by", "component",
+    assert main(["plot", "breakdown", "tpu_like", "--model", "resnet18", "--by", "component",
                       "-o", str(tmp_path / "b.png")]) == 0
     # bad input: a clear message and exit status 2, no traceback
-    assert plot_main(["pareto", str(tmp_path / "none.sqlite"), "-o", "x.png"]) == 2
-    assert plot_main(["heatmap", str(db), "--x", "a", "--y", "b", "--metric", "speed",
+    assert main(["plot", "pareto", str(tmp_path / "none.sqlite"), "-o", "x.png"]) == 2
+    assert main(["plot", "heatmap", str(db), "--x", "a", "--y", "b", "--metric", "speed",
                       "-o", str(tmp_path / "x.png")]) == 2
-    assert plot_main(["breakdown", "tpu_like", "--model", "resnet18", "--set",
+    assert main(["plot", "breakdown", "tpu_like", "--model", "resnet18", "--set",
                       "units[0].rowz=4", "-o", str(tmp_path / "x.png")]) == 2
     assert "rowz" in capsys.readouterr().err
     out = tmp_path / "rep"
-    assert report_main([str(db), "-o", str(out)]) == 0
+    assert main(["report", str(db), "-o", str(out)]) == 0
     page = (out / "index.html").read_text()
     assert "Pareto-front designs" in page and "pareto.svg" in page and "heatmap.svg" in page
     front = page.split("<h2>Pareto-front designs</h2>")[1].split("</table>")[0]
     from archsim.explore import sweep_front
     n_front = len(sweep_front(db, ["latency_s", "energy_j"]))
     assert front.count("<tr>") == n_front + 1          # header + one row per front design
-    assert report_main([str(tmp_path / "none.sqlite"), "-o", str(out)]) == 2
+    assert main(["report", str(tmp_path / "none.sqlite"), "-o", str(out)]) == 2
 
 
 def test_cosearch_outputs(tmp_path):
-    from archsim.explore.cosearch import cosearch_main
 
     (tmp_path / "acc.py").write_text("def f(net):\n    return 0.5 + 0.1 * net['depth']\n")
     (tmp_path / "co.yaml").write_text(f"""hardware:
@@ -138,13 +136,13 @@ tasks:
 specs:
   S: {{area_mm2: {{max: 100}}}}
 """)
-    assert cosearch_main([str(tmp_path / "co.yaml"), "--db", str(tmp_path / "c.sqlite"),
+    assert main(["cosearch", str(tmp_path / "co.yaml"), "--db", str(tmp_path / "c.sqlite"),
                           "--out", str(tmp_path / "o"), "--workers", "1", "--no-progress"]) == 0
     for f in ("summary.txt", "pareto.csv", "best.csv"):
         assert (tmp_path / "o" / f).stat().st_size > 0
     assert _is_png(tmp_path / "o/cosearch.png") and _is_svg(tmp_path / "o/cosearch.svg")
     (tmp_path / "bad.yaml").write_text("hardware: {base: nowhere.yaml}\ntasks: []\n")
-    assert cosearch_main([str(tmp_path / "bad.yaml"), "--db", str(tmp_path / "b.sqlite")]) == 2
+    assert main(["cosearch", str(tmp_path / "bad.yaml"), "--db", str(tmp_path / "b.sqlite")]) == 2
 
 
 # ---- ONNX ------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from archsim.serve.cli import main
+from archsim.cli import main as archsim_main
 from archsim.serve.requests import (
     LengthDist,
     load_trace,
@@ -18,6 +18,11 @@ from archsim.serve.requests import (
     write_trace,
 )
 from archsim.workloads.errors import WorkloadError
+
+
+def main(argv):
+    """``archsim serve ARGV`` (the command's old entry point)."""
+    return archsim_main(["serve", *argv])
 
 
 def test_poisson_rate_and_lognormal_median():

@@ -1,6 +1,8 @@
-"""``archsim calibrate``: fit a GPU config's measured constants to silicon rows.
+"""Fit a GPU config's measured constants to silicon rows (``archsim calibrate``).
 
-    archsim calibrate DATA.jsonl --config gpu/h100 [--out h100_calibrated.yaml]
+    from archsim import calibrate, write_calibrated
+    cal = calibrate("h100.jsonl", "gpu/h100")
+    print("\n".join(cal.report)); write_calibrated(cal, "h100_calibrated.yaml")
 
 ``DATA.jsonl`` is what ``benchmarks/silicon/measure.py`` writes (format in
 ``../shared/reference/silicon/README.md``). Fitted, in this order (``archsim.silicon``):
@@ -16,52 +18,48 @@
 4. ``cuda_core.reduce_pass_bytes_per_clock`` (when the config has the key): from the softmax
    rows with more than 1,024 columns (``archsim.silicon.fit_reduce_pass_rate``).
 
-It prints the error per kernel class before and after, the fitted constants with their
-residuals, and writes the config (the input file with only those values replaced, comments
-kept). The config must already have a ``power:`` section (see ``docs/gpu.md``).
+The report holds the error per kernel class before and after and the fitted constants with
+their residuals; :func:`write_calibrated` writes the config (the input file with only those
+values replaced, comments kept). The config must already have a ``power:`` section (see
+``docs/gpu.md``).
 """
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import re
 import statistics
-import sys
 import tempfile
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
-from archsim.workloads.errors import ArchsimError, ConfigError, Problem
+from archsim import silicon
+from archsim.api import find_config, load
+from archsim.workloads.errors import ConfigError, Problem
+from archsim.workloads.formats import FORMATS
 
-__all__ = ["main", "build_parser", "calibrate", "Calibration"]
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # one line, exit 2
-        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+__all__ = ["calibrate", "write_calibrated", "Calibration"]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="archsim calibrate", description="Fit a GPU config's power, MMA-efficiency "
-                "and library-rate constants to measured silicon rows (JSON lines) and write "
-                "the calibrated config.")
-    p.add_argument("data", help="measurement file (JSON lines, benchmarks/silicon/measure.py)")
-    p.add_argument("--config", required=True, help="GPU config YAML or reference name "
-                   "(e.g. gpu/h100); it must have a power: section")
-    p.add_argument("--out", help="calibrated config to write (default: <name>_calibrated.yaml)")
-    return p
-
-
+@dataclass(frozen=True)
 class Calibration:
-    """Fitted values (key path -> value), the residual notes, and the config text."""
+    """What :func:`calibrate` fitted.
 
-    def __init__(self, values: dict[str, float], notes: list[str], text: str) -> None:
-        self.values = values
-        self.notes = notes
-        self.text = text
+    Attributes:
+        values: fitted constants (key path under ``units[0]`` -> value).
+        notes: residual notes, one line each.
+        text: the calibrated config (the input YAML, only those values replaced).
+        report: the report lines (errors per kernel class before and after, the constants).
+        source: the config file that was calibrated.
+    """
+
+    values: dict[str, float]
+    notes: list[str]
+    text: str
+    report: list[str]
+    source: Path
 
 
 def _set_value(text: str, path: tuple[str, ...], value: float, where: str) -> str:
@@ -98,12 +96,13 @@ def _table(title: str, scores: dict[str, Any]) -> list[str]:
     return out
 
 
-def calibrate(data: str | Path, config: str | Path) -> tuple[Calibration, list[str]]:
-    """Fit the constants; returns the calibration and the printed report lines."""
-    from archsim import silicon
-    from archsim.api import find_config, load
-    from archsim.workloads.formats import FORMATS
+def calibrate(data: str | Path, config: str | Path) -> Calibration:
+    """Fit the constants of the GPU config ``config`` to the measured rows in ``data``.
 
+    Raises:
+        ConfigError: not a tensor-core GPU config, no ``power:`` section, a key missing.
+        WorkloadError: unreadable or malformed measurement rows.
+    """
     rows = silicon.load_rows(data)
     path = find_config(config)
     acc = load(path)
@@ -188,32 +187,24 @@ def calibrate(data: str | Path, config: str | Path) -> tuple[Calibration, list[s
     after = type(unit)(unit.name, spec, unit.node_nm)
     report += _table("after:", silicon.score(after, rows))
     report += ["fitted constants:"] + [f"  {k} = {v:.6g}" for k, v in values.items()] + notes
-    return Calibration(values, notes, text), report
+    return Calibration(values, notes, text, report, Path(path))
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of ``archsim calibrate``; returns the exit code."""
-    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
-    from archsim.api import find_config
+def write_calibrated(cal: Calibration, out: str | Path | None = None) -> Path:
+    """Write the calibrated config to ``out`` (default ``<name>_calibrated.yaml`` in the
+    working folder), after checking it loads: nothing is replaced by a broken file.
 
+    Returns:
+        the path written.
+    """
+    dest = Path(out) if out else Path(f"{cal.source.stem}_calibrated.yaml")
+    fd, tmp = tempfile.mkstemp(suffix=".yaml", dir=str(dest.parent.resolve()))
     try:
-        cal, report = calibrate(args.data, args.config)
-        out = Path(args.out) if args.out else Path(f"{find_config(args.config).stem}_calibrated.yaml")
-        # check the written config loads before it replaces anything (no partial output)
-        from archsim.api import load
-
-        fd, tmp = tempfile.mkstemp(suffix=".yaml", dir=str(out.parent.resolve()))
-        try:
-            with os.fdopen(fd, "w") as fh:
-                fh.write(cal.text)
-            load(tmp)
-            os.replace(tmp, out)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-    except ArchsimError as exc:
-        print(exc.render(), file=sys.stderr)
-        return 2
-    print("\n".join(report))
-    print(f"wrote {out}")
-    return 0
+        with os.fdopen(fd, "w") as fh:
+            fh.write(cal.text)
+        load(tmp)
+        os.replace(tmp, dest)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return dest

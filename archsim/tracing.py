@@ -1,33 +1,33 @@
-"""``archsim trace``: simulate a model at cycle fidelity and write a Chrome Trace Event file.
+"""Simulate a model at cycle fidelity and write a Chrome Trace Event file (``archsim trace``).
 
-    archsim trace CONFIG --model NAME [--phase P --batch B --seq S --context C
-                  --a-format F --w-format F --set KEY=VALUE ...] [--op SUBSTRING]
-                  --out trace.json
+    from archsim import trace
+    summary = trace("tpu_like", "resnet18", "trace.json", op_filter="layer1.0.conv1")
 
 Every op (or those whose name contains ``--op``) is lowered by its unit
 (``Unit.lower``), simulated by ``sim.run`` with task times recorded and exported with
 ``sim.trace.write_chrome_trace``; the per-op traces are merged into one file with ops laid
 out back to back in schedule order (as ``evaluate`` sums them) and one track per
 ``<unit>.<resource>``. Open it in https://ui.perfetto.dev (or chrome://tracing).
-User mistakes raise ``ArchsimError`` subclasses; the CLI prints them and exits 2.
+User mistakes raise ``ArchsimError`` subclasses.
 """
 
 from __future__ import annotations
 
-import argparse
+import dataclasses
 import json
 import os
-import sys
 import tempfile
+from dataclasses import dataclass
 from typing import Any
 
-from archsim.cli_common import Parser as _Parser
-from archsim.cli_common import atomic_output, check_output_path, guarded
-from archsim.cli_common import non_empty as _non_empty
-from archsim.cli_common import positive_int as _positive_int
+from archsim import sim
+from archsim.api import load, workload
+from archsim.explore.run import Progress
+from archsim.mapper import map_workload
+from archsim.outputs import atomic_output
 from archsim.workloads.errors import ConfigError, Problem, WorkloadError
 
-__all__ = ["main", "build_parser", "trace", "estimate_tasks", "DEFAULT_MAX_EVENTS"]
+__all__ = ["trace", "TraceSummary", "estimate_tasks", "DEFAULT_MAX_EVENTS", "BYTES_PER_EVENT"]
 
 #: Default event budget of a trace: at ~220 bytes of JSON per event (below) 2 M events
 #: are ~450 MB, about the most Perfetto's browser UI loads.
@@ -37,36 +37,32 @@ DEFAULT_MAX_EVENTS = 2_000_000
 BYTES_PER_EVENT = 220
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="archsim trace", description="Simulate a model at cycle fidelity and "
-                "write a Chrome Trace Event JSON (one track per resource; open in Perfetto).")
-    p.add_argument("config", help="config YAML or reference-design name")
-    p.add_argument("--model", required=True, help="zoo model name or a HF config.json")
-    p.add_argument("--phase", choices=("prefill", "decode", "train", "inference"))
-    p.add_argument("--batch", type=_positive_int, default=1)
-    p.add_argument("--seq", type=_positive_int)
-    p.add_argument("--context", type=_positive_int)
-    p.add_argument("--tp", type=_positive_int, default=1, help="tensor-parallel devices")
-    p.add_argument("--a-format", type=_non_empty, help="activation number format (e.g. fp16, int8)")
-    p.add_argument("--w-format", type=_non_empty, help="weight number format (e.g. int4)")
-    p.add_argument("--set", dest="overrides", action="append", default=[],
-                   metavar="KEY=VALUE", help="override a config value (repeatable)")
-    p.add_argument("--op", help="only ops whose name contains this substring")
-    p.add_argument("--out", required=True, help="output .json file")
-    p.add_argument("--max-events", type=_positive_int, default=None,
-                   help=f"keep at most this many task events in total (earliest first); "
-                   f"without it a trace estimated above {DEFAULT_MAX_EVENTS:,} events is "
-                   f"refused before it starts")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
-    return p
+@dataclass(frozen=True)
+class TraceSummary:
+    """What :func:`trace` wrote.
+
+    Attributes:
+        ops: ops traced.
+        events: task events written.
+        latency_s: simulated time of the traced ops, back to back (s).
+        out: the trace file.
+    """
+
+    ops: int
+    events: int
+    latency_s: float
+    out: str
+
+    def text(self) -> str:
+        """One line: events, ops, simulated time and the file."""
+        return (f"wrote {self.events} task events of {self.ops} ops "
+                f"({self.latency_s * 1e3:.3f} ms simulated) to {self.out}")
 
 
 def estimate_tasks(chosen: list[Any]) -> int:
     """Simulator tasks (an upper bound on trace events) of the assignments ``chosen``: each
     distinct (unit, op shape, mapping) is lowered once — layers repeat (Llama-2-7B: 451 ops,
     a few dozen shapes)."""
-    import dataclasses
-
     memo: dict[Any, int] = {}
     total = 0
     for a in chosen:
@@ -85,17 +81,15 @@ def trace(config: str, model: str, out: str, *, phase: str | None = None, batch:
           seq: int | None = None, context: int | None = None, tp: int = 1,
           a_format: str | None = None, w_format: str | None = None,
           overrides: list[str] | None = None, op_filter: str | None = None,
-          max_events: int | None = None, progress: bool | None = None) -> dict[str, Any]:
-    """Write the trace; returns a summary (ops, events, total simulated seconds).
+          max_events: int | None = None, progress: bool | None = None) -> TraceSummary:
+    """Write the trace of ``model`` on ``config`` to ``out``; returns a summary.
+
+    ``progress``: a progress line on stderr (None: when stderr is a terminal; False: off).
 
     ``max_events`` None: refuse (WorkloadError, with the estimate) a trace estimated above
     :data:`DEFAULT_MAX_EVENTS`; a number: keep that many events and drop the rest."""
-    import archsim
-    from archsim import sim
-    from archsim.mapper import map_workload
-
-    acc = archsim.load(config, overrides or [])
-    wl = archsim.workload(model, phase=phase, batch=batch, seq=seq, context=context, tp=tp,
+    acc = load(config, overrides or [])
+    wl = workload(model, phase=phase, batch=batch, seq=seq, context=context, tp=tp,
                           a_format=a_format, w_format=w_format)
     sched = map_workload(acc, wl)
     chosen = [a for a in sched.assignments if not op_filter or op_filter in a.op.name]
@@ -111,8 +105,6 @@ def trace(config: str, model: str, out: str, *, phase: str | None = None, batch:
                 f"most {DEFAULT_MAX_EVENTS:,}: pick ops with --op SUBSTRING, lower --seq or "
                 f"--batch, or accept a truncated trace with --max-events N", "--model"))
         max_events = DEFAULT_MAX_EVENTS
-    from archsim.explore.run import Progress
-
     prog = Progress(len(chosen), progress, what="ops")
     events: list[dict[str, Any]] = [{"ph": "M", "pid": 0, "name": "process_name",
                                      "args": {"name": f"archsim {acc.name} / {wl.name}"}}]
@@ -158,21 +150,5 @@ def trace(config: str, model: str, out: str, *, phase: str | None = None, batch:
                        "args": {"name": name}})
     with atomic_output(out, "--out") as tmp_out, open(tmp_out, "w", encoding="utf-8") as f:
         json.dump({"traceEvents": events, "displayTimeUnit": "ns"}, f)
-    return {"ops": len(chosen), "events": n_events, "latency_s": t0_us * 1e-6, "out": out}
+    return TraceSummary(len(chosen), n_events, t0_us * 1e-6, out)
 
-
-def main(argv: list[str]) -> int:
-    """``archsim trace`` entry point; returns the exit code (ArchsimError propagates)."""
-    args = build_parser().parse_args(argv)
-    check_output_path(args.out, "--out")
-    s = trace(args.config, args.model, args.out, phase=args.phase, batch=args.batch,
-              seq=args.seq, context=args.context, tp=args.tp, a_format=args.a_format,
-              w_format=args.w_format, overrides=args.overrides, op_filter=args.op,
-              max_events=args.max_events, progress=False if args.quiet else None)
-    print(f"wrote {s['events']} task events of {s['ops']} ops "
-          f"({s['latency_s'] * 1e3:.3f} ms simulated) to {s['out']}")
-    return 0
-
-
-if __name__ == "__main__":   # python -m archsim.trace_cmd ...
-    sys.exit(guarded(lambda: main(sys.argv[1:])))

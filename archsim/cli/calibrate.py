@@ -1,0 +1,29 @@
+"""``archsim calibrate DATA.jsonl --config gpu/h100 [--out FILE]``: fit a GPU config to
+measured silicon rows and write the calibrated config (:mod:`archsim.calibration`)."""
+
+from __future__ import annotations
+
+import argparse
+
+from archsim.calibration import calibrate, write_calibrated
+
+HELP = "fit a GPU config to measured silicon rows (JSON lines); see 'archsim calibrate --help'"
+DESCRIPTION = ("Fit a GPU config's power, MMA-efficiency and library-rate constants to "
+               "measured silicon rows (JSON lines) and write the calibrated config.")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Measurements, config and output."""
+    p.add_argument("data", help="measurement file (JSON lines, benchmarks/silicon/measure.py)")
+    p.add_argument("--config", required=True, help="GPU config YAML or reference name "
+                   "(e.g. gpu/h100); it must have a power: section")
+    p.add_argument("--out", help="calibrated config to write (default: <name>_calibrated.yaml)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Fit, write the config (only if it loads), print the report."""
+    cal = calibrate(args.data, args.config)
+    out = write_calibrated(cal, args.out)
+    print("\n".join(cal.report))
+    print(f"wrote {out}")
+    return 0

@@ -1,0 +1,155 @@
+"""What every ``archsim`` subcommand shares: the one-line argument parser, flag types and
+the single error path.
+
+The error path (:func:`guarded`) is the only place where the CLI turns exceptions into
+messages and exit codes:
+
+* :class:`~workloads.errors.ArchsimError` (every user mistake) -> its rendered message, exit 2;
+* ``KeyboardInterrupt`` (Ctrl-C) -> ``interrupted``, exit 130 (128 + SIGINT, the shell's
+  convention);
+* limits met while reading user input that Python reports as built-in exceptions
+  (file-system errors, SQLite errors, ``RecursionError`` from absurdly nested input,
+  ``MemoryError``, ``OverflowError`` from values outside the float range) -> one line naming
+  the file or value when known, exit 2.
+
+Any other exception is a program bug and is left to raise with its traceback (house style).
+Output files are written through :func:`archsim.outputs.atomic_output` (whole or not at all).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sqlite3
+import sys
+import warnings
+from collections.abc import Callable
+from typing import NoReturn, TextIO
+
+from archsim.diagnostics import print_warnings
+from archsim.workloads.errors import ArchsimError
+
+__all__ = ["Parser", "UsageError", "positive_int", "non_negative_int", "positive_float",
+           "ratio_at_least_one", "nm", "non_empty", "guarded", "EXIT_USAGE",
+           "EXIT_INTERRUPT"]
+
+#: Exit code of a user mistake (bad input, flag, file), as argparse uses.
+EXIT_USAGE = 2
+#: Exit code after Ctrl-C: 128 + SIGINT (2), the POSIX shells' convention.
+EXIT_INTERRUPT = 130
+
+
+class UsageError(Exception):
+    """A flag combination a command refuses after parsing (argparse cannot express it, e.g.
+    ``--problem`` without Timeloop inputs). :func:`archsim.cli.main` reports it through the
+    command's own parser: ``archsim CMD: error: MESSAGE (see 'archsim CMD --help')``, exit 2.
+    """
+
+
+class Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose usage errors are one line (plus a hint) and exit 2."""
+
+    def error(self, message: str) -> NoReturn:  # one line, exit 2
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+def _int_at_least(text: str, low: int) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {text!r}") from None
+    if v < low:
+        raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {v}")
+    return v
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    return _int_at_least(text, 1)
+
+
+def non_negative_int(text: str) -> int:
+    """argparse type: an integer >= 0 (e.g. ``--refine``, where 0 means off)."""
+    return _int_at_least(text, 0)
+
+
+def _finite_float(text: str, bound: str, ok: Callable[[float], bool]) -> float:
+    """A finite float for which ``ok`` holds; ``bound`` says which (``> 0``, ``>= 1``)."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number {bound}, got {text!r}") from None
+    if not (ok(v) and v < float("inf")):
+        raise argparse.ArgumentTypeError(f"expected a finite number {bound}, got {text!r}")
+    return v
+
+
+def positive_float(text: str) -> float:
+    """argparse type: a finite number > 0 (rates, durations, fractions)."""
+    return _finite_float(text, "> 0", lambda v: v > 0)
+
+
+def ratio_at_least_one(text: str) -> float:
+    """argparse type: a finite number >= 1 (imbalance factors, oversubscription)."""
+    return _finite_float(text, ">= 1", lambda v: v >= 1)
+
+
+def nm(text: str) -> tuple[int, int]:
+    """argparse type: an N:M sparsity pattern with integers 0 < N <= M."""
+    parts = text.split(":")
+    try:
+        n, m = (int(x) for x in parts)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected N:M with integers 0 < N <= M, got {text!r}") from None
+    if not 0 < n <= m:
+        raise argparse.ArgumentTypeError(f"expected N:M with integers 0 < N <= M, got {text!r}")
+    return n, m
+
+
+def non_empty(text: str) -> str:
+    """argparse type: a non-blank string (``--w-format ''`` is a mistake, not 'unset')."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a non-empty value")
+    return text
+
+
+# ---- the error path -------------------------------------------------------------------------
+def _os_message(exc: OSError) -> str:
+    what = exc.strerror or str(exc)
+    name = exc.filename
+    return f"error: {name}: {what}" if name else f"error: {what}"
+
+
+def guarded(fn: Callable[[], int], stderr: TextIO | None = None) -> int:
+    """Run a command body and map every failure a user can cause to (message, exit code).
+
+    Returns the body's exit code, 2 after a reported error, 130 after Ctrl-C.
+    """
+    err = stderr or sys.stderr
+
+    def say(msg: str) -> None:
+        print(msg, file=err)
+
+    try:
+        with warnings.catch_warnings():
+            print_warnings(err)
+            return int(fn())
+    except ArchsimError as exc:
+        say(exc.render())
+    except KeyboardInterrupt:
+        say("interrupted")
+        return EXIT_INTERRUPT
+    except sqlite3.Error as exc:          # a store we opened turned out unusable mid-run
+        say(f"error: result store: {exc}")
+    except RecursionError:
+        say("error: input nested too deeply (Python's recursion limit was reached); "
+            "expected a flat config or model file")
+    except MemoryError:
+        say("error: out of memory; lower the problem size (batch, seq, sweep grid) or use "
+            "--fidelity analytical")
+    except OverflowError as exc:
+        say(f"error: numeric overflow ({exc}); an input value is outside the range any "
+            f"hardware has — check the config values and --set overrides")
+    except OSError as exc:                # file-system trouble outside a specific check
+        say(_os_message(exc))
+    return EXIT_USAGE

@@ -1,0 +1,109 @@
+"""``archsim plan`` (search parallel plans) and the parallel-plan flags of ``archsim run``.
+
+    archsim plan h100_pod64 --model llama3-70b --devices 64 --phase train --batch 256 --seq 4096
+    archsim plan dgx_h100 --model deepseek-v3 --devices 16 --phase decode --batch 64
+    archsim run dgx_h100 --model llama3-70b --phase train --tp 8 --pp 2 --microbatches 8 ...
+
+DESIGN is a cluster (``configs/cluster/*.yaml`` or its name) or a device design (then one
+node of ``--devices`` devices joined by the device's own link): :mod:`archsim.plans`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from archsim.cli.common import positive_int, ratio_at_least_one
+from archsim.parallel import PlanOptions, evaluate_plan, to_result
+from archsim.plans import load_cluster_for, plan_report, search_plans
+from archsim.workloads.parallel import ParallelPlan
+
+HELP = "search parallel plans of a model on a cluster; see 'archsim plan --help'"
+DESCRIPTION = ("Search parallel plans (tp, pp, dp, ep, cp, microbatches, recompute, ZeRO) of a "
+               "model on a cluster; print the best and a table of the top plans.")
+
+
+def add_plan_flags(r: argparse.ArgumentParser) -> None:
+    """The parallel-plan flags of ``archsim run`` (``--tp`` is already there)."""
+    g = r.add_argument_group("parallel plan (docs/cluster.md; DESIGN may be a cluster)")
+    g.add_argument("--pp", type=positive_int, default=1, help="pipeline stages (1F1B)")
+    g.add_argument("--dp", type=positive_int, default=1, help="data-parallel replicas")
+    g.add_argument("--ep", type=positive_int, default=1, help="expert-parallel degree (MoE)")
+    g.add_argument("--cp", type=positive_int, default=1, help="context-parallel degree (ring attention)")
+    g.add_argument("--microbatches", type=positive_int, default=1, help="microbatches per step")
+    g.add_argument("--interleave", type=positive_int, default=1,
+                   help="model chunks per pipeline stage (interleaved 1F1B)")
+    g.add_argument("--zero", type=int, choices=(0, 1, 2, 3), default=0, help="ZeRO stage")
+    g.add_argument("--recompute", choices=("none", "selective", "full"), default="none",
+                   help="activation recomputation (training)")
+    g.add_argument("--sequence-parallel", action="store_true",
+                   help="Megatron sequence parallelism over the tp group")
+    g.add_argument("--tp-overlap", action="store_true",
+                   help="overlap tp collectives with the other half of the batch (TokenWeave)")
+    g.add_argument("--moe-imbalance", type=ratio_at_least_one, default=1.0,
+                   help="busiest expert device's tokens / the mean (default 1)")
+
+
+def plan_flags_given(args: argparse.Namespace) -> bool:
+    """Does an ``archsim run`` command set a parallel-plan flag?"""
+    return (args.pp > 1 or args.dp > 1 or args.ep > 1 or args.cp > 1 or args.microbatches > 1
+            or args.zero > 0 or args.recompute != "none" or args.sequence_parallel
+            or args.tp_overlap or args.interleave > 1 or args.moe_imbalance != 1.0)
+
+
+def run_plan(args: argparse.Namespace) -> int:
+    """``archsim run`` with a plan: one plan on a cluster; prints the Result-shaped report."""
+    plan = ParallelPlan(tp=args.tp, pp=args.pp, dp=args.dp, ep=args.ep, cp=args.cp,
+                        microbatches=args.microbatches, zero=args.zero,
+                        recompute=args.recompute, sequence_parallel=args.sequence_parallel,
+                        interleave=args.interleave)
+    cluster = load_cluster_for(args.config, plan.devices, args.overrides)
+    phase = args.phase or "prefill"
+    opts = PlanOptions(tp_overlap=args.tp_overlap, moe_imbalance=args.moe_imbalance)
+    r = evaluate_plan(cluster, args.model, plan, phase, batch=args.batch, seq=args.seq,
+                      context=args.context, options=opts)
+    if not r.fits:
+        print(f"warning: plan {plan.label()} needs {r.memory_bytes['total'] / 1e9:.4g} GB per "
+              f"device but {cluster.spec.device} has {r.capacity_bytes / 1e9:.4g} GB",
+              file=sys.stderr)
+    if args.json:
+        print(to_result(r, cluster).to_json())
+    else:
+        print(plan_report(r, cluster))
+    return 0
+
+
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    """The flags of ``archsim plan``."""
+    ap.add_argument("design", help="cluster (configs/cluster, e.g. dgx_h100, h100_pod64) or a "
+                    "device design (one node of --devices)")
+    ap.add_argument("--model", required=True, help="zoo transformer or HF config.json")
+    # checked by search_plans (a ConfigError naming --devices: exit 2 from main, no SystemExit)
+    ap.add_argument("--devices", type=int, required=True, help="devices the plan uses")
+    ap.add_argument("--phase", choices=("train", "prefill", "decode"), default="train")
+    ap.add_argument("--batch", type=positive_int, help="global batch in sequences (default: devices "
+                    "for train, 16 otherwise)")
+    ap.add_argument("--seq", type=positive_int, help="tokens per sequence (prefill/train)")
+    ap.add_argument("--context", type=positive_int, help="KV-cache tokens (decode)")
+    ap.add_argument("--top", type=positive_int, default=10, help="rows of the table (default 10)")
+    ap.add_argument("--objective", choices=("time", "energy"), default="time",
+                    help="rank by step time (default) or energy per step")
+    ap.add_argument("--tp-overlap", action="store_true", help="TokenWeave-style tp overlap")
+    ap.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def run(args: argparse.Namespace) -> int:
+    """``archsim plan DESIGN --model M --devices N [...]``; exit 1 when no plan fits."""
+    found = search_plans(args.design, args.model, args.devices, phase=args.phase,
+                         batch=args.batch, seq=args.seq, context=args.context,
+                         objective=args.objective, tp_overlap=args.tp_overlap)
+    if args.json:
+        print(found.to_json(args.top))
+        return 0 if found.ranked else 1
+    print(found.summary())
+    if found.best is None:
+        print(found.no_fit_text())
+        return 1
+    print("\nbest plan\n" + plan_report(found.best, found.cluster) + "\n")
+    print(found.table(args.top))
+    return 0

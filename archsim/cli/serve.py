@@ -1,0 +1,150 @@
+"""``archsim serve``: request-level serving simulation of a model on a design
+(:func:`archsim.serve.session.run_serving`).
+
+    archsim serve DESIGN --model M [--tp N --replicas R --router kv-aware]
+                  [--decode-replicas R --decode-tp N --kv-link nvlink4]
+                  (--rate R --duration S [--prompt LEN --output LEN] | --trace FILE)
+                  [--scheduler vllm|orca|sarathi --chunk 512] [--slo ttft=2s,tpot=100ms]
+                  [--json] [--timeline out.json] [--plot out.png] [--find-capacity]
+
+Lengths: ``N``, ``uniform:A:B`` or ``lognormal:MEDIAN:SIGMA``. ``--trace`` takes a CSV or
+JSONL file or a shipped trace name (``sharegpt_like``, ``azure_conv_like``,
+``azure_code_like``); with ``--rate`` its arrivals are rescaled to that mean rate, with
+``--duration`` cut to that window. Disaggregated serving (Splitwise/DistServe) is on when
+``--decode-replicas`` is given: ``--replicas``/``--tp`` then describe the prefill pool.
+Output files are written atomically (temporary file + rename). User mistakes print one
+line and exit 2; no rate that meets the SLO (``--find-capacity``) exits 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from archsim.cli.common import positive_float, positive_int
+from archsim.serve.cluster import ROUTERS
+from archsim.serve.outputs import plot_serving, write_timeline
+from archsim.serve.replica import ORDERS, POLICIES, PREEMPTIONS
+from archsim.serve.session import run_serving
+
+HELP = ("simulate LLM serving (traces, batching, KV, SLOs, energy per token); see "
+        "'archsim serve --help'")
+DESCRIPTION = ("Simulate LLM serving (requests, batching, KV paging, replicas, "
+               "disaggregation) on a design; every iteration is priced by the design's own "
+               "model.")
+#: Runs with fewer requests than this show no progress line.
+PROGRESS_MIN_REQUESTS = 2000
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Design, deployment, requests, scheduler, metrics and outputs."""
+    p.add_argument("design", help="config YAML or reference-design name (gpu/h100, pim_gpt)")
+    p.add_argument("--model", required=True, help="zoo decoder (llama2-70b, gpt2-xl, ...)")
+    p.add_argument("--set", dest="overrides", action="append", default=[],
+                   metavar="KEY=VALUE", help="override a config value (repeatable)")
+    g = p.add_argument_group("deployment")
+    g.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel devices per replica "
+                   "(the prefill pool's when disaggregated)")
+    g.add_argument("--replicas", type=positive_int, default=1, help="data-parallel replicas")
+    g.add_argument("--router", choices=ROUTERS, default="round-robin")
+    g.add_argument("--decode-replicas", type=positive_int,
+                   help="disaggregate: this many decode replicas")
+    g.add_argument("--decode-tp", type=positive_int, help="TP of a decode replica (default --tp)")
+    g.add_argument("--kv-link", default="nvlink4",
+                   help="KV link: nvlink4, nvlink3, ib-ndr, ib-hdr or GBPS[:LATENCY_US]")
+    g.add_argument("--memory-fraction", type=positive_float, default=0.9,
+                   help="share of device memory for weights + KV (vLLM default 0.9)")
+    r = p.add_argument_group("requests")
+    r.add_argument("--rate", type=positive_float, help="mean arrival rate (requests/s)")
+    r.add_argument("--duration", type=positive_float, help="arrival window (s)")
+    r.add_argument("--trace", help="CSV/JSONL trace or a shipped trace name")
+    r.add_argument("--prompt", default="512", help="prompt length: N, uniform:A:B, "
+                   "lognormal:MEDIAN:SIGMA")
+    r.add_argument("--output", default="128", help="output length (same forms)")
+    r.add_argument("--arrival", choices=("poisson", "gamma"), default="poisson")
+    r.add_argument("--cv", type=positive_float, default=1.0, help="gamma arrivals: CV of the gaps")
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--max-requests", type=positive_int)
+    s = p.add_argument_group("scheduler")
+    s.add_argument("--scheduler", choices=POLICIES, default="vllm")
+    s.add_argument("--chunk", type=positive_int, default=512, help="Sarathi token budget")
+    s.add_argument("--max-num-seqs", type=positive_int, default=256)
+    s.add_argument("--max-batched-tokens", type=positive_int,
+                   help="vLLM/Orca tokens per iteration (default max(context, 2048))")
+    s.add_argument("--order", choices=ORDERS, default="fcfs")
+    s.add_argument("--preemption", choices=PREEMPTIONS, default="recompute")
+    s.add_argument("--block-size", type=positive_int, default=16, help="KV block (tokens)")
+    s.add_argument("--iteration-overhead-ms", type=float, default=0.0,
+                   help="engine time per iteration outside the ops (ms; default 0)")
+    o = p.add_argument_group("metrics and output")
+    o.add_argument("--slo", default="", help="per request: ttft=2s,tpot=100ms[,e2e=..]; "
+                   "run percentiles: tbt_p99=100ms, ttft_p90=200ms, ...")
+    o.add_argument("--attainment", type=positive_float, default=0.9,
+                   help="SLO attainment target for meets/capacity (0-1]")
+    o.add_argument("--find-capacity", action="store_true",
+                   help="search the highest --rate that meets the SLO")
+    o.add_argument("--fidelity", choices=("analytical", "cycle"), default="analytical")
+    o.add_argument("--constraints", help="mapping constraints YAML (op -> unit rules for "
+                   "multi-unit designs)")
+    o.add_argument("--decode-constraints", help="constraints for decode attention instead "
+                   "(AttAcc: examples/serving/attacc_like.constraints.yaml)")
+    o.add_argument("--json", action="store_true", help="print the result as JSON")
+    o.add_argument("--timeline", help="write a Chrome/Perfetto trace of the iterations")
+    o.add_argument("--plot", help="write a PNG: latency CDFs and KV use over time")
+    o.add_argument("--quiet", action="store_true", help="no progress on stderr")
+
+
+def stderr_progress(done: int, total: int) -> None:
+    """A one-line progress indicator on stderr (runs of :data:`PROGRESS_MIN_REQUESTS` or
+    more requests)."""
+    if total < PROGRESS_MIN_REQUESTS:
+        return
+    sys.stderr.write(f"\rserve: {done}/{total} requests finished")
+    if done >= total:
+        sys.stderr.write("\n")
+    sys.stderr.flush()
+
+
+def run(args: argparse.Namespace) -> int:
+    """Simulate; print the metrics (or JSON); write the timeline and plot."""
+    quiet = args.quiet or args.json
+
+    def note(msg: str) -> None:
+        if not quiet:
+            print(f"serve: {msg}", file=sys.stderr)
+    sr = run_serving(
+        args.design, args.model, overrides=args.overrides, tp=args.tp, replicas=args.replicas,
+        router=args.router, decode_replicas=args.decode_replicas, decode_tp=args.decode_tp,
+        kv_link=args.kv_link, memory_fraction=args.memory_fraction, rate=args.rate,
+        duration=args.duration, trace=args.trace, prompt=args.prompt, output=args.output,
+        arrival=args.arrival, cv=args.cv, seed=args.seed, max_requests=args.max_requests,
+        scheduler=args.scheduler, chunk=args.chunk, max_num_seqs=args.max_num_seqs,
+        max_batched_tokens=args.max_batched_tokens, order=args.order,
+        preemption=args.preemption, block_size=args.block_size,
+        iteration_overhead_ms=args.iteration_overhead_ms, slo=args.slo,
+        attainment=args.attainment, find_capacity=args.find_capacity, fidelity=args.fidelity,
+        constraints=args.constraints, decode_constraints=args.decode_constraints,
+        progress=None if quiet else stderr_progress, note=note)
+    res = sr.result
+    if res is None:
+        print("no tested rate meets the SLO (the lowest tried was 0.25 req/s)",
+              file=sys.stderr)
+        return 1
+    if sr.capacity_rps is not None:
+        rate = sr.capacity_rps
+        if args.json:
+            d = res.to_dict()
+            d["capacity_rps"] = rate
+            print(json.dumps(d, indent=2))
+        else:
+            print(f"capacity   {rate:.4g} req/s ({rate / res.devices:.4g} req/s per device) "
+                  f"meets the SLO\n")
+            print(res.table())
+    else:
+        print(res.to_json() if args.json else res.table())
+    if args.timeline:
+        write_timeline(sr.raw, args.timeline)
+    if args.plot:
+        plot_serving(res, sr.raw, args.plot)
+    return 0

@@ -1,0 +1,266 @@
+"""What ``archsim run`` / ``map`` / ``gemm`` evaluate, as one typed request.
+
+:class:`RunRequest` holds every input of one evaluation (design, workload, formats, sparsity,
+fidelity, mapping); :func:`evaluate_request` turns it into a :class:`~archsim.result.Result`:
+
+* The workload gets the design's native number format when no ``a_format`` / ``w_format``
+  is given (:func:`archsim.api.with_native_formats`), so ``archsim map eyeriss_like --model
+  resnet50`` runs in int16 out of the box.
+* A refused format names the formats each unit computes in natively.
+* Sparsity ``N:M`` that changes nothing (the design runs the pattern dense, or no layer can
+  be pruned with it) is a :class:`RunWarning`, not a silent dense result.
+* Every result carries its provenance (``Result.extra["provenance"]``): the design and its
+  overrides, model, phase, batch, seq, context, formats, tp, sparsity, fidelity, mapping
+  mode, objective, archsim version, input hash and the command line that reproduces it
+  (:meth:`RunRequest.argv`); ``archsim rerun result.json`` runs it again and checks the hash.
+
+Warnings go through :mod:`warnings` (category :class:`RunWarning`); the command line shows
+each as one ``warning: ...`` line on stderr.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from archsim import sim
+from archsim.api import evaluate, gemm_workload, load, preferred_attention, with_native_formats
+from archsim.api import workload as build_model_workload
+from archsim.arch.accelerator import Accelerator
+from archsim.result import Result
+from archsim.workloads.errors import MappingError, Problem
+from archsim.workloads.formats import get_format
+from archsim.workloads.graph import Workload
+
+__all__ = ["RunRequest", "RunWarning", "evaluate_request", "request_workload",
+           "numba_cache_cold", "memory_warning", "DEFAULT_CONFIG", "DEFAULT_MODEL"]
+
+#: Design and model of ``archsim run`` without arguments.
+DEFAULT_CONFIG = "tpu_like"
+DEFAULT_MODEL = "gpt2-small"
+
+
+class RunWarning(UserWarning):
+    """A result the user should look at twice (a flag that changed nothing, a substituted
+    format, a workload that does not fit in memory)."""
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """One evaluation of ``archsim run`` (a zoo model), ``map`` (the same with mapping
+    search) or ``gemm`` (one GEMM ``C[m,n] = A[m,k] @ W[k,n]``).
+
+    Attributes:
+        cmd: ``run``, ``map`` or ``gemm`` (``map`` forces ``mapping="search"``).
+        config: config YAML path or reference-design name.
+        model: zoo model name or Hugging Face ``config.json`` (``run``/``map``).
+        m, n, k: the GEMM's dimensions (``gemm``).
+        overrides: ``KEY=VALUE`` config overrides (``--set``).
+        sparsity: ``(N, M)`` structured weight sparsity, or None.
+        native_format: set by :func:`request_workload`: the design-native format applied
+            when no format was given (None: none applied).
+    """
+
+    cmd: str = "run"
+    config: str = DEFAULT_CONFIG
+    model: str = DEFAULT_MODEL
+    phase: str | None = None
+    batch: int = 1
+    seq: int | None = None
+    context: int | None = None
+    tp: int = 1
+    kernels: str = "fused"
+    m: int = 0
+    n: int = 0
+    k: int = 0
+    a_format: str | None = None
+    w_format: str | None = None
+    sparsity: tuple[int, int] | None = None
+    overrides: tuple[str, ...] = ()
+    fidelity: str = "analytical"
+    objective: str = "latency"
+    mapping: str = "default"
+    constraints: str | None = None
+    refine: int = 0
+    native_format: str | None = field(default=None, compare=False)
+
+    @property
+    def mapping_mode(self) -> str:
+        """The mapping mode evaluated: ``search`` for ``map``, else :attr:`mapping`."""
+        return "search" if self.cmd == "map" else self.mapping
+
+    def argv(self) -> list[str]:
+        """The ``archsim`` command line that reproduces this request."""
+        argv = [self.cmd, str(self.config)]
+        if self.cmd == "gemm":
+            argv += ["--m", str(self.m), "--n", str(self.n), "--k", str(self.k)]
+        else:
+            argv += ["--model", self.model]
+            for flag, v in (("--phase", self.phase), ("--seq", self.seq),
+                            ("--context", self.context)):
+                if v is not None:
+                    argv += [flag, str(v)]
+            if self.tp != 1:
+                argv += ["--tp", str(self.tp)]
+            if self.kernels != "fused":
+                argv += ["--kernels", self.kernels]
+        argv += ["--batch", str(self.batch), "--fidelity", self.fidelity, "--objective",
+                 self.objective, "--mapping", self.mapping_mode]
+        for flag, v in (("--a-format", self.a_format), ("--w-format", self.w_format),
+                        ("--constraints", self.constraints)):
+            if v:
+                argv += [flag, str(v)]
+        if self.refine:
+            argv += ["--refine", str(self.refine)]
+        if self.sparsity:
+            argv += ["--sparsity", f"{self.sparsity[0]}:{self.sparsity[1]}"]
+        for o in self.overrides:
+            argv += ["--set", o]
+        return argv
+
+
+def request_workload(req: RunRequest, acc: Accelerator) -> tuple[Workload, RunRequest]:
+    """The workload of ``req`` on ``acc``, in the design's native format unless formats were
+    given; returns it with ``req`` updated by the native format applied."""
+    if req.cmd == "gemm":
+        wl = gemm_workload(req.m, req.n, req.k, req.batch, a_format=req.a_format or "fp16",
+                           w_format=req.w_format)
+    else:
+        # fused (FlashAttention-style) attention where the design runs it
+        wl = build_model_workload(req.model, phase=req.phase, batch=req.batch, seq=req.seq,
+                                  context=req.context, tp=req.tp, a_format=req.a_format,
+                                  w_format=req.w_format, attention=preferred_attention(acc),
+                                  kernels=req.kernels)
+    native = None
+    # eager_amp: autocast's policy set every op's format, so no design-native formats
+    if req.kernels == "fused" and not req.a_format and not req.w_format:
+        wl, native = with_native_formats(acc, wl)
+    if req.sparsity:
+        wl = wl.with_sparsity(*req.sparsity)
+    return wl, replace(req, native_format=native)
+
+
+def evaluate_request(req: RunRequest, acc: Accelerator | None = None,
+                     before_simulation: Callable[[], None] | None = None) -> Result:
+    """Evaluate ``req`` (on ``acc`` if given, else ``load(req.config, req.overrides)``), with
+    the format hint, the sparsity check and the provenance record.
+
+    Args:
+        before_simulation: called once before a cycle-level simulation starts (the command
+            line says when the simulator kernels compile).
+    Raises:
+        ArchsimError: a bad design, workload, format or mapping (one message, its location).
+    """
+    if acc is None:
+        acc = load(req.config, req.overrides)
+    wl, req = request_workload(req, acc)
+    mode = req.mapping_mode
+    try:
+        res = evaluate(acc, wl, fidelity=req.fidelity, objective=req.objective, mapping=mode,
+                       constraints=req.constraints, refine=req.refine,
+                       before_simulation=before_simulation)
+    except MappingError as exc:
+        nat = [f"{u.name}: {', '.join(u.native_formats())}" for u in acc.units
+               if u.native_formats()]
+        if nat and any("format" in p.message for p in exc.problems):
+            hint = (f"{acc.name} computes natively in {'; '.join(nat)} (and narrower formats "
+                    f"of the same kind): pass --a-format/--w-format among these, or neither")
+            ps = list(exc.problems)
+            if len(ps) == 1:
+                p0 = ps[0]
+                raise MappingError(Problem(f"{p0.message}; {hint}", p0.path, p0.file, p0.line),
+                                   summary=exc.summary) from None
+            raise MappingError([*ps, Problem(hint, "--a-format")],
+                               summary=exc.summary) from None
+        raise
+    if req.sparsity and req.sparsity[0] < req.sparsity[1]:
+        _check_sparsity_effect(req, acc, wl, res)
+    _check_substituted_formats(req, acc, res)
+    res.extra["provenance"] = _provenance(req, acc, wl, res)
+    return res
+
+
+def memory_warning(res: Result, acc: Accelerator) -> str | None:
+    """The warning text when the workload of ``res`` does not fit in ``acc``'s off-chip
+    memory (``Result.extra["memory"]``), else None."""
+    mem = res.extra.get("memory")
+    if not mem or mem["fits"] is not False:
+        return None
+    return (f"{res.workload} ({res.phase}) needs {mem['resident_bytes'] / 1e9:.4g} GB "
+            f"resident (weights, KV cache, training state) but {acc.name} has "
+            f"{mem['capacity_bytes'] / 1e9:.4g} GB of off-chip memory; the result assumes "
+            f"it fits")
+
+
+def numba_cache_cold() -> bool:
+    """True when no compiled simulator kernel is cached yet (Numba writes ``*.nbi`` index
+    files next to ``sim/`` or under ``NUMBA_CACHE_DIR``): the next cycle run compiles."""
+    base = Path(os.environ["NUMBA_CACHE_DIR"]) if os.environ.get("NUMBA_CACHE_DIR") else \
+        Path(sim.__file__).resolve().parent / "__pycache__"
+    try:
+        return not any(base.rglob("engine._kernel-*.nbi"))
+    except OSError:
+        return True
+
+
+def _check_substituted_formats(req: RunRequest, acc: Accelerator, res: Result) -> None:
+    """Warn when a requested format runs on a unit whose native format has the same width
+    but is another format (fp16 on tpu_like's bf16 multipliers is timed and charged as
+    bf16): the substitution is the model's, the user should know it happened."""
+    used = {o.unit for o in res.ops}
+    for flag, name in (("--a-format", req.a_format), ("--w-format", req.w_format)):
+        if not name:
+            continue
+        f = get_format(name)
+        for u in acc.units:
+            nat = [get_format(n) for n in u.native_formats()]
+            if u.name in used and nat and f.name not in {n.name for n in nat} and any(
+                    n.bits == f.bits and n.is_float == f.is_float for n in nat):
+                warnings.warn(f"{flag} {f.name}: {acc.name}'s {u.name} computes in "
+                              f"{nat[0].name}; {f.name} operands are modelled as {nat[0].name} "
+                              f"(same width)", RunWarning, stacklevel=2)
+
+
+def _check_sparsity_effect(req: RunRequest, acc: Accelerator, wl: Workload,
+                           res: Result) -> None:
+    """Warn when the sparsity left the analytical result exactly unchanged."""
+    assert req.sparsity is not None
+    n, m = req.sparsity
+    mode = req.mapping_mode
+    dense = wl.with_sparsity(m, m)             # n == m removes sparsity
+    a = evaluate(acc, dense, objective=req.objective, mapping=mode, constraints=req.constraints)
+    s = res if req.fidelity == "analytical" else evaluate(
+        acc, wl, objective=req.objective, mapping=mode, constraints=req.constraints)
+    if (a.latency_s, a.energy_j, a.dram_bytes) == (s.latency_s, s.energy_j, s.dram_bytes):
+        pruned = sum(1 for op in wl.ops()
+                     if getattr(getattr(op, "w_sparsity", None), "structured", False))
+        why = (f"no layer's reduction dimension is a multiple of {m}" if not pruned else
+               f"{acc.name} runs {n}:{m}-sparse weights dense (the pattern is not supported)")
+        warnings.warn(f"--sparsity {n}:{m} changed nothing: {why}; the result is the dense "
+                      f"one", RunWarning, stacklevel=2)
+        res.extra["sparsity_effect"] = "none"
+
+
+def _provenance(req: RunRequest, acc: Accelerator, wl: Workload, res: Result) -> dict[str, Any]:
+    """Everything that produced ``res``, and the argv that reproduces it."""
+    return {
+        "design": acc.name, "config": str(req.config), "config_file": acc.source,
+        "overrides": list(req.overrides), "model": req.model if req.cmd != "gemm" else None,
+        "gemm": [req.m, req.n, req.k] if req.cmd == "gemm" else None,
+        "phase": wl.phase, "batch": req.batch, "seq": wl.seq, "context": wl.context,
+        "a_format": req.a_format or req.native_format,
+        "w_format": req.w_format or req.native_format,
+        "formats_from": "flags" if (req.a_format or req.w_format) else
+        ("design" if req.native_format else "model"),
+        "tp": req.tp if req.cmd != "gemm" else 1,
+        "kernels": req.kernels if req.cmd != "gemm" else "fused",
+        "sparsity": f"{req.sparsity[0]}:{req.sparsity[1]}" if req.sparsity else None,
+        "fidelity": req.fidelity, "mapping": req.mapping_mode, "objective": req.objective,
+        "refine": req.refine, "constraints": req.constraints,
+        "archsim_version": res.archsim_version, "input_hash": res.input_hash,
+        "argv": req.argv(),
+    }

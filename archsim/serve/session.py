@@ -1,0 +1,173 @@
+"""What ``archsim serve`` does, as one call: a serving simulation of a model on a design from
+deployment, request, scheduler and SLO settings.
+
+    from archsim import run_serving
+    run = run_serving("gpu/h100", "llama2-7b", rate=2.0, duration=30, scheduler="sarathi",
+                      slo="ttft=2s,tpot=100ms")
+    print(run.result.table())
+
+With ``find_capacity=True`` the rate is searched (the highest that meets the SLO) and the run
+at that rate is returned with :attr:`ServingRun.capacity_rps`. Lengths are ``N``,
+``uniform:A:B`` or ``lognormal:MEDIAN:SIGMA``; ``trace`` takes a CSV or JSONL file or a
+shipped trace name (``sharegpt_like``, ``azure_conv_like``, ``azure_code_like``): with
+``rate`` its arrivals are rescaled to that mean rate, with ``duration`` cut to that window.
+Disaggregated serving (Splitwise/DistServe) is on when ``decode_replicas`` is given:
+``replicas``/``tp`` then describe the prefill pool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from archsim.api import load
+from archsim.arch.accelerator import Accelerator
+from archsim.serve.cluster import PoolSpec, ServeSetup, parse_link
+from archsim.serve.metrics import SLO, ServeResult, parse_slo
+from archsim.serve.replica import SchedulerSpec
+from archsim.serve.requests import Request, load_trace, parse_length, synthesize, trace_path
+from archsim.serve.run import find_capacity as search_capacity
+from archsim.serve.run import serve
+from archsim.workloads.errors import Problem, WorkloadError
+
+__all__ = ["run_serving", "ServingRun", "request_source"]
+
+#: A function from an arrival rate (req/s; None: the given one) to the requests.
+RequestSource = Callable[[float | None], list[Request]]
+
+
+@dataclass
+class ServingRun:
+    """One serving simulation.
+
+    Attributes:
+        result: the metrics (percentiles, SLO attainment, throughput, energy per token);
+            None when a capacity search found no rate that meets the SLO.
+        capacity_rps: the rate found by ``find_capacity`` (req/s), else None.
+        raw: the raw records (``states``, ``tbt``, ``timeline`` ...) for timelines and plots.
+    """
+
+    result: ServeResult | None
+    capacity_rps: float | None = None
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+def request_source(*, trace: str | None = None, rate: float | None = None,
+                   duration: float | None = None, prompt: str = "512", output: str = "128",
+                   arrival: str = "poisson", cv: float = 1.0, seed: int = 0,
+                   max_requests: int | None = None, rate_searched: bool = False
+                   ) -> RequestSource:
+    """The requests for a rate: a trace (rescaled to the rate, cut to ``duration``) or
+    synthetic arrivals (``rate`` req/s over ``duration`` s; ``rate_searched``: the rate
+    comes from a capacity search).
+
+    Raises:
+        WorkloadError: neither a trace nor a rate, or no duration with a rate.
+    """
+    if trace:
+        base = load_trace(trace_path(trace))
+        span = base[-1].arrival_s - base[0].arrival_s
+        mean_rate = (len(base) - 1) / span if span > 0 else None
+
+        def from_trace(r: float | None) -> list[Request]:
+            k = 1.0
+            if r is not None and mean_rate:
+                k = mean_rate / r
+            out: list[Request] = []
+            for q in base:
+                t = (q.arrival_s - base[0].arrival_s) * k
+                if duration is not None and t >= duration:
+                    break
+                out.append(replace(q, rid=len(out), arrival_s=t))
+                if max_requests and len(out) >= max_requests:
+                    break
+            return out
+        return from_trace
+    if rate is None and not rate_searched:
+        raise WorkloadError(Problem("give --rate (with --duration) or --trace", "--rate"))
+    if duration is None:
+        raise WorkloadError(Problem("give --duration S (the arrival window) with --rate",
+                                    "--duration"))
+    pl = parse_length(prompt, "--prompt")
+    ol = parse_length(output, "--output")
+    window = duration
+
+    def synth(r: float | None) -> list[Request]:
+        return synthesize(r or rate or 0.0, window, pl, ol, seed, arrival, cv, max_requests)
+    return synth
+
+
+def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[str] = (),
+                tp: int = 1, replicas: int = 1, router: str = "round-robin",
+                decode_replicas: int | None = None, decode_tp: int | None = None,
+                kv_link: str = "nvlink4", memory_fraction: float = 0.9,
+                rate: float | None = None, duration: float | None = None,
+                trace: str | None = None, prompt: str = "512", output: str = "128",
+                arrival: str = "poisson", cv: float = 1.0, seed: int = 0,
+                max_requests: int | None = None, scheduler: str = "vllm", chunk: int = 512,
+                max_num_seqs: int = 256, max_batched_tokens: int | None = None,
+                order: str = "fcfs", preemption: str = "recompute", block_size: int = 16,
+                iteration_overhead_ms: float = 0.0, slo: str | SLO = "",
+                attainment: float = 0.9, find_capacity: bool = False,
+                fidelity: str = "analytical", constraints: str | None = None,
+                decode_constraints: str | None = None,
+                progress: Callable[[int, int], None] | None = None,
+                note: Callable[[str], None] | None = None) -> ServingRun:
+    """Simulate serving ``model`` on ``design`` (docs/serving.md).
+
+    Args:
+        design: config YAML, reference-design name or a loaded accelerator.
+        tp, replicas, router: tensor parallelism per replica, data-parallel replicas and
+            the router (the prefill pool's when disaggregated).
+        decode_replicas, decode_tp, kv_link: disaggregated decode pool and the KV link
+            (``nvlink4``, ``ib-ndr``, ... or ``GBPS[:LATENCY_US]``).
+        memory_fraction: share of device memory for weights + KV, in (0, 1].
+        rate, duration, trace, prompt, output, arrival, cv, seed, max_requests: the
+            requests (:func:`request_source`); rate in req/s, duration in s.
+        scheduler, chunk, max_num_seqs, max_batched_tokens, order, preemption, block_size:
+            the batching policy (``vllm``, ``orca``, ``sarathi``) and its limits.
+        iteration_overhead_ms: engine time per iteration outside the ops (ms).
+        slo, attainment: ``ttft=2s,tpot=100ms,...`` (or an :class:`SLO`) and its target.
+        find_capacity: search the highest rate that meets the SLO.
+        progress: called with (finished, total) requests during a run.
+        note: called with one line per capacity-search step.
+    Raises:
+        WorkloadError: inconsistent settings (naming the flag), bad lengths or traces.
+        ConfigError: a bad design or override.
+    """
+    if not 0 < memory_fraction <= 1:
+        raise WorkloadError(Problem(f"expected a fraction in (0, 1], got "
+                                    f"{memory_fraction}", "--memory-fraction"))
+    slo_ = slo if isinstance(slo, SLO) else parse_slo(slo, attainment)
+    if find_capacity and not slo_.any():
+        raise WorkloadError(Problem("--find-capacity needs an SLO (e.g. --slo "
+                                    "ttft=2s,tpot=100ms)", "--slo"))
+    make = request_source(trace=trace, rate=rate, duration=duration, prompt=prompt,
+                          output=output, arrival=arrival, cv=cv, seed=seed,
+                          max_requests=max_requests, rate_searched=find_capacity)
+    acc = design if isinstance(design, Accelerator) else load(design, overrides)
+    sch = SchedulerSpec(scheduler, chunk, max_num_seqs, max_batched_tokens or 0, order,
+                        preemption, block_size, overhead_s=iteration_overhead_ms * 1e-3)
+    if not 0 <= iteration_overhead_ms < 1e4:
+        raise WorkloadError(Problem(f"expected 0 <= ms < 10000, got "
+                                    f"{iteration_overhead_ms}", "--iteration-overhead-ms"))
+    decode = None
+    if decode_replicas:
+        decode = PoolSpec(decode_replicas, decode_tp or tp, sch)
+    elif decode_tp:
+        raise WorkloadError(Problem("--decode-tp needs --decode-replicas", "--decode-tp"))
+    setup = ServeSetup(model, PoolSpec(replicas, tp, sch), decode, router, parse_link(kv_link),
+                       memory_fraction, fidelity, constraints, decode_constraints)
+    raw: dict[str, Any] = {}
+    if find_capacity:
+        found, res = search_capacity(acc, setup, slo_, make, progress=note)
+        if res is None:
+            return ServingRun(None)
+        res = serve(acc, setup, make(found), slo_, seed=seed, raw_out=raw)
+        return ServingRun(res, found, raw)
+    reqs = make(rate)
+    if not reqs:
+        raise WorkloadError(Problem("no requests arrive in the window", "--duration"))
+    res = serve(acc, setup, reqs, slo_, seed=seed, progress=progress, raw_out=raw)
+    return ServingRun(res, None, raw)
