@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import archsim.arch.registry  # noqa: F401  (registers the families)
 from archsim.arch.base import UNIT_KINDS, Unit
 from archsim.arch.spec import PlausibilityWarning, SpecBuilder, param
 from archsim.workloads.errors import ConfigError, Problem
@@ -208,7 +209,6 @@ def load(path: str | Path, overrides: Iterable[str] = ()) -> Accelerator:
     Raises:
         ConfigError: every problem in the file and the overrides, with file:line key.path.
     """
-    import archsim.arch.registry  # noqa: F401  (registers the families)
 
     data, problems = read_yaml(path, ConfigError)
     return load_data(data, str(path), overrides, problems)
@@ -217,7 +217,6 @@ def load(path: str | Path, overrides: Iterable[str] = ()) -> Accelerator:
 def load_data(data: Any, file: str = "<config>", overrides: Iterable[str] = (),
               problems: Iterable[Problem] = ()) -> Accelerator:
     """Validate an already-parsed config tree (see :func:`load`)."""
-    import archsim.arch.registry  # noqa: F401
 
     overrides = list(overrides)
     touched: set[str] = set()

@@ -71,6 +71,7 @@ class SimInput:
 
     def run(self, record_task_times: bool = False) -> Any:
         """``sim.run`` of this input; returns ``sim.SimStats`` in the graph's clock."""
+        # deferred: loads numba (only cycle-level runs and nest searches need it)
         from archsim import sim
 
         return sim.run(self.graph, self.dram_configs, record_task_times=record_task_times)

@@ -19,10 +19,11 @@ out-of-range values are reported together, each with ``file:line key.path``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from archsim.arch.accelerator import load as load_design
 from archsim.arch.shipped import configs_dir
 from archsim.arch.spec import SpecBuilder, param
 from archsim.workloads.errors import ConfigError, Problem
@@ -148,7 +149,6 @@ class Cluster:
 
     def with_nodes(self, nodes: int) -> Cluster:
         """The same cluster with ``nodes`` nodes (a pod of any size from one reference node)."""
-        from dataclasses import replace
 
         return Cluster(replace(self.spec, nodes=nodes), self.device, self.file)
 
@@ -188,7 +188,6 @@ def load_cluster(path: str | Path) -> Cluster:
         ConfigError: every problem in the file (``file:line key.path: message``), or a
             device design that cannot be found or loaded.
     """
-    from archsim.arch.accelerator import load as load_design
 
     file = str(path)
     data, problems = read_yaml(path, ConfigError)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from archsim.workloads.formats import NumberFormat
+from archsim.workloads.ops import Attention
 
 __all__ = ["operand_fits", "operand_width_problem", "fused_attention_problem"]
 
@@ -51,7 +52,6 @@ def fused_attention_problem(op: object, kind: str) -> str | None:
     """The reason a unit without a fused-attention kernel refuses a ``workloads.ops.Attention``
     op (None for any other op). Such units run attention as its QK GEMM, softmax and AV GEMM
     (``archsim.workload(..., attention="unfused")``, the zoo's default for them)."""
-    from archsim.workloads.ops import Attention
 
     if isinstance(op, Attention):
         return (f"a {kind} unit has no fused attention kernel; build the model with "

@@ -20,11 +20,17 @@ from archsim.arch.accelerator import load as _load_file
 from archsim.arch.base import Estimate, Unit
 from archsim.arch.shipped import configs_dir
 from archsim.mapper import map_workload
+from archsim.mapper.constraints import load_constraints
+from archsim.mapper.hetero import retime
+from archsim.mapper.schedule import link_of
 from archsim.result import OpResult, Result
 from archsim.workloads.errors import ConfigError, Problem, WorkloadError
 from archsim.workloads.formats import NumberFormat, get_format
 from archsim.workloads.graph import Workload
+from archsim.workloads.hf import from_hf_config
+from archsim.workloads.onnx_import import from_onnx
 from archsim.workloads.ops import Gemm, Op
+from archsim.workloads.zoo import build
 
 __all__ = ["load", "workload", "gemm_workload", "workload_from_dict", "evaluate", "find_config",
            "config_dir", "list_configs", "memory_check", "native_format", "with_native_formats",
@@ -99,7 +105,6 @@ def workload(model: str, phase: str | None = None, batch: int = 1, seq: int | No
                                         f"({amp}); expected no --w-format or {amp}",
                                         "--w-format"))
     if model.endswith(".json"):
-        from archsim.workloads.hf import from_hf_config
 
         w = from_hf_config(model, phase=phase, batch=batch, seq=seq, context=context, tp=tp,
                            ep=ep, attention=attention, kernels=kernels, amp=amp)
@@ -110,7 +115,6 @@ def workload(model: str, phase: str | None = None, batch: int = 1, seq: int | No
             raise WorkloadError(Problem("an ONNX model is evaluated as exported (inference); "
                                         "expected no --phase/--seq/--context/--tp/--kernels",
                                         "--model"))
-        from archsim.workloads.onnx_import import from_onnx
 
         w = from_onnx(model, batch=batch)
     elif Path(model).is_file() or "/" in model or model.endswith((".yaml", ".yml", ".pt")):
@@ -118,7 +122,6 @@ def workload(model: str, phase: str | None = None, batch: int = 1, seq: int | No
                                     f"from a zoo name ('archsim list models'), a Hugging Face "
                                     f"config.json or an .onnx file", "--model"))
     else:
-        from archsim.workloads.zoo import build
 
         w = build(model, phase=phase, batch=batch, seq=seq, context=context, tp=tp, ep=ep,
                   attention=attention, kernels=kernels, amp=amp)
@@ -305,7 +308,6 @@ def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
     comps = {u.name: u.components() for u in acc.units}
     op_energy = _EnergyCache(comps, tech)
     if constraints is not None and not hasattr(constraints, "for_op"):
-        from archsim.mapper.constraints import load_constraints
 
         constraints = load_constraints(constraints)
     sched = map_workload(acc, wl, objective, op_energy, search=(mapping == "search"),
@@ -421,7 +423,6 @@ def memory_check(acc: Accelerator, wl: Workload) -> dict[str, Any] | None:
     interconnect that copies) add theirs. A design that does not fit is still evaluated
     (weights could stream from a host): the result says so and the CLI warns.
     """
-    from archsim.mapper.schedule import link_of
 
     caps = [u.memory_capacity_bytes() for u in acc.units]
     resident = wl.resident_bytes()
@@ -438,7 +439,6 @@ def _makespan(acc: Accelerator, sched: Any, durations: list[float],
     and placement order re-timed with the simulated durations."""
     if fidelity != "cycle" or sched.plan is None:
         return sched.latency_s, sched.transfers
-    from archsim.mapper.hetero import retime
 
     index = {u.name: i for i, u in enumerate(acc.units)}
     unit_of = [index[a.unit.name] for a in sched.assignments]

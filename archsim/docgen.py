@@ -12,6 +12,7 @@ import typing
 from pathlib import Path
 from typing import Any
 
+import archsim.arch.registry  # noqa: F401
 from archsim.arch.accelerator import InterconnectSpec, TechnologySpec
 from archsim.arch.base import UNIT_KINDS
 from archsim.arch.spec import describe_type, field_bounds, spec_fields
@@ -88,7 +89,6 @@ def _table(cls: type, prefix: str, out: list[str], seen: set[type]) -> None:
 
 
 def render() -> str:
-    import archsim.arch.registry  # noqa: F401
 
     out = [HEADER]
     out.append("## Top level")

@@ -15,6 +15,10 @@ from typing import Any
 
 import yaml
 
+import archsim
+import archsim.arch.registry  # noqa: F401  (imports every family package)
+from archsim.arch.reference import REFERENCE_WORKLOADS
+
 __all__ = ["reference_workloads", "predict", "diff", "golden_dir", "golden_path", "write",
            "write_all", "RTOL"]
 
@@ -24,8 +28,6 @@ METRICS = ("latency_s", "cycles", "energy_j", "area_mm2", "utilization", "dram_b
 def reference_workloads() -> Mapping[str, Mapping[str, Mapping[str, Any]]]:
     """Golden workloads per unit kind, as each family registers them in its own package
     (``arch/<family>/reference.py``, :func:`arch.reference.reference_workloads`)."""
-    import archsim.arch.registry  # noqa: F401  (imports every family package)
-    from archsim.arch.reference import REFERENCE_WORKLOADS
 
     return REFERENCE_WORKLOADS
 
@@ -40,7 +42,6 @@ def _sig(x: float) -> float:
 
 def predict(config: Path) -> dict[str, dict[str, float]]:
     """Predictions of every reference workload that applies to ``config``'s first unit."""
-    import archsim
 
     acc = archsim.load(config)
     out: dict[str, dict[str, float]] = {}
@@ -85,7 +86,6 @@ def write(cfg: Path, pred: dict) -> Path:
 
 def write_all() -> list[Path]:
     """Regenerate every golden file."""
-    import archsim
 
     return [write(cfg, pred) for cfg in archsim.list_configs() if (pred := predict(cfg))]
 

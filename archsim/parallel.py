@@ -42,12 +42,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import archsim.energy as _energy
 from archsim.api import VERSION, evaluate
 from archsim.arch.cluster import Cluster
 from archsim.arch.collective import collective, place
 from archsim.mapper.plan import bubble_fraction, pipeline_time
 from archsim.result import Result
 from archsim.workloads.errors import Problem, WorkloadError
+from archsim.workloads.hf import shape_from_hf_config
 from archsim.workloads.models.transformer import TransformerShape
 from archsim.workloads.parallel import (
     Comm,
@@ -60,6 +62,7 @@ from archsim.workloads.parallel import (
     without_collectives,
 )
 from archsim.workloads.tags import ATTENTION_CORE_ROLES, EXPERT_ROLES, SEQUENCE_PARALLEL_ROLES
+from archsim.workloads.zoo import model_names, transformer_shape
 
 __all__ = ["PlanOptions", "PlanResult", "evaluate_plan", "shape_of"]
 
@@ -131,10 +134,8 @@ def shape_of(model: str | TransformerShape) -> TransformerShape:
     if isinstance(model, TransformerShape):
         return model
     if model.endswith(".json"):
-        from archsim.workloads.hf import shape_from_hf_config
 
         return shape_from_hf_config(model)
-    from archsim.workloads.zoo import model_names, transformer_shape
 
     if model in model_names():
         try:
@@ -404,7 +405,6 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
 
 def _static_power(cluster: Cluster) -> float:
     """Idle (static) power of one device: its ``static`` energy components over a second."""
-    import archsim.energy as _energy
 
     comps = [c for u in cluster.device.units for c in u.components() if c.cls == "static"]
     if not comps:
@@ -416,7 +416,6 @@ def _static_power(cluster: Cluster) -> float:
 def to_result(r: PlanResult, cluster: Cluster) -> Result:
     """The plan as a :class:`archsim.Result` (latency = step time; energy and area of every
     device; ``extra`` holds the plan, its breakdown and memory)."""
-    import archsim.energy as _energy
 
     comps = [c for u in cluster.device.units for c in u.components()]
     tech = _energy.Technology(node_nm=cluster.device.technology.node_nm)

@@ -20,10 +20,13 @@ from typing import Any
 
 import numpy as np
 
+from archsim.api import evaluate, load, preferred_attention, workload
 from archsim.arch.gpu.bench import DO_BENCH, timed_call_s
+from archsim.arch.gpu.unit import TensorCoreGpu
 from archsim.workloads.errors import ConfigError, Problem
 from archsim.workloads.formats import FORMATS
-from archsim.workloads.ops import Elementwise, Gemm, Norm, Op, Softmax
+from archsim.workloads.graph import Workload
+from archsim.workloads.ops import Attention, Elementwise, Gemm, Norm, Op, Softmax
 
 __all__ = ["Row", "load_rows", "row_class", "row_op", "predict_ms", "score", "ClassScore", "model_rows",
            "fit_power", "PowerFit", "energy_prediction", "fit_reduce_pass_rate"]
@@ -102,7 +105,6 @@ def row_op(row: dict[str, Any]) -> Op | None:
         return Gemm(name="bmm", m=int(row["m"]), n=int(row["n"]), k=int(row["k"]),
                     batch=int(row["b"]), b_is_weight=False, a_format=f, w_format=f)
     if k in ("attn_prefill", "attn_decode"):
-        from archsim.workloads.ops import Attention
 
         f = _fmt(row)
         h = int(row["h"])
@@ -196,7 +198,6 @@ class PowerFit:
 
 def _library_parts(unit: Any, op: Op) -> tuple[float, float]:
     """(on-chip J, HBM J) of ``op`` at the top voltage with library energies (scale 1)."""
-    from archsim.arch.gpu.unit import TensorCoreGpu
 
     raw = TensorCoreGpu(unit.name, replace(unit.spec, power=None), unit.node_nm)
     e = raw.estimate(op)
@@ -279,8 +280,6 @@ def fit_reduce_pass_rate(unit: Any, rows: Sequence[Row | dict[str, Any]]) -> flo
 
 def energy_prediction(acc: Any, row: dict[str, Any]) -> tuple[float, float, float] | None:
     """(energy mJ per call, board power W, SM clock MHz) predicted for an ``energy`` row."""
-    from archsim.api import evaluate
-    from archsim.workloads.graph import Workload
 
     op = row_op(row)
     if op is None:
@@ -299,7 +298,6 @@ def model_rows(acc: Any, rows: Iterable[Row | dict[str, Any]]) -> list[dict[str,
     runtime (PyTorch eager, ``arch.gpu.host``); transformers are built with the design's
     attention (``archsim.api.preferred_attention``) and, for ``train_step`` rows (a Hugging
     Face script under autocast), the kernels eager PyTorch runs (``kernels="eager_amp"``)."""
-    from archsim.api import evaluate, preferred_attention, workload
 
     unit = acc.units[0]
     eager = type(unit)(unit.name, replace(unit.spec, runtime="eager"), unit.node_nm)
@@ -346,7 +344,6 @@ def fit_core_scale_to_throughput(config: Any, op: Op, tflops: float,
     (geometric, to 0.1%) finds it; the clock moves in ``clock_step_mhz`` steps, so the answer
     is the middle of the step's interval, not an exact root.
     """
-    from archsim.api import load
 
     def tput(scale: float) -> float:
         acc = load(config, [*overrides, f"units[0].power.core_energy_scale={scale!r}"])

@@ -27,6 +27,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from archsim.energy import tables
+from archsim.workloads.formats import (  # the one repo import (a lower layer)
+    format_names,
+    get_format,
+)
 
 __all__ = [
     "FormatInfo",
@@ -99,13 +103,6 @@ def _own_format(name: str) -> FormatInfo | None:
 
 def _from_workloads(name: str) -> FormatInfo | None:
     """Generic model for a format only ``workloads.formats`` knows (integer-like only)."""
-    try:
-        from archsim.workloads.formats import (  # the one allowed repo import
-            format_names,
-            get_format,
-        )
-    except ImportError:
-        return None
     if name not in format_names():
         return None
     fmt = get_format(name)

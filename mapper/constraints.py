@@ -34,6 +34,7 @@ from typing import Any
 
 from archsim.dataflow.mapping import DATAFLOW_CONSTRAINTS, DIMS, DRAM, GLB, RF, SCOL, SROW
 from archsim.workloads.errors import MappingError, Problem
+from archsim.workloads.ops import Op
 from archsim.workloads.tags import ROLES
 from archsim.workloads.yamlio import line_of, parse_yaml_text, read_yaml
 
@@ -48,7 +49,6 @@ _ORDER_KEYS = ("glb", "dram")
 
 def op_kinds() -> tuple[str, ...]:
     """Every op kind defined in :mod:`workloads.ops` (for validating ``kind:``)."""
-    from archsim.workloads.ops import Op
 
     out: set[str] = set()
     todo = list(Op.__subclasses__())

@@ -13,8 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from archsim import energy
 from archsim.arch.accelerator import Accelerator
 from archsim.arch.base import Estimate, Unit
+from archsim.mapper.constraints import Constraints, load_constraints
+from archsim.mapper.gemm_search import best_mapping, refine_with_simulation
 from archsim.mapper.hetero import HeteroPlan, Link, Option, Transfer, list_schedule
 from archsim.mapper.objective import OBJECTIVES, objective_value
 from archsim.workloads.errors import MappingError, Problem
@@ -73,7 +76,6 @@ def link_of(acc: Accelerator) -> Link:
 
 def _dram_j_per_byte(acc: Accelerator) -> list[tuple[float, float]]:
     """Per unit (DRAM read J/B, DRAM write J/B) from its ``dram`` component (0 if none)."""
-    from archsim import energy
 
     tech = energy.Technology(node_nm=acc.technology.node_nm)
     out = []
@@ -115,7 +117,6 @@ def _candidates(op: Op, unit: Unit, objective: str, search: bool, oc: Any,
         return None, f"factor / loop-order constraints need a loop-nest unit ({oc.where()})"
     mappings: list[Any]
     if nest and (search or needs_search):
-        from archsim.mapper.gemm_search import best_mapping, refine_with_simulation
 
         kw: dict[str, Any] = {}
         if oc is not None:
@@ -169,6 +170,7 @@ def _einsum_best(space: tuple[Any, Any], objective: str) -> Any:
     problem, hier = space
     key = (repr(problem), repr(hier), objective)
     if key not in _EINSUM_MEMO:
+        # deferred: loads numba (only cycle-level runs and nest searches need it)
         from archsim.mapper.einsum_search import search as einsum_search
 
         try:
@@ -252,7 +254,6 @@ def map_workload(acc: Accelerator, workload: Workload, objective: str = "latency
 def _constraints(constraints: Any, acc: Accelerator) -> Any:
     if constraints is None:
         return None
-    from archsim.mapper.constraints import Constraints, load_constraints
 
     cons = constraints if isinstance(constraints, Constraints) else load_constraints(constraints)
     dfs = tuple(dict.fromkeys(d for u in acc.units for d in u.dataflows()))

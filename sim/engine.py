@@ -35,7 +35,7 @@ import numpy as np
 from numba import njit, typed
 
 from archsim.sim import dram_kernel as K
-from archsim.sim.dram import DramSpec, resolve
+from archsim.sim.dram import DramSpec, dram_preset, resolve
 from archsim.sim.engine_bucket import MAX_BUCKETS, bucket_count, kernel_bucket
 from archsim.sim.errors import SimInputError
 from archsim.sim.taskgraph import MODEL_BANDWIDTH, MODEL_DRAM, TaskGraph
@@ -399,7 +399,6 @@ def _inst_list(insts: list) -> typed.List:
             lst.append(x)
         return lst
     if _EMPTY_INST_TYPE is None:
-        from archsim.sim.dram import dram_preset
 
         _EMPTY_INST_TYPE = numba.typeof(resolve(dram_preset("DDR4-2400"), 1))
     return typed.List.empty_list(_EMPTY_INST_TYPE)

@@ -136,3 +136,78 @@ def test_core_modules_name_no_family():
     bad = [f"{a} -> {b}" for a in core for b in GRAPH.successors(a)
            if any(b == f or b.startswith(f + ".") for f in families)]
     assert not bad, "\n".join(bad)
+
+
+#: Optional or slow third-party packages a function may import late.
+DEFERRABLE = {"matplotlib", "dask", "distributed", "onnx", "numba"}
+
+
+def _function_imports(path: Path) -> list[tuple[int, ast.Import | ast.ImportFrom]]:
+    tree = ast.parse(path.read_text(), str(path))
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skip.update(id(n) for n in ast.walk(node))
+    out: dict[int, ast.Import | ast.ImportFrom] = {}
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for n in ast.walk(fn):
+                if isinstance(n, (ast.Import, ast.ImportFrom)) and id(n) not in skip:
+                    out[n.lineno] = n
+    return sorted(out.items())
+
+
+def _top_level_graph() -> tuple[nx.DiGraph, set[str]]:
+    """Module-level imports only, and the modules that import a deferrable package there."""
+    g = nx.DiGraph()
+    heavy: set[str] = set()
+    for name, path in MODULES.items():
+        tree = ast.parse(path.read_text(), str(path))
+        g.add_node(name)
+        for node in tree.body:
+            if isinstance(node, ast.Import):
+                mods = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                mods = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            else:
+                continue
+            for m in mods:
+                if m.split(".")[0] in DEFERRABLE:
+                    heavy.add(name)
+                parts = m.split(".")
+                while parts and ".".join(parts) not in MODULES:
+                    parts.pop()
+                if parts and ".".join(parts) != name:
+                    g.add_edge(name, ".".join(parts))
+    return g, heavy
+
+
+def test_function_level_imports_only_defer_slow_or_optional_packages():
+    """An import inside a function stays only where it defers matplotlib, dask, onnx or a
+    module that loads numba (``archsim.sim``, whose lazy package hands out the Numba core, or
+    a module importing numba at its top), and says so in a ``# deferred: ...`` comment (on its line or
+    just above); anything else belongs at the top of the module."""
+    g, heavy = _top_level_graph()
+    loads_heavy = {m for m in MODULES if any(d in heavy for d in nx.descendants(g, m) | {m})}
+    bad = []
+    for path in MODULES.values():
+        lines = path.read_text().splitlines()
+        for lineno, node in _function_imports(path):
+            if isinstance(node, ast.Import):
+                mods = [a.name for a in node.names]
+            else:   # "from pkg import sub" imports pkg.sub when that is a module
+                mods = [f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in MODULES
+                        else node.module or "" for a in node.names]
+            ok = all(m.split(".")[0] in DEFERRABLE or _resolve(m) in loads_heavy
+                     or _resolve(m).startswith("archsim.sim") for m in mods)
+            above = " ".join(lines[max(0, lineno - 4):lineno])
+            if not ok or "deferred" not in above:
+                bad.append(f"{path.relative_to(ROOT)}:{lineno}: {ast.unparse(node)}")
+    assert not bad, "\n".join(bad)
+
+
+def _resolve(module: str) -> str:
+    parts = module.split(".")
+    while parts and ".".join(parts) not in MODULES:
+        parts.pop()
+    return ".".join(parts)

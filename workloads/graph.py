@@ -15,7 +15,7 @@ import networkx as nx
 
 from archsim.workloads.errors import Problem, WorkloadError
 from archsim.workloads.formats import NumberFormat
-from archsim.workloads.ops import Op
+from archsim.workloads.ops import Conv2d, Embedding, Gemm, Op, Sparsity
 
 __all__ = ["Workload", "PHASES"]
 
@@ -131,7 +131,6 @@ class Workload:
         (BDWP, Fang et al. 2023); backward-weight GEMMs produce a dense gradient and stay
         dense. ``n == m`` removes sparsity.
         """
-        from archsim.workloads.ops import Conv2d, Gemm, Sparsity
 
         sp = Sparsity() if n == m else Sparsity(n, m)
         out = Workload(self.name, self.phase, self.batch, self.seq, self.context, self.parameters,
@@ -159,7 +158,6 @@ class Workload:
           forward op's output);
         * the largest single op's activations (inputs and outputs).
         """
-        from archsim.workloads.ops import Embedding, Gemm
 
         total = peak = 0.0
         for op in self.ops():

@@ -31,6 +31,7 @@ output (or input for pools) shape; ``rows`` is the product of all but the last d
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,7 @@ SUPPORTED_OPS = ("Conv", "Gemm", "MatMul", "BatchNormalization", "LayerNormaliza
 
 def _onnx() -> Any:
     try:
+        # deferred: optional dependency (pip install 'archsim[onnx]')
         import onnx
     except ImportError:
         raise WorkloadError(Problem("reading ONNX files needs the optional onnx package: "
@@ -131,7 +133,6 @@ class _Skip(Exception):
 
 
 def _renamed(op: Op, name: str) -> Op:
-    from dataclasses import replace
 
     return replace(op, name=name)
 

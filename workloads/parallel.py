@@ -42,8 +42,10 @@ from archsim.workloads.collectives import (
     ReduceScatter,
 )
 from archsim.workloads.errors import Problem, WorkloadError
+from archsim.workloads.formats import get_format
 from archsim.workloads.graph import Workload
 from archsim.workloads.models.transformer import TransformerShape, _tp_heads, build_transformer
+from archsim.workloads.ops import AllReduce
 
 __all__ = ["ParallelPlan", "RECOMPUTE", "Comm", "check_plan", "block_graphs", "layer_comms",
            "memory_per_device", "block_counts", "BYTES_PER_PARAM", "without_collectives"]
@@ -211,7 +213,6 @@ def without_collectives(w: Workload) -> Workload:
     """A copy of ``w`` without its all-reduce ops (their consumers depend on their producers
     instead): a plan prices collectives on the cluster, and a device family without a link
     model (PIM, FPGA, spatial arrays) can then run a tensor-parallel shard."""
-    from archsim.workloads.ops import AllReduce
 
     out = Workload(w.name, w.phase, w.batch, w.seq, w.context, w.parameters, w.family,
                    tied=w.tied, devices=w.devices)
@@ -335,7 +336,6 @@ def memory_per_device(s: TransformerShape, plan: ParallelPlan, phase: str, batch
     # (embedding and head stay 16-bit)
     wb = BYTES_PER_PARAM["weights"]
     if phase != "train":
-        from archsim.workloads.formats import get_format
 
         blk = get_format(s.w_format).bytes_per_element
         w = (base / tp) * wb + (per_dev - base / tp) * blk

@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from archsim.workloads.ops import Conv2d, Gemm
+
 __all__ = ["lower_op", "MAX_CHUNKS"]
 
 #: Upper bound on chunks per op (3-4 tasks each).
@@ -40,9 +42,9 @@ def _split(total: float, parts: int) -> np.ndarray:
 
 def lower_op(unit: Any, op: Any) -> tuple[Any, list[Any]]:
     """(TaskGraph, dram_configs) of ``op`` on ``unit`` (an ``NmSparseFpga``)."""
+    # deferred: loads numba (only cycle-level runs and nest searches need it)
     from archsim.sim import TaskGraphBuilder
     from archsim.sim.taskgraph import KIND_READ, KIND_WRITE
-    from archsim.workloads.ops import Conv2d, Gemm
 
     s = unit.spec
     b = TaskGraphBuilder(clock_hz=unit.clock_hz)
@@ -50,6 +52,7 @@ def lower_op(unit: Any, op: Any) -> tuple[Any, list[Any]]:
     mem = s.memory
     dram_cfgs: list[Any] = []
     if mem.model == "dram":
+        # deferred: loads numba (only cycle-level runs and nest searches need it)
         from archsim.sim import dram_preset
 
         dram_cfgs.append(dram_preset(mem.preset, channels=s.ddr_channels))

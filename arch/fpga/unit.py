@@ -20,11 +20,13 @@ from archsim.arch.base import (
     register,
 )
 from archsim.arch.fpga import resources as rs
+from archsim.arch.fpga.lower import lower_op
 from archsim.arch.fpga.resources import VECTOR_ADD, VECTOR_MULT, Resources, index_bits
 from archsim.arch.fpga.spec import NmSparseFpgaSpec
 from archsim.arch.operands import fused_attention_problem, operand_width_problem
 from archsim.arch.spatial import fold_cycles, gemm_traffic
 from archsim.arch.vector import estimate_vector
+from archsim.energy import Component
 from archsim.energy.tables import (
     FPGA_BRAM_PJ,
     FPGA_DSP_PJ,
@@ -383,7 +385,6 @@ class NmSparseFpga(Unit[DataflowMapping]):
     def lower(self, op: Op, mapping: Any = None) -> SimInput:
         """Event-driven model of ``op`` (``arch/fpga/lower.py``) with the DDR4 configs of a
         command-level memory (``memory.model: dram``)."""
-        from archsim.arch.fpga.lower import lower_op
 
         self.parse_mapping(mapping)
         reason = self.supports(op)
@@ -404,7 +405,6 @@ class NmSparseFpga(Unit[DataflowMapping]):
         return self.resources_used.ff * FPGA_FF_CLOCK_PJ.value * 1e-12 * self.clock_hz
 
     def components(self) -> list[Any]:
-        from archsim.energy import Component
 
         s = self.spec
         br = self.resource_breakdown

@@ -30,6 +30,7 @@ Causal masking skips the masked triangle (``Attention.pairs``).
 
 from __future__ import annotations
 
+import heapq
 from functools import lru_cache
 from types import MappingProxyType
 from typing import TYPE_CHECKING
@@ -176,7 +177,6 @@ def _imbalance(sizes_t: tuple[int, ...], heads: int, sm_count: int, lpt_max: int
     n = len(sizes) * heads
     if n > lpt_max:
         return max(balanced, float(max(sizes))) / balanced
-    import heapq
 
     loads = [0.0] * min(sm_count, n)
     heapq.heapify(loads)

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from archsim.arch.gpu.gemm import GemmResult
+from archsim.arch.gpu.kernels import FA_BLOCK_Q, cta_pairs
 from archsim.arch.gpu.spec import GpuSpec
 
 __all__ = ["lower_gemm", "lower_stream", "lower_attention", "MAX_STEPS"]
@@ -63,6 +64,7 @@ def lower_gemm(spec: GpuSpec, r: GemmResult, name: str = "gemm", pre_s: float = 
             table precompute); 0 for none.
         max_steps: bound on (CTA, chunk) pairs (see module docstring).
     """
+    # deferred: loads numba (only cycle-level runs and nest searches need it)
     from archsim.sim import TaskGraphBuilder
     from archsim.sim.taskgraph import KIND_READ, KIND_WRITE
 
@@ -182,6 +184,7 @@ def lower_stream(spec: GpuSpec, name: str, read_b: float, write_b: float, ops: f
     decode's combine kernel); ``serial_s`` seconds of passes follow the stream (a softmax's
     re-read passes, ``GpuSpec.cuda_core.reduce_pass_bytes_per_clock``).
     """
+    # deferred: loads numba (only cycle-level runs and nest searches need it)
     from archsim.sim import TaskGraphBuilder
 
     q = RESOLUTION
@@ -228,7 +231,7 @@ def lower_attention(spec: GpuSpec, op: Any, t: Any, f_hz: float, name: str = "at
     to HBM. The first chunk carries the Q block. Unequal causal CTAs, the first wave's fill
     and HBM sharing emerge in the engine (the estimate bounds them in closed form).
     """
-    from archsim.arch.gpu.kernels import FA_BLOCK_Q, cta_pairs
+    # deferred: loads numba (only cycle-level runs and nest searches need it)
     from archsim.sim import TaskGraphBuilder
 
     q = RESOLUTION

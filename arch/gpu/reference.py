@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import csv
+
+from archsim.arch.gpu.bench import MAMF_FINDER_V2, timed_call_s
 from archsim.arch.reference import (
     Comparison,
     EvaluationAPI,
@@ -12,6 +15,8 @@ from archsim.arch.reference import (
     reference_dir,
     reference_workloads,
 )
+from archsim.workloads.formats import FORMATS
+from archsim.workloads.ops import Elementwise, Gemm
 
 reference_workloads("tensor_core_gpu", {
     "gemm_8192_fp16": {"gemm": [8192, 8192, 8192], "a_format": "fp16"},
@@ -24,10 +29,7 @@ reference_workloads("tensor_core_gpu", {
 @checks("gpu")
 def _gpu(api: EvaluationAPI) -> tuple[list[Comparison], list[Gap]]:
     """Tensor-core GPUs against gpus.yaml and a100_gemm_measured.csv."""
-    import csv
 
-    from archsim.workloads.formats import FORMATS
-    from archsim.workloads.ops import Elementwise, Gemm
 
     config_dir = api.config_dir
     ref = load_reference("gpus.yaml")
@@ -76,7 +78,6 @@ def _gpu(api: EvaluationAPI) -> tuple[list[Comparison], list[Gap]]:
     # Best-of-sweep figures, timed as mamf-finder v2 timed them (arch.gpu.bench: a 256 MiB
     # memset and an output copy before every call share the power limiter's window with the
     # GEMM): the short calls of a sweep run above the sustained clock.
-    from archsim.arch.gpu.bench import MAMF_FINDER_V2, timed_call_s
 
     def mamf(name: str, m: int, n: int, k: int, fmt: str) -> float:
         f = FORMATS[fmt]

@@ -36,8 +36,22 @@ from archsim.arch.gpu.datapath import (
     SMEM_WIDTH_BITS,
 )
 from archsim.arch.gpu.gemm import SPLITS, GemmResult, GemmShape, gemm_time
+from archsim.arch.gpu.host import EAGER_OPS_PER_ATTENTION, RUNTIME_NOTES, host_s
+from archsim.arch.gpu.kernels import (
+    estimate_attention,
+    softmax_reread_s,
+    unit_attention_time,
+    vector_read_passes,
+)
+from archsim.arch.gpu.lower import lower_attention, lower_gemm, lower_stream
+from archsim.arch.gpu.power import solve_clock
 from archsim.arch.gpu.precision import MmaPlan, plan_mma
 from archsim.arch.gpu.spec import GpuSpec
+from archsim.energy import (
+    Component,  # energy sits below arch; imported lazily
+    Technology,
+)
+from archsim.energy.report import energy_per_action_pj
 from archsim.workloads.errors import MappingError, Problem
 from archsim.workloads.ops import (
     AllReduce,
@@ -216,7 +230,6 @@ class TensorCoreGpu(Unit[GpuMapping]):
 
     def host_runtime(self) -> tuple[str, str]:
         """The spec's ``runtime`` (``arch.gpu.host``) unless ``ideal``."""
-        from archsim.arch.gpu.host import RUNTIME_NOTES
 
         r = self.spec.runtime
         return ("", "") if r == "ideal" else (r, RUNTIME_NOTES.get(r, ""))
@@ -249,8 +262,6 @@ class TensorCoreGpu(Unit[GpuMapping]):
         ``energy/`` (cached; used only by the power model)."""
         cache = self.__dict__.get("_pj_cache")
         if cache is None:
-            from archsim.energy import Technology
-            from archsim.energy.report import energy_per_action_pj
 
             tech = Technology(node_nm=self.node_nm)
             cache = {}
@@ -276,7 +287,6 @@ class TensorCoreGpu(Unit[GpuMapping]):
         p = self.spec.power
         if p is None:
             return time_s, actions, {}
-        from archsim.arch.gpu.power import solve_clock
 
         pj = self.action_pj()
         hbm = self.cname("hbm")
@@ -314,7 +324,6 @@ class TensorCoreGpu(Unit[GpuMapping]):
         fused piece that launches nothing (flash AV / softmax) costs no host time."""
         if self.spec.runtime == "ideal" or not e.feasible:
             return e
-        from archsim.arch.gpu.host import EAGER_OPS_PER_ATTENTION, host_s
 
         h = host_s(self.spec.runtime) * float(e.details.get("launches", 1.0))
         if e.op_kind == "attention" and self.spec.runtime.startswith("eager"):
@@ -324,7 +333,6 @@ class TensorCoreGpu(Unit[GpuMapping]):
 
     def _estimate_attention(self, op: Attention) -> Estimate:
         """FlashAttention prefill / split-KV decode (``arch.gpu.kernels``)."""
-        from archsim.arch.gpu.kernels import estimate_attention
 
         return estimate_attention(self, op)
 
@@ -375,7 +383,6 @@ class TensorCoreGpu(Unit[GpuMapping]):
         launch = not (fused and g.role == "av")
         rank = None
         if s.power is not None:
-            from archsim.arch.gpu.power import solve_clock
 
             # energy of a candidate is linear in its counts: fold the pJ per count once
             probe = GemmResult(0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0,
@@ -465,7 +472,6 @@ class TensorCoreGpu(Unit[GpuMapping]):
         if fused:
             return self._estimate_stream(op, "attn_fused", 0.0, 0.0, op.vector_ops(), sfu,
                                          launch=False)
-        from archsim.arch.gpu.kernels import softmax_reread_s, vector_read_passes
 
         extra = (vector_read_passes(op) - 1) * op.input_bytes()
         s = self.spec
@@ -560,7 +566,6 @@ class TensorCoreGpu(Unit[GpuMapping]):
 
     # ---- energy / area components -----------------------------------------------------
     def components(self) -> list[Any]:
-        from archsim.energy import Component  # energy sits below arch; imported lazily
 
         s = self.spec
         fmts = list(s.tensor_core.fma_per_clock)
@@ -588,7 +593,6 @@ class TensorCoreGpu(Unit[GpuMapping]):
         if s.power is not None:
             # calibrated board (docs/gpu.md): the on-chip library energies times the fitted
             # scale, the HBM energy times its scale, and the active-chip energy per clock
-            from dataclasses import replace
 
             scale = {"mac": s.power.core_energy_scale, "vector": s.power.core_energy_scale,
                      "regfile": s.power.core_energy_scale, "sram": s.power.core_energy_scale,
@@ -609,7 +613,6 @@ class TensorCoreGpu(Unit[GpuMapping]):
 
     def _lower_graph(self, op: Op, mapping: Any = None) -> Any:
         """The ``sim.TaskGraph`` of :meth:`lower`."""
-        from archsim.arch.gpu.lower import lower_gemm, lower_stream
 
         reason = self.supports(op)
         if reason:
@@ -634,7 +637,6 @@ class TensorCoreGpu(Unit[GpuMapping]):
             if fused:
                 return lower_stream(s, op.name, 0.0, 0.0, op.vector_ops(), sfu, launch=False,
                                     clock_hz=f_hz)
-            from archsim.arch.gpu.kernels import softmax_reread_s
 
             return lower_stream(s, op.name, op.input_bytes() + op.weight_bytes(),
                                 op.output_bytes(), op.vector_ops(), sfu, clock_hz=f_hz,
@@ -647,8 +649,6 @@ class TensorCoreGpu(Unit[GpuMapping]):
                                 float(op.elements) * (op.devices - 1) / op.devices,
                                 link_s=float(e.details.get("link_s", 0.0)))
         if isinstance(op, Attention):
-            from archsim.arch.gpu.kernels import unit_attention_time
-            from archsim.arch.gpu.lower import lower_attention
 
             t = unit_attention_time(s, op)
             return lower_attention(s, op, t, f_hz * s.tensor_clock_mhz / s.clock_mhz, op.name)

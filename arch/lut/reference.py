@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import archsim.arch.lut.unit as L
+from archsim.arch.gpu.unit import TensorCoreGpu
 from archsim.arch.reference import (
     Comparison,
     EvaluationAPI,
@@ -30,8 +32,6 @@ LUT_DECODE_CONTEXT = 1
 @checks("lut")
 def _lut(api: EvaluationAPI) -> tuple[list[Comparison], list[Gap]]:
     """LUT tensor cores against lut_tensor_core.yaml (Table 1 A100 rows, Table 2)."""
-    import archsim.arch.lut.unit as L
-    from archsim.arch.gpu.unit import TensorCoreGpu
     config_dir, evaluate, load, workload = api.config_dir, api.evaluate, api.load, api.workload
 
     cfg = config_dir()

@@ -31,13 +31,16 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from archsim.arch.base import Estimate, SimInput, register
+from archsim.arch.base import Estimate, SimInput, infeasible, register
 from archsim.arch.gpu.gemm import GemmShape, gemm_time
+from archsim.arch.gpu.lower import lower_gemm
 from archsim.arch.gpu.precision import MmaPlan
 from archsim.arch.gpu.spec import GpuSpec
 from archsim.arch.gpu.unit import DATAFLOWS as GPU_DATAFLOWS
 from archsim.arch.gpu.unit import TensorCoreGpu
 from archsim.arch.spec import param
+from archsim.energy import Component, Technology, area, area_per_instance_mm2
+from archsim.workloads.formats import FORMATS
 from archsim.workloads.ops import Conv2d, Gemm, Op
 
 __all__ = ["LutCoreSpec", "LutGpuSpec", "LutTensorCoreGpu", "LUT_DATAFLOWS", "table_entries",
@@ -132,7 +135,6 @@ def lut_weight_bits(op: Gemm) -> int | None:
 
 # ---- energy/area helpers ---------------------------------------------------------------
 def _area_um2(cls: str, attrs: dict, node_nm: float) -> float:
-    from archsim.energy import Component, Technology, area_per_instance_mm2
 
     return area_per_instance_mm2(Component("x", cls, 1, attrs), Technology(node_nm=node_nm)) * 1e6
 
@@ -224,7 +226,6 @@ class LutTensorCoreGpu(TensorCoreGpu):
                                                f"with <= {self.spec.lut.max_weight_bits}-bit "
                                                "integer/ternary weights and "
                                                f"{'/'.join(LUT_ACT_FORMATS)} activations)")
-                from archsim.arch.base import infeasible
                 return infeasible(op, self.name, reason, self.clock_hz)
             return super().estimate(op, m)
         assert isinstance(op, Gemm)
@@ -284,7 +285,6 @@ class LutTensorCoreGpu(TensorCoreGpu):
         if not est.dataflow.startswith("lut_") or not isinstance(op, Gemm):
             m = self.parse_mapping(mapping)
             return super().lower(op, None if m.dataflow in LUT_DATAFLOWS else m)
-        from archsim.arch.gpu.lower import lower_gemm
 
         w = self.lut_passes(op)
         assert w is not None
@@ -329,7 +329,6 @@ class LutTensorCoreGpu(TensorCoreGpu):
         return self.spec.sm_count * self.spec.tensor_core.per_sm * self.spec.lut.array_scale
 
     def components(self) -> list[Any]:
-        from archsim.energy import Component
 
         lut = self.spec.lut
         t = self.n_tiles()
@@ -353,7 +352,6 @@ class LutTensorCoreGpu(TensorCoreGpu):
 
     def lut_area_breakdown_mm2(self, node_nm: float = 28.0) -> dict[str, float]:
         """Area of the LUT tensor cores by part (whole chip) at ``node_nm``."""
-        from archsim.energy import Technology, area
 
         names = {self.cname(p) for p in ("lut_table", "lut_mux", "lut_weights", "lut_acc")}
         comps = [c for c in self.components() if c.name in names]
@@ -388,7 +386,6 @@ def weight_bit_sweep(lut_unit: LutTensorCoreGpu, mac_unit: TensorCoreGpu,
 
     ``max_weight_bits`` is raised to the largest ``w`` for the sweep.
     """
-    from archsim.workloads.formats import FORMATS
 
     wmax = max(bits)
     sym = dataclasses.replace(lut_unit.spec, lut=dataclasses.replace(

@@ -16,8 +16,12 @@ from typing import Any
 
 import numpy as np
 
+from archsim import energy
 from archsim.arch.pim import kernel as PK
 from archsim.arch.pim.unit import DramPim
+from archsim.sim.dram_presets import COMMANDS
+from archsim.workloads.formats import get_format
+from archsim.workloads.zoo import build
 
 __all__ = ["TokenResult", "simulate_token", "decode_tokens", "pim_unit"]
 
@@ -60,7 +64,6 @@ def pim_unit(acc: Any) -> DramPim:
 def simulate_token(unit: DramPim, wl: Any, state: tuple[Any, np.ndarray] | None = None,
                    start: int = 0, tech: Any = None) -> tuple[TokenResult, int]:
     """Simulate one decode step; returns (result, end cycle). ``state`` is reused if given."""
-    from archsim import energy
 
     t_wall = time.perf_counter()
     inst, cs = state if state is not None else unit.new_state()
@@ -96,7 +99,6 @@ def simulate_token(unit: DramPim, wl: Any, state: tuple[Any, np.ndarray] | None 
     e = energy.evaluate(unit.components(), actions, lat, tech).total_j
     st = inst.stats - stats0
     n_cmd = int(st.sum())
-    from archsim.sim.dram_presets import COMMANDS
 
     macab = int(st[COMMANDS.index("MACAB")])
     actab = int(st[COMMANDS.index("ACTAB")])
@@ -116,8 +118,6 @@ def decode_tokens(acc: Any, model: str, n_tokens: int, prompt_len: int,
     The device state (bank timing, refresh phase) persists across ops and tokens; token
     ``i`` attends over ``prompt_len + i`` cached positions (plus its own).
     """
-    from archsim.workloads.formats import get_format
-    from archsim.workloads.zoo import build
 
     unit = pim_unit(acc)
     state = unit.new_state()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from archsim.arch.pim.unit import DramPim
 from archsim.arch.reference import (
     Comparison,
     EvaluationAPI,
@@ -54,6 +55,7 @@ def pim_vs_gpu(archsim: EvaluationAPI, model: str, context: int = 128, n_tokens:
                design: str = "pim_gpt") -> dict[str, Any]:
     """Per-token PIM (command level) and GPU latency/energy, speedup, energy efficiency,
     evaluated through ``archsim`` (the evaluation API)."""
+    # deferred: loads numba (only cycle-level runs and nest searches need it)
     from archsim.arch.pim.decode import decode_tokens
 
     rs = decode_tokens(archsim.load(design), model, n_tokens, context)
@@ -69,7 +71,6 @@ def pim_vs_gpu(archsim: EvaluationAPI, model: str, context: int = 128, n_tokens:
 @checks("pim")
 def _pim(archsim: EvaluationAPI) -> tuple[list[Comparison], list[Gap]]:
     """PIM device peaks (pim.yaml) and PIM-GPT ranges (tag A) on pim_gpt vs the T4 model."""
-    from archsim.arch.pim.unit import DramPim
 
     ref = load_reference("pim.yaml")
     comps: list[Comparison] = []

@@ -16,6 +16,7 @@ from typing import Any
 
 from archsim.arch.spec import param
 from archsim.sim.dram_presets import PRESETS
+from archsim.sim.errors import DramConfigError
 from archsim.workloads.formats import FORMATS, NumberFormat
 
 __all__ = ["AsicSpec", "DramPimSpec", "DRAM_ENERGY_TECH"]
@@ -77,7 +78,6 @@ class DramPimSpec:
     _cache: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def check(self) -> list[tuple[str, str]]:
-        from archsim.sim.errors import DramConfigError
 
         out: list[tuple[str, str]] = []
         try:
@@ -101,6 +101,7 @@ class DramPimSpec:
     def dram_spec(self) -> Any:
         """The ``sim.dram.DramSpec`` of the device (preset + overrides)."""
         if "dram" not in self._cache:
+            # deferred: loads numba (only cycle-level runs and nest searches need it)
             from archsim.sim.dram import dram_preset
 
             kw: dict[str, Any] = {"channels": self.channels, "refresh": self.refresh,

@@ -50,6 +50,7 @@ from archsim.arch.base import (
 )
 from archsim.arch.operands import fused_attention_problem, operand_width_problem
 from archsim.arch.pim.spec import DRAM_ENERGY_TECH, DramPimSpec
+from archsim.energy import Component, Technology
 from archsim.workloads.errors import MappingError, Problem
 from archsim.workloads.ops import AllReduce, Conv2d, Embedding, Gemm, Op
 
@@ -393,6 +394,7 @@ class DramPim(Unit[DataflowMapping]):
     # ---- command-level simulation -----------------------------------------------------
     def new_state(self) -> tuple[Any, np.ndarray]:
         """A fresh (DramState-like instance, per-channel state) for :meth:`run_plan`."""
+        # deferred: loads numba (only cycle-level runs and nest searches need it)
         from archsim.arch.pim import kernel as PK
         from archsim.sim.dram import resolve
 
@@ -412,6 +414,7 @@ class DramPim(Unit[DataflowMapping]):
         end cycle and counters stand for the channels running the same stream (exact:
         same state + same commands -> same timing).
         """
+        # deferred: loads numba (only cycle-level runs and nest searches need it)
         from archsim.arch.pim import kernel as PK
 
         nrefi = self.timing("nREFI") if self.spec.refresh else 0
@@ -446,6 +449,7 @@ class DramPim(Unit[DataflowMapping]):
         command time, and the ASIC's cross-channel reduction one task after all of them.
         Vector ops: one ASIC task of the estimate's duration. The graph's clock is tCK.
         """
+        # deferred: loads numba (only cycle-level runs and nest searches need it)
         from archsim.arch.pim import kernel as PK
         from archsim.sim.taskgraph import TaskGraphBuilder
 
@@ -472,6 +476,7 @@ class DramPim(Unit[DataflowMapping]):
     def channel_ends(self, p: Plan, inst: Any, cs: np.ndarray, cnt: np.ndarray) -> list[int]:
         """End cycle (tCK) of every channel's streams from a fresh state; channels that run
         the same stream share one replay (exact: same state + same commands)."""
+        # deferred: loads numba (only cycle-level runs and nest searches need it)
         from archsim.arch.pim import kernel as PK
 
         nrefi = self.timing("nREFI") if self.spec.refresh else 0
@@ -489,7 +494,6 @@ class DramPim(Unit[DataflowMapping]):
 
     # ---- energy / area -----------------------------------------------------------------
     def components(self) -> list[Any]:
-        from archsim.energy import Component, Technology
 
         s = self.spec
         fmt = s.mac_format.name

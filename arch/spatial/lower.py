@@ -64,7 +64,7 @@ import numpy as np
 
 from archsim.arch.base import Estimate, SimInput, ceil_div
 from archsim.arch.spatial.folds import fold_cycles
-from archsim.workloads.errors import Problem, WorkloadError
+from archsim.workloads.errors import ConfigError, MappingError, Problem, WorkloadError
 from archsim.workloads.ops import Conv2d, Gemm, Op
 
 if TYPE_CHECKING:
@@ -250,6 +250,7 @@ class _Cols:
     def build(self, resources: list[tuple[str, int, int, float, float, int]],
               components: list[str], actions: list[str], op_name: str,
               clock_hz: float) -> Any:
+        # deferred: loads numba (only cycle-level runs and nest searches need it)
         from archsim.sim.taskgraph import TaskGraph
 
         B = self.blocks
@@ -313,7 +314,12 @@ class _Lowering:
     """Shared state of one op's lowering: resources, components and action ids."""
 
     def __init__(self, unit: SpatialArray, op: Op) -> None:
-        from archsim.sim.taskgraph import MODEL_BANDWIDTH, MODEL_DRAM, MODEL_SERVER
+        # deferred: loads numba (only cycle-level runs and nest searches need it)
+        from archsim.sim.taskgraph import (
+            MODEL_BANDWIDTH,
+            MODEL_DRAM,
+            MODEL_SERVER,
+        )
 
         self.unit = unit
         self.op = op
@@ -324,8 +330,11 @@ class _Lowering:
             ("array", 1, MODEL_SERVER, 0.0, 1.0, -1),
             ("vector", 1, MODEL_SERVER, 0.0, 1.0, -1)]
         if mem.model == "dram":
-            from archsim.sim import DramConfigError, dram_preset
-            from archsim.workloads.errors import ConfigError, Problem
+            # deferred: loads numba (only cycle-level runs and nest searches need it)
+            from archsim.sim import (
+                DramConfigError,
+                dram_preset,
+            )
 
             try:
                 spec = dram_preset(mem.preset)
@@ -370,7 +379,6 @@ class _Lowering:
 def lower_op(unit: SpatialArray, op: Op, mapping: Any = None) -> SimInput:
     """SimInput of ``op`` on ``unit`` (see the module docstring); clock = unit clock x
     ``RESOLUTION``. Raises MappingError for an op the unit cannot run."""
-    from archsim.workloads.errors import MappingError, Problem
 
     m = unit.parse_mapping(mapping)
     est = unit.estimate(op, m)
@@ -388,7 +396,12 @@ def lower_op(unit: SpatialArray, op: Op, mapping: Any = None) -> SimInput:
 
 def _pipeline(L: _Lowering, est: Estimate, res: int, compute_cycles: float) -> Any:
     """``VECTOR_PIECES`` read -> compute -> write pieces (reads and computes in order)."""
-    from archsim.sim.taskgraph import KIND_COMPUTE, KIND_READ, KIND_WRITE
+    # deferred: loads numba (only cycle-level runs and nest searches need it)
+    from archsim.sim.taskgraph import (
+        KIND_COMPUTE,
+        KIND_READ,
+        KIND_WRITE,
+    )
 
     P = VECTOR_PIECES
     rd = _int_split(est.dram_read_bytes, np.ones(P))
@@ -409,7 +422,12 @@ def _pipeline(L: _Lowering, est: Estimate, res: int, compute_cycles: float) -> A
 
 
 def _gemm(L: _Lowering, est: Estimate, g: Gemm, df: str) -> Any:
-    from archsim.sim.taskgraph import KIND_COMPUTE, KIND_READ, KIND_WRITE
+    # deferred: loads numba (only cycle-level runs and nest searches need it)
+    from archsim.sim.taskgraph import (
+        KIND_COMPUTE,
+        KIND_READ,
+        KIND_WRITE,
+    )
 
     u = L.unit
     s = u.spec

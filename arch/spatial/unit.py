@@ -39,13 +39,23 @@ from typing import Any
 from archsim.arch.base import Estimate, Unit, UnitMapping, cycles_of, infeasible, register
 from archsim.arch.memory import MemorySpec
 from archsim.arch.operands import fused_attention_problem, operand_width_problem
+from archsim.arch.spatial.einsum import actions, compact, problem_and_hierarchy
 from archsim.arch.spatial.folds import fold_cycles, gemm_traffic
 from archsim.arch.spatial.lower import lower_op
 from archsim.arch.spec import param
 from archsim.arch.vector import estimate_vector
-from archsim.dataflow.mapping import DATAFLOW_CONSTRAINTS
+from archsim.dataflow.mapping import (
+    DATAFLOW_CONSTRAINTS,
+    ArchParams,
+    Shape,
+    analyse,
+    cost,
+    feasible,
+)
 from archsim.dataflow.mapping import Mapping as LoopNest
 from archsim.dataflow.nest import NestMapping
+from archsim.dataflow.nest import analyse as analyse_nest
+from archsim.energy import Component, Technology, energy_per_action_pj
 from archsim.workloads.errors import MappingError, Problem
 from archsim.workloads.formats import FORMATS, NumberFormat
 from archsim.workloads.ops import AllReduce, Conv2d, Gemm, Op
@@ -159,7 +169,6 @@ class SpatialArray(Unit[SpatialMapping]):
         which keeps the sliding-window reuse that the im2col GEMM view loses."""
         if not isinstance(op, Conv2d) or self.supports(op):
             return None
-        from archsim.arch.spatial.einsum import problem_and_hierarchy
 
         return problem_and_hierarchy(self, op)
 
@@ -228,8 +237,6 @@ class SpatialArray(Unit[SpatialMapping]):
         """``dataflow.ArchParams`` of this array for ``op``'s formats, with per-access
         energies from ``energy`` (MAC, PE register read, GLB read scaled by element bits /
         GLB width, DRAM read per byte) at the unit's process node."""
-        from archsim.dataflow.mapping import ArchParams
-        from archsim.energy import Technology, energy_per_action_pj
 
         s = self.spec
         tech = Technology(node_nm=self.node_nm)
@@ -255,11 +262,9 @@ class SpatialArray(Unit[SpatialMapping]):
         cycles = the slowest of compute and each level's bandwidth (DRAM at the sustained
         rate); actions from the per-level access counts. Like the GEMM nest model, pipeline
         fill/drain is not charged."""
-        from archsim.arch.spatial.einsum import actions, compact, problem_and_hierarchy
-        from archsim.dataflow.nest import analyse
 
         problem, hier = problem_and_hierarchy(self, op)
-        res = analyse(problem, hier, nest)
+        res = analyse_nest(problem, hier, nest)
         if not res.feasible:
             return infeasible(op, self.name, "; ".join(res.reasons), self.clock_hz)
         acts, dram_r, dram_w = actions(self, op, res)
@@ -280,7 +285,6 @@ class SpatialArray(Unit[SpatialMapping]):
         max(temporal iterations, DRAM bytes / sustained bandwidth) and action counts from the
         access-count analysis (``dataflow.analyse``). Unlike the fold model, pipeline
         fill/drain is not charged (the mapper's model, docs/mapper.md)."""
-        from archsim.dataflow.mapping import Shape, analyse, cost, feasible
 
         shape = Shape.of(op)
         p = self.arch_params(op)
@@ -374,7 +378,6 @@ class SpatialArray(Unit[SpatialMapping]):
 
     # ---- energy / area -----------------------------------------------------------------
     def components(self) -> list[Any]:
-        from archsim.energy import Component
 
         s = self.spec
         fmt = s.mac_format.name

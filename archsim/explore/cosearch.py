@@ -73,7 +73,10 @@ from archsim.explore.cosearch_spec import (
 )
 from archsim.explore.nas import network_label
 from archsim.explore.pareto import pareto_mask
+from archsim.explore.plots import plot_cosearch
+from archsim.explore.run import run_tasks
 from archsim.explore.spec import ConstraintSpec, Point
+from archsim.explore.store import ResultStore
 from archsim.outputs import atomic_output, write_text_atomic
 from archsim.workloads.errors import Problem, SpecError
 
@@ -343,8 +346,6 @@ def run_cosearch(spec: CosearchSpec, db: str | Path, **run_kw: Any) -> CosearchR
 
     ``run_kw`` go to :func:`archsim.explore.run.run_tasks` (backend, workers, scheduler,
     client, progress, with_json)."""
-    from archsim.explore.run import run_tasks
-    from archsim.explore.store import ResultStore
 
     hw = spec.hardware
     assert hw is not None
@@ -376,7 +377,6 @@ def write_outputs(res: CosearchResult, out: str | Path) -> list[Path]:
             w.writeheader()
             w.writerows(rows)
         files.append(p)
-    from archsim.explore.plots import plot_cosearch
 
     for ext in ("png", "svg"):
         files.append(plot_cosearch(res, out / f"cosearch.{ext}"))

@@ -24,6 +24,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from archsim.api import VERSION
 from archsim.arch.spec import SpecBuilder, param
 from archsim.explore.nas import (
     CNN_PARAMS,
@@ -35,7 +36,7 @@ from archsim.explore.nas import (
 )
 from archsim.explore.spec import ConstraintSpec, SweepSpec, Task, _build, _dedupe
 from archsim.workloads.errors import ArchsimError, Problem, SpecError
-from archsim.workloads.yamlio import LocDict, LocList, read_yaml
+from archsim.workloads.yamlio import LocDict, LocList, parse_yaml_text, read_yaml
 
 __all__ = ["SOLUTION_METRICS", "AccuracySpec", "TaskSpec", "CosearchSpec", "load_cosearch",
            "parse_cosearch_text", "accuracy_predictor"]
@@ -128,7 +129,6 @@ class CosearchSpec:
 
     def store_tasks(self) -> list[Task]:
         """Every (hardware point, task, network) evaluation, keyed by its input hash."""
-        from archsim.api import VERSION
 
         hw = self.hardware
         assert hw is not None
@@ -177,7 +177,6 @@ def load_cosearch(path: str | Path) -> CosearchSpec:
 def parse_cosearch_text(text: str, filename: str = "<cosearch>",
                         base_dir: str | Path = ".") -> CosearchSpec:
     """Validate a co-search spec given as YAML text (tests, embedding)."""
-    from archsim.workloads.yamlio import parse_yaml_text
 
     data, problems = parse_yaml_text(text, filename)
     if data is None and problems:

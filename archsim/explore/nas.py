@@ -31,8 +31,11 @@ from typing import Any
 
 from archsim.workloads.errors import Problem, WorkloadError
 from archsim.workloads.graph import Workload
+from archsim.workloads.hf import from_hf_config
 from archsim.workloads.models.cnn import ConvNetBuilder
 from archsim.workloads.models.common import GraphBuilder
+from archsim.workloads.models.transformer import TransformerShape, build_transformer
+from archsim.workloads.onnx_import import from_onnx
 from archsim.workloads.ops import Op
 
 __all__ = ["FAMILIES", "CNN_PARAMS", "TRANSFORMER_PARAMS", "build_network", "expand_space",
@@ -108,18 +111,15 @@ def build_network(d: dict[str, Any], batch: int = 1) -> Workload:
     if fam == "cnn":
         return _cnn(d, batch)
     if fam == "transformer":
-        from archsim.workloads.models.transformer import TransformerShape, build_transformer
 
         shape = TransformerShape(name=network_label(d), kind="encoder", layers=d["layers"],
                                  d_model=d["d_model"], heads=d["heads"], ffn=d["ffn"],
                                  vocab=d["vocab"], context=d["seq"], default_seq=d["seq"])
         return build_transformer(shape, "inference", batch, d["seq"])
     if fam == "hf":
-        from archsim.workloads.hf import from_hf_config
 
         return from_hf_config(d["file"], batch=batch, seq=d.get("seq"))
     if fam == "onnx":
-        from archsim.workloads.onnx_import import from_onnx
 
         return from_onnx(d["file"], batch=batch)
     raise WorkloadError(Problem(f"unknown network family {fam!r}; expected one of "

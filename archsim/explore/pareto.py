@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from archsim.explore.spec import MAXIMISED, ConstraintSpec
+from archsim.explore.spec import MAXIMISED, METRICS, ConstraintSpec
+from archsim.explore.store import ResultStore
 
 __all__ = ["pareto_mask", "pareto_mask_bruteforce", "feasible", "objective_value", "designs",
            "pareto_rows", "sweep_front", "front_table"]
@@ -84,7 +85,6 @@ def designs(rows: Iterable[Mapping[str, Any]],
             constraints: Mapping[str, ConstraintSpec] | None = None) -> list[dict[str, Any]]:
     """Aggregate rows per design point (see the module doc); adds ``feasible`` and
     ``workloads`` (count)."""
-    from archsim.explore.spec import METRICS
 
     constraints = constraints or {}
     groups: dict[str, list[Mapping[str, Any]]] = {}
@@ -128,7 +128,6 @@ def sweep_front(db: str | Path, objectives: Sequence[str],
                 constraints: Mapping[str, ConstraintSpec] | None = None,
                 hashes: Iterable[str] | None = None, where: str | None = None) -> list[dict]:
     """The Pareto front of a result store (optionally only the rows in ``hashes``)."""
-    from archsim.explore.store import ResultStore
 
     with ResultStore(db, readonly=True) as st:
         rows = st.rows(where, hashes=hashes)

@@ -13,14 +13,19 @@ minima and the roofline's closed form.
 
 from __future__ import annotations
 
+import json as _json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from archsim.explore.pareto import designs, pareto_rows
 from archsim.explore.spec import ConstraintSpec
+from archsim.explore.store import ResultStore
 from archsim.outputs import PLOT_SUFFIXES, atomic_output, check_output_path
+from archsim.workloads.errors import ArchsimError, Problem, SpecError
 
 if TYPE_CHECKING:
     from archsim.result import Result
@@ -34,12 +39,13 @@ def plot_pareto(db: str | Path, objectives: Sequence[str], out: str | Path,
                 hashes: Iterable[str] | None = None) -> Path:
     """Scatter every design on two objectives (infeasible ones grey) and draw the front.
     The format follows ``out``'s suffix (.png, .svg, .pdf)."""
+    # deferred: matplotlib is slow to import; only plots need it
     import matplotlib
 
     matplotlib.use("Agg")
+    # deferred: matplotlib is slow to import; only plots need it
     import matplotlib.pyplot as plt
 
-    from archsim.explore.store import ResultStore
 
     x, y = objectives[0], objectives[1]
     with ResultStore(db, readonly=True) as st:
@@ -72,9 +78,11 @@ def plot_pareto(db: str | Path, objectives: Sequence[str], out: str | Path,
 
 # ---- one Result: per-op and per-component breakdowns, roofline -----------------------------
 def _plt() -> Any:
+    # deferred: matplotlib is slow to import; only plots need it
     import matplotlib
 
     matplotlib.use("Agg")
+    # deferred: matplotlib is slow to import; only plots need it
     import matplotlib.pyplot as plt
 
     return plt
@@ -156,7 +164,6 @@ def plot_roofline(acc: Any, wl: Any, result: Result, out: str | Path) -> Path:
     largest ``peak_macs_per_cycle`` over its ops: it depends on the number format). Op
     point: ``I = 2 * macs / dram_bytes``, performance ``2 * macs / latency``. No point can lie
     above its unit's roof (the Unit contract), which makes this a visual check too."""
-    import numpy as np
 
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6.5, 4.8))
@@ -195,7 +202,6 @@ def heatmap_table(rows: Sequence[Mapping[str, Any]], x: str, y: str, metric: str
                   reduce: str = "min") -> tuple[list[Any], list[Any], list[list[float]]]:
     """(x values, y values, table[y][x]): ``metric`` of the feasible designs with each (x, y)
     axis pair, reduced (``min``, ``max`` or ``mean``) over the other axes; NaN where none."""
-    import json as _json
 
     cells: dict[tuple[Any, Any], list[float]] = {}
     for d in designs(rows, constraints):
@@ -215,9 +221,7 @@ def heatmap_table(rows: Sequence[Mapping[str, Any]], x: str, y: str, metric: str
 def _check_axes(rows: Sequence[Mapping[str, Any]], axes: Sequence[tuple[str, str]],
                 db: str | Path) -> None:
     """Raise (naming the flag and listing the store's axes) if an axis key is in no row."""
-    import json as _json
 
-    from archsim.workloads.errors import Problem, SpecError
 
     have: dict[str, None] = {}
     for r in rows:
@@ -237,9 +241,7 @@ def plot_heatmap(db: str | Path, x: str, y: str, metric: str, out: str | Path,
                  constraints: Mapping[str, ConstraintSpec] | None = None,
                  reduce: str = "min", hashes: Iterable[str] | None = None) -> Path:
     """Heat map of a sweep: ``metric`` (see :func:`heatmap_table`) over two axes."""
-    import numpy as np
 
-    from archsim.explore.store import ResultStore
 
     plt = _plt()
     with ResultStore(db, readonly=True) as st:
@@ -247,7 +249,6 @@ def plot_heatmap(db: str | Path, x: str, y: str, metric: str, out: str | Path,
     _check_axes(rows, (("--x", x), ("--y", y)), db)
     xs, ys, table = heatmap_table(rows, x, y, metric, constraints, reduce)
     if not xs or not ys:
-        from archsim.workloads.errors import ArchsimError, Problem
 
         raise ArchsimError(Problem(f"no feasible design with a {metric} value to plot over "
                                    f"{x} and {y}", "", str(db)))
@@ -295,6 +296,7 @@ def plot_cosearch(res: Any, out: str | Path, x: str = "energy_j", y: str = "accu
         if x in lim and lim[x].max is not None:
             ax.axvline(lim[x].max, ls="--", c=c, lw=1)
     ax.set_xscale("log")
+    # deferred: matplotlib is slow to import; only plots need it
     from matplotlib.ticker import NullFormatter
 
     ax.xaxis.set_minor_formatter(NullFormatter())

@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from archsim.explore.pareto import designs, pareto_rows
+from archsim.explore.plots import plot_heatmap, plot_pareto
 from archsim.explore.spec import MAXIMISED, METRICS, ConstraintSpec
+from archsim.explore.store import ResultStore
 from archsim.outputs import write_text_atomic
 
 __all__ = ["write_report"]
@@ -39,8 +41,6 @@ def write_report(db: str | Path, out: str | Path, objectives: Sequence[str] | No
         constraints: metric -> bounds (default: the spec's).
         heatmap: the two axis keys of the heat map (default: the first two axes).
     """
-    from archsim.explore.plots import plot_heatmap, plot_pareto
-    from archsim.explore.store import ResultStore
 
     out = Path(out)
     with ResultStore(db, readonly=True) as st:   # a bad store fails before any output

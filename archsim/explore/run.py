@@ -12,6 +12,7 @@ design) are stored as ``status = 'error'`` rows; they are results too and are no
 
 from __future__ import annotations
 
+import ctypes
 import json
 import math
 import os
@@ -20,15 +21,21 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from archsim.api import evaluate, native_format, with_native_formats, workload_from_dict
+from archsim.arch.accelerator import load_data
 from archsim.diagnostics import print_warnings
+from archsim.explore.nas import build_network
 from archsim.explore.nsga2 import nsga2
 from archsim.explore.spec import SweepSpec, Task
 from archsim.explore.store import ResultStore, Row, owner_id
-from archsim.workloads.errors import ArchsimError
+from archsim.workloads.errors import ArchsimError, ConfigError
+from archsim.workloads.formats import get_format
+from archsim.workloads.yamlio import read_yaml
 
 __all__ = ["SweepReport", "run_sweep", "run_tasks", "evaluate_tasks", "first_failure",
            "Progress", "BACKENDS"]
@@ -61,8 +68,6 @@ _WL_CACHE: dict[str, Any] = {}
 def _base_data(path: str) -> Any:
     d = _BASE_CACHE.get(path)
     if d is None:
-        from archsim.workloads.errors import ConfigError
-        from archsim.workloads.yamlio import read_yaml
 
         d, _ = read_yaml(path, ConfigError)
         _BASE_CACHE[path] = d
@@ -73,11 +78,8 @@ def _workload(spec: dict[str, Any]) -> Any:
     key = json.dumps(spec, sort_keys=True)
     w = _WL_CACHE.get(key)
     if w is None:
-        from archsim.api import workload_from_dict
 
         if spec.get("net"):   # a co-search candidate network (archsim.explore.nas)
-            from archsim.explore.nas import build_network
-            from archsim.workloads.formats import get_format
 
             w = build_network(spec["net"], batch=spec.get("batch", 1))
             if spec.get("a_format") or spec.get("w_format"):
@@ -97,7 +99,6 @@ def _native(acc: Any, spec: dict[str, Any]) -> Any:
     wl = _workload(spec)
     if spec.get("a_format") or spec.get("w_format"):
         return wl
-    from archsim.api import native_format, with_native_formats
 
     nat = native_format(acc)
     if nat is None:
@@ -111,8 +112,6 @@ def _native(acc: Any, spec: dict[str, Any]) -> Any:
 
 def evaluate_task(t: Task, with_json: bool = True) -> Row:
     """Evaluate one task; never raises for user-input problems (they become error rows)."""
-    from archsim.api import evaluate
-    from archsim.arch.accelerator import load_data
 
     t0 = time.perf_counter()
     row: Row = {"hash": t.hash, "design_id": t.point.design_id, "workload": t.label,
@@ -290,7 +289,6 @@ def _worker_init(parent_pid: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     print_warnings()
     try:    # Linux: the kernel sends SIGKILL when the parent dies (prctl PR_SET_PDEATHSIG=1)
-        import ctypes
 
         ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))
     except (OSError, AttributeError):
@@ -326,7 +324,6 @@ def _run_local(chunks: Iterable[list[Task]], workers: int, with_json: bool,
         for c in chunks:
             sink(evaluate_tasks(c, with_json))
         return
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
     ex = ProcessPoolExecutor(max_workers=workers, initializer=_worker_init,
                              initargs=(os.getpid(),))
@@ -354,7 +351,12 @@ def _run_local(chunks: Iterable[list[Task]], workers: int, with_json: bool,
 def _run_dask(chunks: list[list[Task]], workers: int, scheduler: str | None, client: Any,
               with_json: bool, sink: Callable[[list[Row]], None]) -> None:
     try:
-        from dask.distributed import Client, LocalCluster, as_completed
+        # deferred: optional dependency (pip install 'archsim[dask]')
+        from dask.distributed import (
+            Client,
+            LocalCluster,
+            as_completed,
+        )
     except ImportError:  # pragma: no cover - optional extra
         raise ArchsimError("the dask backend needs the optional extra: "
                            "pip install 'archsim[dask]'") from None

@@ -33,14 +33,17 @@ import itertools
 import json
 import math
 import random
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from archsim.api import VERSION, find_config
+from archsim.arch.accelerator import load_data
 from archsim.arch.spec import SpecBuilder, param
-from archsim.workloads.errors import ArchsimError, Problem, SpecError
-from archsim.workloads.yamlio import LocDict, LocList, read_yaml
+from archsim.workloads.errors import ArchsimError, ConfigError, Problem, SpecError
+from archsim.workloads.yamlio import LocDict, LocList, parse_yaml_text, read_yaml
 
 __all__ = ["METRICS", "AxisSpec", "WorkloadSpec", "ConstraintSpec", "SearchSpec", "SweepSpec",
            "Point", "Task", "load_spec", "parse_spec_text", "axis_values", "column_name"]
@@ -353,7 +356,6 @@ class Task:
     @staticmethod
     def make(base_path: str, base_digest: str, p: Point, w: WorkloadSpec, fidelity: str,
              objective: str) -> Task:
-        from archsim.api import VERSION
 
         blob = json.dumps({"base": base_digest, "overrides": sorted(p.overrides),
                            "workload": w.as_dict(), "fidelity": fidelity,
@@ -401,7 +403,6 @@ def axis_values(a: AxisSpec) -> tuple[Any, ...]:
 
 def column_name(key: str) -> str:
     """SQL column for an axis key: ``units[0].rows`` -> ``units_0_rows``."""
-    import re
 
     return re.sub(r"\W+", "_", key).strip("_")
 
@@ -415,7 +416,6 @@ def load_spec(path: str | Path) -> SweepSpec:
 
 def parse_spec_text(text: str, filename: str = "<spec>", base_dir: str | Path = ".") -> SweepSpec:
     """Validate a spec given as YAML text (for tests and embedding)."""
-    from archsim.workloads.yamlio import parse_yaml_text
 
     data, problems = parse_yaml_text(text, filename)
     if data is None and problems:
@@ -529,7 +529,6 @@ def _resolve_base(base: str, base_dir: Path, b: SpecBuilder, data: Any) -> Path 
     cand = base_dir / base
     if cand.exists():
         return cand.resolve()
-    from archsim.api import find_config
 
     try:
         p = find_config(base)
@@ -546,8 +545,6 @@ def _resolve_base(base: str, base_dir: Path, b: SpecBuilder, data: Any) -> Path 
 def _check_axes_against_base(spec: SweepSpec, base: Path, b: SpecBuilder, axes: Any) -> None:
     """Every axis key must name an existing key of the base config, and every value must
     give a valid design on its own."""
-    from archsim.arch.accelerator import load_data
-    from archsim.workloads.errors import ConfigError
 
     try:
         data, _ = read_yaml(base, ConfigError)

@@ -110,10 +110,7 @@ class ResultStore:
                     raise _store_error(self.path, "is an SQLite file without a 'results' "
                                        "table; expected a store written by 'archsim sweep'")
             else:
-                self.conn = sqlite3.connect(self.path, timeout=timeout_s, isolation_level=None)
-                self.conn.execute("PRAGMA journal_mode=WAL")
-                self.conn.execute("PRAGMA synchronous=NORMAL")
-                self.conn.executescript(_SCHEMA)
+                self.conn = self._open_writable(timeout_s)
             self.conn.execute(f"PRAGMA busy_timeout={int(timeout_s * 1000)}")
         except sqlite3.DatabaseError as exc:
             msg = str(exc)
@@ -129,6 +126,24 @@ class ResultStore:
             raise _store_error(self.path, why) from None
         self.conn.row_factory = sqlite3.Row
         self._known: set[str] = set()
+
+    def _open_writable(self, timeout_s: float) -> sqlite3.Connection:
+        """Connect, switch to WAL and create the schema. Two processes creating the same new
+        store at once can see SQLITE_BUSY from the journal-mode switch without SQLite's busy
+        handler being called; retry that until ``timeout_s`` like any other lock wait."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            conn = sqlite3.connect(self.path, timeout=timeout_s, isolation_level=None)
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
+                conn.executescript(_SCHEMA)
+                return conn
+            except sqlite3.OperationalError as exc:
+                conn.close()
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
 
     def close(self) -> None:
         self.conn.close()

@@ -48,12 +48,14 @@ from bisect import bisect_left
 from dataclasses import dataclass, replace
 from typing import Any
 
-from archsim.api import evaluate
+from archsim.api import evaluate, memory_check, preferred_attention
 from archsim.arch.accelerator import Accelerator
+from archsim.mapper.constraints import load_constraints
 from archsim.workloads.errors import ConfigError, Problem, WorkloadError
 from archsim.workloads.graph import Workload
 from archsim.workloads.models.transformer import TransformerShape, build_transformer
 from archsim.workloads.tags import ATTENTION_CORE_ROLES
+from archsim.workloads.zoo import model_names, transformer_shape
 
 __all__ = ["Cost", "IterationCost", "Batch", "model_shape"]
 
@@ -112,12 +114,10 @@ def model_shape(model: str) -> TransformerShape:
     Raises:
         WorkloadError: not a zoo decoder (path ``--model``).
     """
-    from archsim.workloads.zoo import transformer_shape
 
     try:
         s = transformer_shape(model)
     except WorkloadError:
-        from archsim.workloads.zoo import model_names
 
         dec = [n for n in model_names() if _is_decoder(n)]
         raise WorkloadError(Problem(f"serving needs a zoo decoder model; expected one of "
@@ -129,7 +129,6 @@ def model_shape(model: str) -> TransformerShape:
 
 
 def _is_decoder(name: str) -> bool:
-    from archsim.workloads.zoo import transformer_shape
 
     try:
         return transformer_shape(name).kind == "decoder"
@@ -141,7 +140,6 @@ def _constraints(c: Any) -> Any:
     """A ``mapper.constraints.Constraints`` from a YAML path (None stays None)."""
     if c is None or hasattr(c, "for_op"):
         return c
-    from archsim.mapper.constraints import load_constraints
 
     return load_constraints(c)
 
@@ -181,7 +179,6 @@ class IterationCost:
     def __init__(self, acc: Accelerator, model: str, tp: int = 1,
                  fidelity: str = "analytical", constraints: Any = None,
                  decode_constraints: Any = None, attention: str | None = None) -> None:
-        from archsim.api import preferred_attention
 
         self.acc = acc
         # the attention kernels the engine runs: ``fused`` (one FlashAttention-style op per
@@ -224,7 +221,6 @@ class IterationCost:
 
     def capacity_bytes(self) -> float:
         """Off-chip memory of one device (0 when the design declares none)."""
-        from archsim.api import memory_check
 
         wl = build_transformer(self.one, "prefill", 1, 1, None, self.tp)
         mem = memory_check(self.acc, wl)

@@ -43,9 +43,11 @@ def write_timeline(raw: dict[str, Any], path: str) -> None:
 
 def plot_serving(res: ServeResult, raw: dict[str, Any], path: str) -> None:
     """Write a PNG: TTFT/E2E CDFs, the time-between-tokens CDF and KV use over time."""
-    import matplotlib  # deferred: matplotlib is slow to import and only plots need it
+    # deferred: matplotlib is slow to import and only plots need it
+    import matplotlib
 
     matplotlib.use("Agg")
+    # deferred: matplotlib is slow to import; only plots need it
     import matplotlib.pyplot as plt
 
     st = [s for s in raw["states"] if s.finish_t >= 0]

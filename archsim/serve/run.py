@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from archsim import energy
 from archsim.api import VERSION
 from archsim.arch.accelerator import Accelerator
 from archsim.serve.cluster import ServeSetup, Simulation
@@ -149,7 +150,6 @@ def summarise(sim: Simulation, raw: dict[str, Any], setup: ServeSetup, slo: SLO,
 
 def _area(cost: IterationCost) -> float:
     """Area of one replica's ``tp`` devices (mm2), from ``energy.area`` of the design."""
-    from archsim import energy
 
     tech = energy.Technology(node_nm=cost.acc.technology.node_nm)
     comps = [c for u in cost.acc.units for c in u.components()]

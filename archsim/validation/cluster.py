@@ -6,9 +6,17 @@ Table 5). Data and sources: ``tests/data/cluster/``; models: docs/cluster.md.
 from __future__ import annotations
 
 import csv
+from dataclasses import replace
 from pathlib import Path
 
+import yaml
+
+from archsim.arch.cluster import load_cluster
+from archsim.arch.collective import collective, place
 from archsim.arch.reference import Comparison, EvaluationAPI, Gap, checks
+from archsim.parallel import PlanOptions, evaluate_plan
+from archsim.workloads.models.transformer import TransformerShape
+from archsim.workloads.parallel import ParallelPlan
 
 _DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "cluster"
 _CFG = Path(__file__).resolve().parents[2] / "configs" / "cluster"
@@ -21,13 +29,7 @@ def _nccl_rows() -> list[dict[str, str]]:
 
 @checks("cluster")
 def _cluster(api: EvaluationAPI) -> tuple[list[Comparison], list[Gap]]:
-    import yaml
 
-    from archsim.arch.cluster import load_cluster
-    from archsim.arch.collective import collective, place
-    from archsim.parallel import PlanOptions, evaluate_plan
-    from archsim.workloads.models.transformer import TransformerShape
-    from archsim.workloads.parallel import ParallelPlan
 
     comps: list[Comparison] = []
     gaps: list[Gap] = []
@@ -43,7 +45,6 @@ def _cluster(api: EvaluationAPI) -> tuple[list[Comparison], list[Gap]]:
                 "issue 18: 15% at >= 64 MiB; the source gives the large-message plateau",
                 "cluster/dgx_h100"))
     h800 = dgx.spec.scale_up
-    from dataclasses import replace
 
     c800 = type(dgx)(replace(dgx.spec, scale_up=replace(h800, bandwidth_gbps=200.0)),
                      dgx.device)

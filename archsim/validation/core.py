@@ -10,8 +10,12 @@ otherwise).
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from pathlib import Path
 
+import archsim
+import archsim.arch.registry  # noqa: F401  (each family package registers its checks)
 from archsim.arch.reference import (
     CHECKS,
     Comparison,
@@ -30,10 +34,7 @@ __all__ = ["Comparison", "Gap", "checks", "run", "render_markdown", "plot", "ref
 def _register_all() -> None:
     """Import every module that registers checks: the families' ``reference`` modules (via
     the unit registry) and the cross-cutting modules of this package."""
-    import importlib
-    import pkgutil
 
-    import archsim.arch.registry  # noqa: F401  (each family package registers its checks)
 
     for info in pkgutil.iter_modules([str(Path(__file__).resolve().parent)]):
         if info.name != "core":
@@ -51,7 +52,6 @@ def run(families: list[str] | None = None, api: EvaluationAPI | None = None
     ``archsim`` package if None)."""
     _register_all()
     if api is None:
-        import archsim
 
         api = archsim
     comps: list[Comparison] = []
@@ -100,9 +100,11 @@ def render_markdown(comps: list[Comparison], gaps: list[Gap], plot_name: str | N
 
 def plot(comps: list[Comparison], path: str | Path) -> None:
     """Predicted versus reference, log axes, one colour per family."""
+    # deferred: matplotlib is slow to import; only plots need it
     import matplotlib
 
     matplotlib.use("Agg")
+    # deferred: matplotlib is slow to import; only plots need it
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 6))

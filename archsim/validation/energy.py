@@ -12,6 +12,9 @@ energy next to the table's 64-bit DRAM access.
 from __future__ import annotations
 
 from archsim.arch.reference import Comparison, EvaluationAPI, Gap, checks, load_reference
+from archsim.energy import arith
+from archsim.energy.classes import sram_read_64bit_pj
+from archsim.energy.tables import DRAM_TECHS
 
 __all__ = ["energy_checks"]
 
@@ -22,9 +25,6 @@ _WHY = "the library's base point (energy/tables.py transcribes this table)"
 @checks("energy")
 def energy_checks(api: EvaluationAPI) -> tuple[list[Comparison], list[Gap]]:
     """Library at 45 nm vs each energy/area row of energy_45nm.yaml; DRAM per 64 bits."""
-    from archsim.energy import arith
-    from archsim.energy.classes import sram_read_64bit_pj
-    from archsim.energy.tables import DRAM_TECHS
 
     ref = load_reference(_SRC)
     comps: list[Comparison] = []

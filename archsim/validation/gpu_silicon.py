@@ -12,7 +12,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from archsim import silicon
+from archsim.api import load
+from archsim.arch.pim.reference import pim_vs_gpu
 from archsim.arch.reference import Comparison, EvaluationAPI, Gap, checks
+from archsim.validation import load_reference
 
 _DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "silicon"
 _SRC = "silicon/h100.jsonl (held out)"
@@ -21,8 +25,6 @@ _SRC = "silicon/h100.jsonl (held out)"
 @checks("gpu_silicon")
 def _gpu_silicon(api: EvaluationAPI) -> tuple[list[Comparison], list[Gap]]:
     """Per kernel class median |error|, board energy, sustained clock, whole models."""
-    from archsim import silicon
-    from archsim.api import load
 
     acc = load("gpu/h100")
     unit = acc.units[0]
@@ -78,8 +80,6 @@ def _gpu_silicon(api: EvaluationAPI) -> tuple[list[Comparison], list[Gap]]:
 
 def _paper_baselines(archsim: EvaluationAPI) -> list[Gap]:
     """Which host stack the papers' GPU baselines ran, and whether their ratios emerge."""
-    from archsim.arch.pim.reference import pim_vs_gpu
-    from archsim.validation import load_reference
 
     res_ref = load_reference("pim.yaml")["pim_gpt"]["results"]
     lo, hi = res_ref["speedup_vs_gpu"]["range"]

@@ -18,7 +18,14 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
+import archsim
 from archsim.arch.reference import Comparison, EvaluationAPI, Gap, checks
+from archsim.dataflow.mapping import ACTIONS, LEVELS, TENSORS, Shape, analyse, cost
+from archsim.dataflow.nest import analyse as analyse_nest
+from archsim.mapper.gemm_search import best_mapping
+from archsim.mapper.schedule import _einsum_best
+from archsim.workloads.formats import FORMATS
+from archsim.workloads.ops import Conv2d
 
 __all__ = ["timeloop_eyeriss", "timeloop_table", "TIMELOOP_UTILIZATION",
            "TIMELOOP_PJ_PER_MAC", "conv2_x"]
@@ -31,8 +38,6 @@ _SOURCE = "Timeloop eyeriss_like ResNet-50 conv2_x example (issue #4)"
 
 def conv2_x() -> Any:
     """The layer: ResNet-50 conv2_x 3x3, 64 -> 64 channels, 56 x 56, pad 1, 16-bit."""
-    from archsim.workloads.formats import FORMATS
-    from archsim.workloads.ops import Conv2d
 
     f = FORMATS["int16"]
     return Conv2d(name="conv2_x", n=1, c=64, h=56, w=56, k=64, r=3, s=3, padding=1,
@@ -42,9 +47,6 @@ def conv2_x() -> Any:
 @lru_cache(maxsize=1)
 def _runs() -> dict[str, dict[str, Any]]:
     """Our best mappings per objective (and an RS-like constrained one) with their counts."""
-    import archsim
-    from archsim.dataflow.mapping import ACTIONS, LEVELS, TENSORS, Shape, analyse, cost
-    from archsim.mapper.gemm_search import best_mapping
 
     unit: Any = archsim.load("eyeriss_like").units[0]
     op = conv2_x()
@@ -83,13 +85,10 @@ def _runs() -> dict[str, dict[str, Any]]:
 def _einsum_input_reads() -> float:
     """Input DRAM reads (words) of the energy-optimal 7-D nest of conv2_x on eyeriss_like,
     as the mapper's search finds it (``mapper.schedule._einsum_best``)."""
-    import archsim
-    from archsim.dataflow.nest import analyse
-    from archsim.mapper.schedule import _einsum_best
 
     unit: Any = archsim.load("eyeriss_like").units[0]
     problem, hier = unit.einsum_space(conv2_x())
-    res = analyse(problem, hier, _einsum_best((problem, hier), "energy"))
+    res = analyse_nest(problem, hier, _einsum_best((problem, hier), "energy"))
     return float(res.stats["dram"]["Inputs"].reads)
 
 

@@ -13,6 +13,8 @@ Registered with ``@checks("timeloop")`` (imported by ``archsim.validation.core``
 from __future__ import annotations
 
 from archsim.arch.reference import Comparison, EvaluationAPI, Gap, checks, reference_dir
+from archsim.arch.timeloop import load_dir, read_stats
+from archsim.dataflow.nest import analyse
 
 __all__ = ["timeloop_parity", "DESIGNS"]
 
@@ -22,8 +24,6 @@ DESIGNS = ("eyeriss_like", "simba_like", "simple_output_stationary", "simple_wei
 @checks("timeloop")
 def timeloop_parity(api: EvaluationAPI) -> tuple[list[Comparison], list[Gap]]:
     """Comparisons of cycles, energy and access counts with Timeloop's stats files."""
-    from archsim.arch.timeloop import load_dir, read_stats
-    from archsim.dataflow.nest import analyse
 
     base = reference_dir() / "timeloop"
     comps: list[Comparison] = []

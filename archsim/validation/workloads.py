@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from archsim.arch.reference import Comparison, EvaluationAPI, Gap, checks, load_reference
+from archsim.workloads.zoo import build, model_info, model_names
 
 
 @checks("workloads")
 def _workloads(api: EvaluationAPI) -> tuple[list[Comparison], list[Gap]]:
     """Model zoo identity: parameter counts and MACs against the published figures."""
-    from archsim.workloads.zoo import model_info, model_names
 
     comps = []
     for name in model_names():
@@ -41,7 +41,6 @@ _SHAPE_DEVIATIONS = {"gpt3-xl": "Brown et al. 2020 (Table 2.1) list 24 heads of 
 def _zoo_shapes() -> tuple[list[Comparison], list[Gap]]:
     """The zoo's transformer shapes against models.yaml: per model, the number of its
     hyper-parameters (L, d, h, kv, ffn, vocab, as far as the file gives them) that match."""
-    from archsim.workloads.zoo import model_info
 
     ref = load_reference("models.yaml")
     comps: list[Comparison] = []
@@ -79,7 +78,6 @@ def _zoo_shapes() -> tuple[list[Comparison], list[Gap]]:
 
 
 def _macs(name: str) -> float:
-    from archsim.workloads.zoo import build
 
     w = build(name)
     return float(sum(op.macs() for op in w.ops() if op.pass_ == "fwd")) / w.batch
