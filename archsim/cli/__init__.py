@@ -22,6 +22,7 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
+from archsim.api import VERSION
 from archsim.cli import (
     calibrate,
     compare,
@@ -57,6 +58,7 @@ COMMANDS: dict[str, ModuleType] = {
 def _build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
     ap: argparse.ArgumentParser = Parser(prog="archsim", description="Cycle-level models of AI accelerators: latency, "
                 "energy and area of a network on a design.")
+    ap.add_argument("--version", action="version", version=f"archsim {VERSION}")
     sub = ap.add_subparsers(dest="cmd")
     parsers: dict[str, argparse.ArgumentParser] = {}
     for name, mod in COMMANDS.items():

@@ -150,6 +150,8 @@ def guarded(fn: Callable[[], int], stderr: TextIO | None = None) -> int:
     except OverflowError as exc:
         say(f"error: numeric overflow ({exc}); an input value is outside the range any "
             f"hardware has — check the config values and --set overrides")
+    except BrokenPipeError:               # stdout piped into `head` and closed: the reader
+        raise                             # is done; entry() exits quietly, not as an error
     except OSError as exc:                # file-system trouble outside a specific check
         say(_os_message(exc))
     return EXIT_USAGE
