@@ -174,8 +174,14 @@ def find_cluster(name: str | Path) -> Path | None:
 
 
 def _is_cluster_file(p: Path) -> bool:
+    """Does the file look like a cluster description (a top-level ``device:`` key)? Only a
+    regular file is looked into, and only its head; an unreadable, binary or special file is
+    "no", and the design loader then reports what is wrong with it."""
     try:
-        head = p.read_text(encoding="utf-8")
+        if not p.is_file():
+            return False
+        with open(p, "rb") as fh:
+            head = fh.read(65536).decode("utf-8", errors="replace")
     except OSError:
         return False
     return any(line.startswith("device:") for line in head.splitlines())

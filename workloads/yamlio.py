@@ -9,6 +9,7 @@ error (PyYAML silently keeps the last one).
 from __future__ import annotations
 
 import re
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -168,15 +169,48 @@ def _plain(x: Any) -> Any:
     return x
 
 
+#: Largest input file read whole (configs, problems, mappings, calibration rows): a design
+#: is a few KB; anything this big is a wrong file, and reading it would stall the run.
+MAX_INPUT_BYTES = 4 * 1024 * 1024
+
+
+def read_input_bytes(path: str | Path, error_type: type[Exception],
+                     max_bytes: int = MAX_INPUT_BYTES, what: str = "file") -> bytes:
+    """The bytes of an input file, refusing before reading what would hang or flood a run:
+    a FIFO, a device (``/dev/zero`` never ends), a folder, a file over ``max_bytes``.
+
+    Raises:
+        error_type: one problem naming the path and what was expected.
+    """
+    p = Path(path)
+
+    def refuse(msg: str) -> Exception:
+        return error_type([Problem(msg, "", str(path))])
+
+    try:
+        st = p.stat()
+    except OSError as exc:
+        raise refuse(f"cannot read {what}: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise refuse(f"is a folder; expected a {what}")
+    if not stat.S_ISREG(st.st_mode):
+        kind = "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a device or special file"
+        raise refuse(f"is {kind}; expected a regular {what}")
+    if st.st_size > max_bytes:
+        raise refuse(f"is {st.st_size / 2**20:.1f} MiB; a {what} is read whole and is "
+                     f"limited to {max_bytes / 2**20:.0f} MiB")
+    try:
+        with open(p, "rb") as fh:
+            return fh.read(max_bytes + 1)[:max_bytes + 1]
+    except OSError as exc:
+        raise refuse(f"cannot read {what}: {exc.strerror or exc}") from None
+
+
 def read_yaml(path: str | Path, error_type: type[Exception]) -> tuple[Any, list[Problem]]:
     """Read a YAML file strictly: (data, problems). Raises ``error_type`` only when the
     file cannot be read or parsed; duplicate keys are returned as problems (the first
     value is kept) so that callers can report them with every other problem."""
-    p = Path(path)
-    try:
-        raw = p.read_bytes()
-    except OSError as exc:
-        raise error_type([Problem(f"cannot read file: {exc.strerror or exc}", "", str(path))]) from None
+    raw = read_input_bytes(path, error_type, what="YAML file")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -1,0 +1,49 @@
+"""Input files that would hang or flood a run are refused before reading (issue 29, items 3
+and the garbage-config regression): a FIFO, a device, an oversized file, binary garbage —
+each one line naming the file, exit 2, within seconds."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from archsim.cli import main
+from archsim.workloads.yamlio import MAX_INPUT_BYTES
+
+
+def _one_error(capsys) -> str:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    return err[0]
+
+
+def test_binary_garbage_config(capsys, tmp_path):
+    g = tmp_path / "garbage.yaml"
+    g.write_bytes(bytes(range(128, 256)) * 20)
+    assert main(["run", str(g)]) == 2
+    line = _one_error(capsys)
+    assert str(g) in line and "not a text file" in line
+
+
+def test_fifo_config_is_refused_without_reading(capsys, tmp_path):
+    f = tmp_path / "design.yaml"
+    os.mkfifo(f)                      # opening it for reading would block forever
+    assert main(["run", str(f)]) == 2
+    assert "is a FIFO" in _one_error(capsys)
+
+
+def test_device_config_is_refused(capsys):
+    assert main(["run", "/dev/zero"]) == 2
+    assert "/dev/zero" in _one_error(capsys)
+
+
+@pytest.mark.parametrize("cmd", [["run"], ["validate"]])
+def test_oversized_config_names_the_cap(capsys, tmp_path, cmd):
+    big = tmp_path / "big.yaml"
+    with open(big, "w") as fh:
+        fh.write("units: []\n")
+        fh.write("# pad\n" * (MAX_INPUT_BYTES // 6 + 1))
+    assert main([*cmd, str(big)]) == 2
+    line = _one_error(capsys)
+    assert "limited to 4 MiB" in line and str(big) in line
