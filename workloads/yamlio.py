@@ -190,7 +190,7 @@ def read_input_bytes(path: str | Path, error_type: type[Exception],
     try:
         st = p.stat()
     except OSError as exc:
-        raise refuse(f"cannot read {what}: {exc.strerror or exc}") from None
+        raise refuse(f"cannot read file: {exc.strerror or exc}") from None
     if stat.S_ISDIR(st.st_mode):
         raise refuse(f"is a folder; expected a {what}")
     if not stat.S_ISREG(st.st_mode):
@@ -203,7 +203,7 @@ def read_input_bytes(path: str | Path, error_type: type[Exception],
         with open(p, "rb") as fh:
             return fh.read(max_bytes + 1)[:max_bytes + 1]
     except OSError as exc:
-        raise refuse(f"cannot read {what}: {exc.strerror or exc}") from None
+        raise refuse(f"cannot read file: {exc.strerror or exc}") from None
 
 
 def read_yaml(path: str | Path, error_type: type[Exception]) -> tuple[Any, list[Problem]]:
