@@ -69,11 +69,48 @@ def verdict(old: dict[str, Any], res: Result) -> tuple[bool, str]:
                   f"{old.get('archsim_version')} -> {res.archsim_version})")
 
 
+#: Provenance fields that a machine may legitimately record differently (the config file's
+#: absolute path) or that are compared on their own (the argv itself, the hash).
+_UNCHECKED = {"config_file", "argv", "input_hash"}
+#: Top-level fields of a result that restate its inputs.
+_RESTATED = ("design", "workload", "phase", "fidelity", "archsim_version", "input_hash")
+
+
+def provenance_mismatches(old: dict[str, Any], res: Result) -> list[str]:
+    """Where the recorded inputs of ``old`` disagree with what its own argv evaluates to:
+    an edited provenance field (model, overrides, batch, formats, version ...), an edited
+    top-level restatement, or a top-level hash that is not the provenance's."""
+    new = res.to_dict()
+    new_prov = new["extra"]["provenance"]
+    prov = old["extra"]["provenance"]
+    out = [f"provenance.{k} is {prov.get(k)!r} but its argv evaluates {new_prov.get(k)!r}"
+           for k in sorted((set(prov) | set(new_prov)) - _UNCHECKED)
+           if prov.get(k) != new_prov.get(k)]
+    out += [f"{k} is {old.get(k)!r} but the recorded inputs give {new.get(k)!r}"
+            for k in _RESTATED if k != "input_hash" and old.get(k) != new.get(k)]
+    if old.get("input_hash") != prov.get("input_hash"):
+        out.append(f"input_hash {old.get('input_hash')!r} is not the provenance's "
+                   f"{prov.get('input_hash')!r}")
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
-    """Re-evaluate; print the new result; exit 1 unless it reproduces."""
+    """Re-evaluate; print the new result; exit 1 unless it reproduces, 2 when the file's
+    recorded inputs contradict each other (an edited result is not verified)."""
     old = read_result(args.result)
-    req = request_of([str(x) for x in old["extra"]["provenance"]["argv"]])
+    argv = [str(x) for x in old["extra"]["provenance"]["argv"]]
+    if not argv or argv[0] not in ("run", "map", "gemm"):
+        raise WorkloadError(Problem(f"extra.provenance.argv runs {argv[:1] or 'nothing'}; "
+                                    "rerun verifies only results of 'archsim run', 'map' and "
+                                    "'gemm'", "", args.result))
+    req = request_of(argv)
     res = evaluate_request(req, before_simulation=run_command.cold_start_note)
+    bad = provenance_mismatches(old, res)
+    if bad:
+        raise WorkloadError(Problem(f"the recorded inputs do not match: {bad[0]}"
+                                    + (f" (and {len(bad) - 1} more)" if len(bad) > 1 else "")
+                                    + "; the file was edited or written by another archsim",
+                                    "", args.result))
     same, text = verdict(old, res)
     print(res.to_json() if args.json else res.table())
     print(f"rerun of {args.result}: {text}", file=sys.stderr)
