@@ -10,6 +10,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from archsim.workloads.errors import inert
 from archsim.workloads.tags import PassGroup, pass_group
 
 __all__ = ["OpResult", "Result"]
@@ -178,8 +179,9 @@ class Result:
         for k, v in sorted(self.area_breakdown_mm2.items(), key=lambda kv: -kv[1]):
             share = v / self.area_mm2 if self.area_mm2 else 0.0
             lines.append(f"  {k:<30} {v:>10.4g} mm2 {share:>6.1%}")
-        lines.append(f"\narchsim {self.archsim_version}  input {self.input_hash}")
-        return "\n".join(lines)
+        lines.append("")
+        lines.append(f"archsim {self.archsim_version}  input {self.input_hash}")
+        return "\n".join(inert(line) for line in lines)   # one input cannot forge a line
 
 
     def _header(self) -> list[str]:
@@ -223,7 +225,7 @@ class Result:
             lines.append(f"{o.name[:30]:<30} {o.unit[:8]:<8} {o.dataflow[:9]:<9} "
                          f"{o.utilization:>6.1%} {_t(o.latency_s):>10} {_e(o.energy_j):>10}  "
                          f"{o.mapping}")
-        return "\n".join(lines)
+        return "\n".join(inert(line) for line in lines)
 
 
 def _t(s: float) -> str:

@@ -14,9 +14,30 @@ This module lives in ``workloads/`` because that is the lowest layer: every othe
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 
-__all__ = ["Problem", "ArchsimError", "ConfigError", "WorkloadError", "MappingError", "SpecError"]
+__all__ = ["Problem", "ArchsimError", "ConfigError", "WorkloadError", "MappingError", "SpecError",
+           "inert"]
+
+
+def inert(text: str) -> str:
+    """``text`` safe to print as (part of) one line: control and format characters (newline,
+    carriage return, ESC of terminal sequences, bidi overrides ...) become visible escapes
+    (``\\n``, ``\\x1b``, ``\\u202e``). Names and strings that come from inputs go through
+    this before they are printed, so an input cannot forge an output line or drive the
+    terminal."""
+    if text.isprintable():
+        return text
+    out = []
+    for ch in text:
+        if ch.isprintable() or (ch == " "):
+            out.append(ch)
+        elif unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"):
+            out.append(ch.encode("unicode_escape").decode("ascii"))
+        else:
+            out.append(ch)
+    return "".join(out)
 
 
 @dataclass(frozen=True)
@@ -41,7 +62,7 @@ class Problem:
             where = self.file + (f":{self.line}" if self.line else "")
         if self.path:
             where = f"{where} {self.path}" if where else self.path
-        return f"{where}: {self.message}" if where else self.message
+        return inert(f"{where}: {self.message}" if where else self.message)
 
 
 class ArchsimError(Exception):
