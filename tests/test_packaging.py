@@ -37,6 +37,14 @@ def test_package_list_names_every_package_folder():
     assert all(p == "archsim" or p.startswith("archsim.") for p in CONFIG["packages"])
 
 
+def _site_dirs() -> list[str]:
+    """The running interpreter's package folders (a venv's and, with system site packages,
+    the system's) — where numpy, numba, networkx ... are — without processing their .pth
+    files (the repository's editable install must not be found)."""
+    dirs = [p for p in sys.path if p.endswith(("site-packages", "dist-packages"))]
+    return dirs or [sysconfig.get_paths()["purelib"]]
+
+
 @pytest.mark.slow
 def test_installed_tree_has_one_root_and_ignores_shadowing_files(tmp_path):
     target = tmp_path / "site"
@@ -54,7 +62,7 @@ def test_installed_tree_has_one_root_and_ignores_shadowing_files(tmp_path):
     # installed tree first, then the interpreter's site-packages for numpy, numba, ...
     code = (
         "import sys\n"
-        f"sys.path[1:1] = [{str(target)!r}, {sysconfig.get_paths()['purelib']!r}]\n"
+        f"sys.path[1:1] = [{str(target)!r}, *{_site_dirs()!r}]\n"
         "import archsim, archsim.arch, archsim.sim, archsim.energy, archsim.mapper\n"
         f"assert archsim.arch.__file__.startswith({str(target)!r}), archsim.arch.__file__\n"
         "from archsim import load, workload, evaluate\n"
