@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import heapq
 from abc import ABC, abstractmethod
-from collections.abc import Callable
-from typing import TYPE_CHECKING, ClassVar, TypeVar
+from typing import TYPE_CHECKING, ClassVar
+
+from archsim.serve.registry import registrar
 
 if TYPE_CHECKING:
     from archsim.serve.replica import Replica, SchedulerSpec, State
@@ -69,20 +70,8 @@ class Policy(ABC):
         time already spent this iteration, included in the returned time."""
 
 
-P = TypeVar("P", bound=Policy)
-
-
-def register_policy(name: str) -> Callable[[type[P]], type[P]]:
-    """Class decorator: register a :class:`Policy` subclass under ``name``."""
-
-    def deco(cls: type[P]) -> type[P]:
-        if name in POLICIES:
-            raise ValueError(f"scheduling policy {name!r} already registered")
-        cls.name = name
-        POLICIES[name] = cls
-        return cls
-
-    return deco
+#: Class decorator: ``@register_policy("name")`` registers a :class:`Policy` subclass.
+register_policy = registrar(POLICIES, "scheduling policy")
 
 
 @register_policy("vllm")

@@ -10,8 +10,10 @@ Ties go to the lowest replica index.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, ClassVar, TypeVar
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, ClassVar
+
+from archsim.serve.registry import registrar
 
 if TYPE_CHECKING:
     from archsim.serve.replica import Replica
@@ -41,20 +43,8 @@ class Router(ABC):
         """The replica of ``pool`` that gets the next request."""
 
 
-R = TypeVar("R", bound=Router)
-
-
-def register_router(name: str) -> Callable[[type[R]], type[R]]:
-    """Class decorator: register a :class:`Router` subclass under ``name``."""
-
-    def deco(cls: type[R]) -> type[R]:
-        if name in ROUTERS:
-            raise ValueError(f"router {name!r} already registered")
-        cls.name = name
-        ROUTERS[name] = cls
-        return cls
-
-    return deco
+#: Class decorator: ``@register_router("name")`` registers a :class:`Router` subclass.
+register_router = registrar(ROUTERS, "router")
 
 
 @register_router("round-robin")
