@@ -11,7 +11,9 @@ What each command of the command line does is a function here too: ``run_serving
 ``compare_designs`` (``archsim compare``).
 """
 
+import importlib
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 # One import root (docs/architecture.md): the layer folders (arch/, sim/, energy/, mapper/,
 # dataflow/, workloads/) sit at the top of the repository and install as archsim.arch,
@@ -35,15 +37,45 @@ from archsim.api import (  # noqa: E402
     workload,
     workload_from_dict,
 )
-from archsim.calibration import Calibration, calibrate, write_calibrated  # noqa: E402
-from archsim.compare import Comparison, compare_designs  # noqa: E402
-from archsim.explore import SweepReport, load_spec, run_sweep  # noqa: E402
-from archsim.plans import PlanSearch, search_plans  # noqa: E402
 from archsim.result import OpResult, Result  # noqa: E402
-from archsim.run_request import RunRequest, evaluate_request  # noqa: E402
-from archsim.serve.session import ServingRun, run_serving  # noqa: E402
-from archsim.timeloop import TimeloopRun, evaluate_timeloop  # noqa: E402
-from archsim.tracing import TraceSummary, trace  # noqa: E402
+
+#: What each command does, as a function: name -> module. Imported on first use (PEP 562), so
+#: ``import archsim`` for one evaluation does not load serving, sweeps, plans and traces.
+_LAZY = {
+    "calibrate": "archsim.calibration", "write_calibrated": "archsim.calibration",
+    "Calibration": "archsim.calibration", "compare_designs": "archsim.compare",
+    "Comparison": "archsim.compare", "run_sweep": "archsim.explore", "load_spec": "archsim.explore",
+    "SweepReport": "archsim.explore", "search_plans": "archsim.plans",
+    "PlanSearch": "archsim.plans", "evaluate_request": "archsim.run_request",
+    "RunRequest": "archsim.run_request", "run_serving": "archsim.serve.session",
+    "ServingRun": "archsim.serve.session", "evaluate_timeloop": "archsim.timeloop",
+    "TimeloopRun": "archsim.timeloop", "trace": "archsim.tracing",
+    "TraceSummary": "archsim.tracing",
+}
+
+if TYPE_CHECKING:
+    from archsim.calibration import Calibration, calibrate, write_calibrated
+    from archsim.compare import Comparison, compare_designs
+    from archsim.explore import SweepReport, load_spec, run_sweep
+    from archsim.plans import PlanSearch, search_plans
+    from archsim.run_request import RunRequest, evaluate_request
+    from archsim.serve.session import ServingRun, run_serving
+    from archsim.timeloop import TimeloopRun, evaluate_timeloop
+    from archsim.tracing import TraceSummary, trace
+
+
+def __getattr__(name: str) -> Any:
+    mod = _LAZY.get(name)
+    if mod is None:
+        raise AttributeError(f"module 'archsim' has no attribute {name!r}")
+    value = getattr(importlib.import_module(mod), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __version__ = VERSION
 
