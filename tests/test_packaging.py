@@ -74,3 +74,35 @@ def test_installed_tree_has_one_root_and_ignores_shadowing_files(tmp_path):
                        text=True, check=False)
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.strip() == "ok []", r.stdout
+
+
+@pytest.mark.slow
+def test_pip_install_in_a_fresh_venv(tmp_path):
+    """The issue's own words: a fresh venv (system packages visible for numpy, numba, ...),
+    ``pip install .``, then ``import archsim`` from a folder of look-alike files; the venv's
+    site-packages gains ``archsim`` and its dist-info, nothing else."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)],
+                   check=True)
+    py = venv / "bin" / "python"
+    site = Path(subprocess.run([str(py), "-c", "import sysconfig; "
+                                "print(sysconfig.get_paths()['purelib'])"],
+                               capture_output=True, text=True, check=True).stdout.strip())
+    before = set(p.name for p in site.iterdir())
+    r = subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-compile",
+                        str(ROOT)], capture_output=True, text=True, check=False)
+    assert r.returncode == 0, r.stderr[-2000:]
+    added = {n for n in set(p.name for p in site.iterdir()) - before
+             if not n.endswith(".dist-info") and n != "__pycache__"}
+    assert added == {"archsim"}, added
+    work = tmp_path / "scripts"
+    work.mkdir()
+    for name in LAYERS:
+        (work / f"{name}.py").write_text(f"raise ImportError('user file {name}.py')\n")
+    r = subprocess.run([str(py), "-c", "import archsim, sys; import archsim.arch.gpu; "
+                        "print(archsim.arch.gpu.__file__); "
+                        "print(archsim.load('gpu/h100').name)"],
+                       cwd=work, capture_output=True, text=True, check=False)
+    assert r.returncode == 0, r.stderr[-3000:]
+    path, name = r.stdout.split()
+    assert path.startswith(str(site)) and name == "h100", r.stdout
