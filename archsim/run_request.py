@@ -135,6 +135,7 @@ def request_workload(req: RunRequest, acc: Accelerator) -> tuple[Workload, RunRe
                                   context=req.context, tp=req.tp, a_format=req.a_format,
                                   w_format=req.w_format, attention=preferred_attention(acc),
                                   kernels=req.kernels)
+        _warn_unused_lengths(req, wl)
     native = None
     # eager_amp: autocast's policy set every op's format, so no design-native formats
     if req.kernels == "fused" and not req.a_format and not req.w_format:
@@ -142,6 +143,21 @@ def request_workload(req: RunRequest, acc: Accelerator) -> tuple[Workload, RunRe
     if req.sparsity:
         wl = wl.with_sparsity(*req.sparsity)
     return wl, replace(req, native_format=native)
+
+
+def _warn_unused_lengths(req: RunRequest, wl: Workload) -> None:
+    """A sequence length or context the model has no use for (a CNN) is said, not dropped."""
+    for flag, given, used in (("--seq", req.seq, wl.seq), ("--context", req.context, wl.context)):
+        if given not in (None, 0, 1) and used != given:
+            warnings.warn(f"{flag} {given} does not apply to {req.model} (it has no token "
+                          f"sequence); ignored", RunWarning, stacklevel=3)
+
+
+def _warn_unused_refine(req: RunRequest) -> None:
+    """``--refine`` polishes a mapping search; without one it has nothing to refine."""
+    if req.refine and req.mapping_mode != "search":
+        warnings.warn(f"--refine {req.refine} applies only to a mapping search (--mapping "
+                      f"search or 'archsim map'); ignored", RunWarning, stacklevel=3)
 
 
 def evaluate_request(req: RunRequest, acc: Accelerator | None = None,
@@ -158,6 +174,7 @@ def evaluate_request(req: RunRequest, acc: Accelerator | None = None,
     if acc is None:
         acc = load(req.config, req.overrides)
     wl, req = request_workload(req, acc)
+    _warn_unused_refine(req)
     mode = req.mapping_mode
     try:
         res = evaluate(acc, wl, fidelity=req.fidelity, objective=req.objective, mapping=mode,
