@@ -53,20 +53,29 @@ class _StrictLoader(yaml.SafeLoader):
 
 
 def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> LocDict:
+    """A mapping with its lines; a key written twice in the mapping itself is a problem, while
+    a key it also receives from a YAML merge (``<<: *base``) is the usual override: the
+    mapping's own value wins, as the YAML merge-key spec says."""
+    own_nodes = {id(k) for k, _ in node.value if k.tag != "tag:yaml.org,2002:merge"}
     loader.flatten_mapping(node)
     out = LocDict()
     out.line = node.start_mark.line + 1
     out.file = loader.filename
+    own_keys: set[Any] = set()
     for key_node, value_node in node.value:
         key = loader.construct_object(key_node, deep=True)
         line = key_node.start_mark.line + 1
-        if key in out:
-            loader.problems.append(
-                Problem(f"duplicate key {key!r} (first at line {out.key_lines[key]})",
-                        str(key), loader.filename, line))
-            continue
+        own = id(key_node) in own_nodes
+        if key in out:                   # flattened: merge sources (last = highest
+            if key in own_keys:          # precedence) come before the mapping's own keys
+                loader.problems.append(
+                    Problem(f"duplicate key {key!r} (first at line {out.key_lines[key]})",
+                            str(key), loader.filename, line))
+                continue
         out[key] = loader.construct_object(value_node, deep=True)
         out.key_lines[key] = line
+        if own:
+            own_keys.add(key)
     return out
 
 

@@ -47,3 +47,18 @@ def test_oversized_config_names_the_cap(capsys, tmp_path, cmd):
     assert main([*cmd, str(big)]) == 2
     line = _one_error(capsys)
     assert "limited to 4 MiB" in line and str(big) in line
+
+
+def test_yaml_merge_key_override_is_not_a_duplicate():
+    """YAML merge keys (``<<: *base``) then an override: the mapping's own value wins, as in
+    the YAML merge-key spec (and PyYAML's own loader); a key written twice is still an error."""
+    from archsim.workloads.yamlio import parse_yaml_text
+
+    data, problems = parse_yaml_text("base: &b {rows: 8, cols: 4}\nu:\n  <<: *b\n  rows: 16\n",
+                                     "m.yaml")
+    assert problems == [] and dict(data["u"]) == {"rows": 16, "cols": 4}
+    data, problems = parse_yaml_text("a: &a {p: 1}\nb: &b {p: 2, q: 3}\nu:\n  <<: [*a, *b]\n",
+                                     "m.yaml")
+    assert problems == [] and dict(data["u"]) == {"p": 1, "q": 3}     # first source wins
+    _, problems = parse_yaml_text("u:\n  rows: 1\n  rows: 2\n", "m.yaml")
+    assert [str(p) for p in problems] == ["m.yaml:3 rows: duplicate key 'rows' (first at line 2)"]
