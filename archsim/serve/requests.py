@@ -211,7 +211,7 @@ def load_trace(path: str | Path) -> list[Request]:
     out: list[Request] = []
     prev = 0.0
     try:
-        text = p.read_text(encoding="utf-8")
+        text = p.read_text(encoding="utf-8-sig")   # a spreadsheet's BOM is not a header
     except (OSError, UnicodeDecodeError) as exc:
         raise WorkloadError(Problem(f"cannot read the trace: {exc}", "--trace", name)) from None
     if p.suffix == ".csv":

@@ -62,3 +62,14 @@ def test_yaml_merge_key_override_is_not_a_duplicate():
     assert problems == [] and dict(data["u"]) == {"p": 1, "q": 3}     # first source wins
     _, problems = parse_yaml_text("u:\n  rows: 1\n  rows: 2\n", "m.yaml")
     assert [str(p) for p in problems] == ["m.yaml:3 rows: duplicate key 'rows' (first at line 2)"]
+
+
+def test_csv_trace_with_a_utf8_bom(tmp_path):
+    """Spreadsheets save CSV with a UTF-8 byte-order mark; it is not part of the header."""
+    from archsim.serve.requests import load_trace
+
+    t = tmp_path / "trace.csv"
+    t.write_bytes("\ufeffarrival_s,prompt_tokens,output_tokens\n0.0,128,16\n0.5,64,8\n"
+                  .encode("utf-8"))
+    reqs = load_trace(t)
+    assert [(r.prompt_tokens, r.output_tokens) for r in reqs] == [(128, 16), (64, 8)]
