@@ -55,6 +55,10 @@ def list_configs() -> list[Path]:
 
 def find_config(name: str | Path) -> Path:
     """A config path, or a bare design name (``tpu_like``, ``gpu/a100``) looked up in configs/."""
+    if not str(name).strip():
+        known = ", ".join(c.stem for c in list_configs())
+        raise ConfigError(Problem(f"empty design name; expected a config file or one of the "
+                                  f"reference designs: {known}", "config"))
     p = Path(name)
     if p.suffix in (".yaml", ".yml") or p.exists():
         return p

@@ -73,3 +73,9 @@ def test_csv_trace_with_a_utf8_bom(tmp_path):
                   .encode("utf-8"))
     reqs = load_trace(t)
     assert [(r.prompt_tokens, r.output_tokens) for r in reqs] == [(128, 16), (64, 8)]
+
+
+def test_empty_design_name(capsys):
+    assert main(["gemm", "", "--m", "8", "--n", "8", "--k", "8"]) == 2
+    line = _one_error(capsys)
+    assert "empty design name" in line and "tpu_like" in line
