@@ -66,6 +66,9 @@ class InterconnectSpec:
 
 
 _TOP_KEYS = ("name", "description", "technology", "interconnect", "units")
+#: Most sub-accelerators one design may list: heterogeneous chips have a handful; every op is
+#: costed on every unit, so thousands would make each evaluation crawl (a config mistake).
+MAX_UNITS = 256
 _UNIT_META = ("kind", "name")
 
 
@@ -247,6 +250,11 @@ def load_data(data: Any, file: str = "<config>", overrides: Iterable[str] = (),
     raw_units = data.get("units")
     if not isinstance(raw_units, list) or not raw_units:
         b.problem("expected a non-empty list of units", "units", data, "units")
+        raw_units = []
+    elif len(raw_units) > MAX_UNITS:
+        b.problem(f"{len(raw_units)} units; a design holds at most {MAX_UNITS} sub-accelerators "
+                  f"(a cluster of devices is a cluster file: configs/cluster/)", "units", data,
+                  "units")
         raw_units = []
     names: set[str] = set()
     for i, u in enumerate(raw_units):

@@ -5,6 +5,7 @@ each one line naming the file, exit 2, within seconds."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -79,3 +80,18 @@ def test_empty_design_name(capsys):
     assert main(["gemm", "", "--m", "8", "--n", "8", "--k", "8"]) == 2
     line = _one_error(capsys)
     assert "empty design name" in line and "tpu_like" in line
+
+
+def test_absurd_unit_count_is_refused(capsys, tmp_path):
+    import yaml
+
+    from archsim.arch.accelerator import MAX_UNITS
+
+    root = Path(__file__).resolve().parents[2]
+    d = yaml.safe_load((root / "configs/spatial/tpu_like.yaml").read_text())
+    d["units"] = [dict(d["units"][0], name=f"u{i}") for i in range(MAX_UNITS + 1)]
+    cfg = tmp_path / "many.yaml"
+    cfg.write_text(yaml.safe_dump(d))
+    assert main(["run", str(cfg)]) == 2
+    line = _one_error(capsys)
+    assert f"{MAX_UNITS + 1} units" in line and f"at most {MAX_UNITS}" in line
