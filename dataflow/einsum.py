@@ -231,6 +231,13 @@ def from_timeloop(doc: dict[str, Any], file: str | None = None) -> Einsum:
         raise ConfigError(Problem("expected a Timeloop problem with 'shape' and 'instance'",
                                   "problem", file))
     shape, inst = prob["shape"], prob["instance"]
+    version = prob.get("version", 0.4)
+    if str(version) not in ("0.3", "0.4"):
+        raise ConfigError(Problem(f"unsupported problem version {version!r} (expected 0.4, or "
+                                  f"0.3)", "problem.version", file))
+    if not isinstance(shape, dict) or not isinstance(inst, dict):
+        raise ConfigError(Problem("expected 'shape' and 'instance' to be mappings", "problem",
+                                  file))
     allowed_inst = set(shape.get("dimensions", [])) | {c["name"] for c in
                                                         shape.get("coefficients", [])}
     for key, val in inst.items():
@@ -256,7 +263,11 @@ def from_timeloop(doc: dict[str, Any], file: str | None = None) -> Einsum:
         if d not in inst:
             raise ConfigError(Problem(f"dimension {d!r} has no bound in the instance",
                                       f"problem.instance.{d}", file))
-        dims[str(d)] = int(inst[d])
+        v = inst[d]
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ConfigError(Problem(f"expected a positive integer bound, got {v!r}",
+                                      f"problem.instance.{d}", file))
+        dims[str(d)] = v
     spaces = []
     for i, ds in enumerate(shape.get("data_spaces", shape.get("data-spaces", []))):
         ranks: list[Rank] = []
