@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from archsim.api import load
+from archsim.api import device_build, load
 from archsim.arch.cluster import Cluster, find_cluster, load_cluster, single_node
 from archsim.mapper.plan import candidate_plans, search
 from archsim.parallel import PlanOptions, PlanResult, evaluate_plan, shape_of
@@ -28,8 +28,12 @@ from archsim.workloads.errors import ConfigError, Problem
 __all__ = ["PlanSearch", "search_plans", "load_cluster_for", "plan_report"]
 
 
-def load_cluster_for(design: str, devices: int, overrides: Sequence[str] = ()) -> Cluster:
-    """A cluster of at least ``devices`` devices from a cluster or a device design."""
+def load_cluster_for(design: str, devices: int, overrides: Sequence[str] = (),
+                     grow: bool = True) -> Cluster:
+    """A cluster of at least ``devices`` devices from a cluster or a device design (one node
+    of ``devices``). A cluster is trimmed to the whole nodes the devices need; with ``grow``
+    (``archsim plan --devices``: what if there were more) it is grown beyond its nodes, else
+    (``archsim run``: one plan on this cluster) a plan bigger than it is refused."""
     path = find_cluster(design)
     if path is not None:
         if overrides:
@@ -38,6 +42,11 @@ def load_cluster_for(design: str, devices: int, overrides: Sequence[str] = ()) -
         c = load_cluster(path)
         dpn = c.spec.devices_per_node
         nodes = -(-devices // dpn)
+        if not grow and devices > c.devices:
+            raise ConfigError(Problem(f"the plan needs {devices} devices (tp x pp x dp x cp) "
+                                      f"but the cluster {c.name!r} has {c.devices} "
+                                      f"({c.spec.nodes} x {dpn}); use fewer or a "
+                                      f"bigger cluster", "devices", str(path)))
         if nodes > 1 and c.spec.scale_out is None:
             raise ConfigError(Problem(f"{devices} devices need {nodes} nodes but the cluster "
                                       f"{c.name!r} has no scale_out link", "scale_out",
@@ -137,7 +146,9 @@ class PlanSearch:
 
 def search_plans(design: str, model: str, devices: int, *, phase: str = "train",
                  batch: int | None = None, seq: int | None = None, context: int | None = None,
-                 objective: str = "time", tp_overlap: bool = False) -> PlanSearch:
+                 objective: str = "time", tp_overlap: bool = False,
+                 a_format: str | None = None, w_format: str | None = None,
+                 kv_format: str | None = None) -> PlanSearch:
     """Search parallel plans (tp, pp, dp, ep, cp, microbatches, recompute, ZeRO) of ``model``
     on ``devices`` devices of ``design``.
 
@@ -150,6 +161,8 @@ def search_plans(design: str, model: str, devices: int, *, phase: str = "train",
         context: KV-cache tokens (decode).
         objective: rank by step ``time`` or ``energy`` per step.
         tp_overlap: TokenWeave-style overlap of tp collectives.
+        a_format, w_format, kv_format: number formats of every device's graphs and of the
+            memory-fit check (:func:`archsim.api.device_build`; default the design's).
     Raises:
         ConfigError: fewer than one device, an unknown phase for the model, or no valid plan
             for the batch.
@@ -161,6 +174,7 @@ def search_plans(design: str, model: str, devices: int, *, phase: str = "train",
     if phase not in s.phases:
         raise ConfigError(Problem(f"model {s.name!r} has no phase {phase!r}", "--phase"))
     cluster = load_cluster_for(design, devices)
+    build = device_build(cluster.device, a_format, w_format, kv_format=kv_format)
     batch = batch or (devices if phase == "train" else 16)
     seq = 1 if phase == "decode" else (seq or s.default_seq)
     plans = candidate_plans(s, devices, phase, batch, seq, cluster.spec.devices_per_node)
@@ -171,7 +185,7 @@ def search_plans(design: str, model: str, devices: int, *, phase: str = "train",
     memo: dict = {}
     opts = PlanOptions(tp_overlap=tp_overlap)
     res = search(plans, lambda p: evaluate_plan(cluster, s, p, phase, batch, seq, context,
-                                                opts, memo),
+                                                opts, memo, build),
                  key=(lambda r: r.step_s) if objective == "time" else (lambda r: r.energy_j))
     return PlanSearch(s.name, phase, cluster, devices, batch, seq, res.tried,
                       time.perf_counter() - t0, tuple(res.ranked), tuple(res.infeasible))
