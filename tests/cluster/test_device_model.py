@@ -228,3 +228,29 @@ def test_plan_bigger_than_the_cluster_is_refused(capsys):
     assert main(["run", "dgx_h100", "--model", "llama3-8b", "--tp", "8", "--pp", "2"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "needs 16 devices" in err[0] and "has 8" in err[0]
+
+
+# --- serving replicas build with the same choices ---------------------------------------------
+def test_serving_replica_builds_with_the_device_choices():
+    from archsim.serve.cost import IterationCost
+
+    acc = load("gpu/h100")
+    plain = IterationCost(acc, "llama3-8b", tp=2)
+    fp8 = IterationCost(acc, "llama3-8b", tp=2,
+                        build=device_build(acc, "fp8_e4m3", "fp8_e4m3", kv_format="fp8_e4m3"))
+    assert plain.attention == "fused" and plain.build == device_build(acc)
+    s = transformer_shape("llama3-8b")
+    # K and V x layers x kv heads / tp x head_dim x bytes (2, then 1)
+    assert plain.kv_bytes_per_token == 2 * s.layers * (s.kv // 2) * s.hd * 2
+    assert fp8.kv_bytes_per_token == plain.kv_bytes_per_token / 2
+    assert fp8.weight_bytes() < 0.55 * plain.weight_bytes()
+
+
+def test_serve_takes_formats(capsys):
+    args = ["serve", "gpu/h100", "--model", "llama3-8b", "--rate", "2", "--duration", "5",
+            "--prompt", "256", "--output", "32", "--quiet", "--json"]
+    outs = []
+    for extra in ([], ["--w-format", "fp8_e4m3", "--a-format", "fp8_e4m3"]):
+        assert main(args + extra) == 0
+        outs.append(capsys.readouterr().out)
+    assert outs[0] != outs[1]

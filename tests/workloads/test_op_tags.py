@@ -13,6 +13,7 @@ import pytest
 import archsim
 import archsim.parallel as parallel_mod
 import archsim.serve.cost as serve_cost
+import archsim.workloads.parallel as workloads_parallel
 from archsim.arch.cluster import load_cluster
 from archsim.parallel import PlanOptions, _split, cp_scale, evaluate_plan
 from archsim.serve.cost import Batch, IterationCost
@@ -210,8 +211,10 @@ def test_serving_cost_does_not_depend_on_op_names(monkeypatch, model, attention)
                Batch([], 16, 16 * 1500, 16)]
     plain = IterationCost(acc, model, tp=2, attention=attention)
     want = [asdict(plain.cost(b)) for b in batches] + [plain.peaks()]
-    build = serve_cost.build_transformer
-    monkeypatch.setattr(serve_cost, "build_transformer", lambda *a, **k: renamed(build(*a, **k)))
+    # the serving replica builds through the one per-device builder (DeviceBuild.graph)
+    build = workloads_parallel.build_transformer
+    monkeypatch.setattr(workloads_parallel, "build_transformer",
+                        lambda *a, **k: renamed(build(*a, **k)))
     other = IterationCost(acc, model, tp=2, attention=attention)
     assert [asdict(other.cost(b)) for b in batches] + [other.peaks()] == want
     # the attention group is what its tags say (the fused op too)
