@@ -87,6 +87,7 @@ class PlanSearch:
         infeasible: the plans that do not fit.
         tried: plans evaluated.
         search_s: wall-clock seconds of the search.
+        grown: the cluster's own device count when it was grown to hold ``devices`` (0: not).
     """
 
     model: str
@@ -99,6 +100,7 @@ class PlanSearch:
     search_s: float
     ranked: tuple[PlanResult, ...]
     infeasible: tuple[PlanResult, ...] = field(default=())
+    grown: int = 0
 
     @property
     def best(self) -> PlanResult | None:
@@ -107,9 +109,11 @@ class PlanSearch:
 
     def summary(self) -> str:
         """One line: model, phase, batch, devices, plans tried and fitting."""
+        grown = (f" (grown from {self.grown} devices to {self.cluster.spec.nodes} nodes of "
+                 f"{self.cluster.spec.devices_per_node})" if self.grown else "")
         return (f"{self.model} {self.phase}, batch {self.batch} x {self.seq} tokens, on "
-                f"{self.devices} devices of {self.cluster.name}: {self.tried} plans tried, "
-                f"{len(self.ranked)} fit in memory ({self.search_s:.2f} s)")
+                f"{self.devices} devices of {self.cluster.name}{grown}: {self.tried} plans "
+                f"tried, {len(self.ranked)} fit in memory ({self.search_s:.2f} s)")
 
     def no_fit_text(self) -> str:
         """Why nothing was ranked: the smallest plan's memory need (infeasible searches)."""
@@ -174,6 +178,8 @@ def search_plans(design: str, model: str, devices: int, *, phase: str = "train",
     if phase not in s.phases:
         raise ConfigError(Problem(f"model {s.name!r} has no phase {phase!r}", "--phase"))
     cluster = load_cluster_for(design, devices)
+    path = find_cluster(design)
+    own = load_cluster(path).devices if path is not None else devices
     build = device_build(cluster.device, a_format, w_format, kv_format=kv_format)
     batch = batch or (devices if phase == "train" else 16)
     seq = 1 if phase == "decode" else (seq or s.default_seq)
@@ -188,4 +194,5 @@ def search_plans(design: str, model: str, devices: int, *, phase: str = "train",
                                                 opts, memo, build),
                  key=(lambda r: r.step_s) if objective == "time" else (lambda r: r.energy_j))
     return PlanSearch(s.name, phase, cluster, devices, batch, seq, res.tried,
-                      time.perf_counter() - t0, tuple(res.ranked), tuple(res.infeasible))
+                      time.perf_counter() - t0, tuple(res.ranked), tuple(res.infeasible),
+                      own if own < devices else 0)

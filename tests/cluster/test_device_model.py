@@ -254,3 +254,11 @@ def test_serve_takes_formats(capsys):
         assert main(args + extra) == 0
         outs.append(capsys.readouterr().out)
     assert outs[0] != outs[1]
+
+
+def test_plan_search_says_when_it_grew_the_cluster():
+    found = archsim.search_plans("dgx_h100", "llama3-8b", 16, phase="prefill", batch=16,
+                                 seq=1024)
+    assert found.grown == 8 and "grown from 8 devices to 2 nodes of 8" in found.summary()
+    assert archsim.search_plans("dgx_h100", "llama3-8b", 8, phase="prefill", batch=16,
+                                seq=1024).grown == 0
