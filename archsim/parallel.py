@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import archsim.energy as _energy
@@ -134,7 +134,8 @@ class PlanResult:
                 "tokens_per_s": self.tokens_per_s, "energy_j": self.energy_j,
                 "memory_gb": self.memory_bytes["total"] / 1e9,
                 "capacity_gb": self.capacity_bytes / 1e9, "fits": self.fits,
-                "breakdown_s": dict(self.breakdown_s), "block_s": dict(self.block)}
+                "breakdown_s": dict(self.breakdown_s), "block_s": dict(self.block),
+                "attention_flops": self.attention_flops, "build": asdict(self.build)}
 
 
 def shape_of(model: str | TransformerShape) -> TransformerShape:
