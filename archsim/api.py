@@ -24,17 +24,18 @@ from archsim.mapper.constraints import load_constraints
 from archsim.mapper.hetero import retime
 from archsim.mapper.schedule import link_of
 from archsim.result import OpResult, Result
-from archsim.workloads.errors import ConfigError, Problem, WorkloadError
+from archsim.workloads.errors import ConfigError, MappingError, Problem, WorkloadError
 from archsim.workloads.formats import NumberFormat, get_format
 from archsim.workloads.graph import Workload
 from archsim.workloads.hf import from_hf_config
 from archsim.workloads.onnx_import import from_onnx
 from archsim.workloads.ops import Gemm, Op
+from archsim.workloads.parallel import DeviceBuild
 from archsim.workloads.zoo import build
 
 __all__ = ["load", "workload", "gemm_workload", "workload_from_dict", "evaluate", "find_config",
            "config_dir", "list_configs", "memory_check", "native_format", "with_native_formats",
-           "VERSION", "FIDELITIES"]
+           "device_build", "with_format_hint", "VERSION", "FIDELITIES"]
 
 VERSION = "0.1.0"
 FIDELITIES = ("analytical", "cycle")
@@ -244,10 +245,44 @@ def with_native_formats(acc: Accelerator, wl: Workload) -> tuple[Workload, str |
     nat = native_format(acc)
     if nat is None:
         return wl, None
-    fmt = get_format(nat)
-    mats = [op for op in wl.ops() if op.is_matrix]
-    own_w = any(op.w_format.name != op.a_format.name for op in mats)
-    return wl.with_formats(fmt, None if own_w else fmt), nat
+    return wl.in_format(get_format(nat)), nat
+
+
+def device_build(acc: Accelerator, a_format: str | None = None, w_format: str | None = None,
+                 kernels: str = "fused", kv_format: str | None = None) -> DeviceBuild:
+    """The choices a model's graph is built with on ``acc``, wherever it runs (one device,
+    each device of a plan, a serving replica): the design's attention
+    (:func:`preferred_attention`), the given formats, else the design's
+    :func:`native_format` (kernels ``fused`` only: autocast sets its own formats).
+
+    Raises:
+        WorkloadError: an unknown format, naming its flag.
+    """
+    for flag, name in (("--a-format", a_format), ("--w-format", w_format),
+                       ("--kv-format", kv_format)):
+        if name is not None:
+            get_format(name, flag)
+    native = native_format(acc) if kernels == "fused" and not a_format and not w_format \
+        else None
+    return DeviceBuild(attention=preferred_attention(acc), kernels=kernels, a_format=a_format,
+                       w_format=w_format, kv_format=kv_format, native=native)
+
+
+def with_format_hint(exc: MappingError, acc: Accelerator) -> MappingError:
+    """``exc`` with the formats ``acc``'s units compute in natively appended when it refuses
+    a format (else ``exc`` itself): a format a design cannot run names the ones it can."""
+    nat = [f"{u.name}: {', '.join(u.native_formats())}" for u in acc.units
+           if u.native_formats()]
+    if not nat or not any("format" in p.message for p in exc.problems):
+        return exc
+    hint = (f"{acc.name} computes natively in {'; '.join(nat)} (and narrower formats of the "
+            f"same kind): pass --a-format/--w-format among these, or neither")
+    ps = list(exc.problems)
+    if len(ps) == 1:
+        p0 = ps[0]
+        return MappingError(Problem(f"{p0.message}; {hint}", p0.path, p0.file, p0.line),
+                            summary=exc.summary)
+    return MappingError([*ps, Problem(hint, "--a-format")], summary=exc.summary)
 
 
 class _EnergyCache:

@@ -39,20 +39,23 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import archsim.energy as _energy
-from archsim.api import VERSION, evaluate
+from archsim.api import VERSION, device_build, evaluate, with_format_hint
 from archsim.arch.cluster import Cluster
 from archsim.arch.collective import collective, place
 from archsim.mapper.plan import bubble_fraction, pipeline_time
 from archsim.result import Result
-from archsim.workloads.errors import Problem, WorkloadError
+from archsim.workloads.errors import MappingError, Problem, WorkloadError
+from archsim.workloads.graph import Workload
 from archsim.workloads.hf import shape_from_hf_config
 from archsim.workloads.models.transformer import TransformerShape
+from archsim.workloads.ops import Attention
 from archsim.workloads.parallel import (
     Comm,
+    DeviceBuild,
     ParallelPlan,
     block_counts,
     block_graphs,
@@ -64,7 +67,7 @@ from archsim.workloads.parallel import (
 from archsim.workloads.tags import ATTENTION_CORE_ROLES, EXPERT_ROLES, SEQUENCE_PARALLEL_ROLES
 from archsim.workloads.zoo import model_names, transformer_shape
 
-__all__ = ["PlanOptions", "PlanResult", "evaluate_plan", "shape_of"]
+__all__ = ["PlanOptions", "PlanResult", "evaluate_plan", "shape_of", "cp_scale"]
 
 
 @dataclass(frozen=True)
@@ -103,6 +106,9 @@ class PlanResult:
         tokens_per_s: tokens of the step / step_s.
         flops_per_device_s: achieved FLOP/s of one device.
         block: per-block times of the dense (or MoE) block for one microbatch.
+        attention_flops: FLOPs of the attention core (roles ``qk``, ``attn``, ``av`` or the
+            fused ``attention``; matrix FLOPs, 2 per MAC) one device runs in a step.
+        build: the choices the per-device graphs were built with (attention, formats).
     """
 
     model: str
@@ -119,6 +125,8 @@ class PlanResult:
     flops_per_device_s: float
     block: Mapping[str, float] = field(default_factory=dict)
     input_hash: str = ""
+    attention_flops: float = 0.0
+    build: DeviceBuild = DeviceBuild()
 
     def row(self) -> dict[str, Any]:
         """JSON-able summary."""
@@ -126,7 +134,8 @@ class PlanResult:
                 "tokens_per_s": self.tokens_per_s, "energy_j": self.energy_j,
                 "memory_gb": self.memory_bytes["total"] / 1e9,
                 "capacity_gb": self.capacity_bytes / 1e9, "fits": self.fits,
-                "breakdown_s": dict(self.breakdown_s), "block_s": dict(self.block)}
+                "breakdown_s": dict(self.breakdown_s), "block_s": dict(self.block),
+                "attention_flops": self.attention_flops, "build": asdict(self.build)}
 
 
 def shape_of(model: str | TransformerShape) -> TransformerShape:
@@ -155,11 +164,38 @@ class _Times:
     attn_bwd: float = 0.0
     energy_j: float = 0.0
     flops: float = 0.0
+    attn_flops: float = 0.0
 
 
-def _split(res: Result, block: int | None, plan: ParallelPlan, imbalance: float) -> _Times:
+def cp_scale(g: Workload, cp: int, phase: str) -> dict[str, float]:
+    """Context parallelism's factor on each attention-core op of a device's graph (ops
+    selected by role), keyed by op name to join them with their result rows.
+
+    The graph holds the device's ``q = seq / cp`` tokens; the device's queries meet the keys
+    of the whole sequence. Dense scores (unfused ``qk``/``attn``/``av``, encoders): ``cp``.
+    A causal fused op: the device's share of the whole sequence's causal pairs (load-balanced
+    chunks, as Megatron-Core's CP) over the local ones, ``(seq (seq+1) / 2 / cp) /
+    (q (q+1) / 2) = (seq + 1) / (q + 1)`` (``Attention.pairs``). Decode splits the cache
+    over ``cp`` (the graph already holds ``context / cp``): 1.
+    """
+    out: dict[str, float] = {}
+    if cp == 1 or phase == "decode":
+        return out
+    for op in g.ops():
+        if op.role not in ATTENTION_CORE_ROLES:
+            continue
+        if isinstance(op, Attention) and op.causal:
+            whole = replace(op, q_len=op.q_len * cp, kv_len=op.kv_len * cp)
+            out[op.name] = whole.pairs() / cp / op.pairs()
+        else:
+            out[op.name] = float(cp)
+    return out
+
+
+def _split(res: Result, block: int | None, plan: ParallelPlan, imbalance: float,
+           scale: Mapping[str, float]) -> _Times:
     """Per-pass times of the ops of ``res`` in block ``block`` (None: those outside blocks),
-    selected and scaled by their tags (module doc)."""
+    selected and scaled by their tags (module doc); ``scale``: :func:`cp_scale`."""
     t = _Times()
     for o in res.ops:
         if o.block != block:
@@ -171,12 +207,14 @@ def _split(res: Result, block: int | None, plan: ParallelPlan, imbalance: float)
                 and o.role in SEQUENCE_PARALLEL_ROLES:
             lat /= plan.tp
         core = o.role in ATTENTION_CORE_ROLES
-        if core:
-            lat *= plan.cp
+        f_cp = scale.get(o.name, 1.0) if core else 1.0
+        lat *= f_cp
         if o.role in EXPERT_ROLES:
             lat *= imbalance
         t.energy_j += o.energy_j * (lat / o.latency_s if o.latency_s > 0 else 1.0)
-        t.flops += o.macs * 2 * (plan.cp if core else 1)
+        t.flops += o.macs * 2 * f_cp
+        if core:
+            t.attn_flops += o.macs * 2 * f_cp
         if o.pass_group == "optimizer":
             t.upd += lat
         elif o.pass_group == "backward":
@@ -199,8 +237,13 @@ def _stride(plan: ParallelPlan, dim: str) -> tuple[int, int]:
 
 def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: ParallelPlan, phase: str = "train",
                   batch: int = 1, seq: int | None = None, context: int | None = None,
-                  options: PlanOptions = PlanOptions(), memo: dict | None = None) -> PlanResult:
+                  options: PlanOptions = PlanOptions(), memo: dict | None = None,
+                  build: DeviceBuild | None = None) -> PlanResult:
     """Step time, breakdown, memory and energy of ``plan`` for ``model`` on ``cluster``.
+
+    Each device's graphs are built with the choices a single device makes
+    (``build``; default :func:`archsim.api.device_build` of the cluster's device: its
+    attention, its native format), so a plan of degree 1 is ``archsim.evaluate`` of the model.
 
     Args:
         cluster: the cluster (``arch.cluster.load_cluster`` or ``single_node``).
@@ -211,31 +254,43 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
         seq: tokens per sequence (prefill/train); context: KV-cache tokens (decode).
         options: modelling options.
         memo: a dict shared between calls to reuse the per-device evaluations (plan search).
+        build: attention, kernels and formats of the per-device graphs
+            (:func:`archsim.api.device_build`).
 
     Raises:
         WorkloadError: an invalid plan for the model (each problem names the plan key), or a
             plan that needs more devices than the cluster has.
+        MappingError: a format the device cannot run (naming the formats it can).
     """
+    build = device_build(cluster.device) if build is None else build
     s = shape_of(model)
     if phase not in s.phases:
         raise WorkloadError(Problem(f"model {s.name!r} has no phase {phase!r}; expected one "
                                     f"of: {', '.join(s.phases)}", "phase"))
     seq_n = 1 if phase == "decode" else (seq or s.default_seq)
     ctx_n = (s.context // 2 if context is None else context) if phase == "decode" else 0
-    mb = check_plan(s, plan, phase, batch, seq_n)
+    mb = check_plan(s, plan, phase, batch, seq_n, ctx_n)
     if plan.devices > cluster.devices:
         raise WorkloadError(Problem(f"the plan needs {plan.devices} devices (tp x pp x dp x cp)"
                                     f"; the cluster {cluster.name!r} has {cluster.devices}",
                                     "devices"))
     memo = {} if memo is None else memo
 
-    def graphs_of(mb_: int) -> dict[str, tuple[Result, int]]:
-        key = (cluster.spec.device, s, phase, mb_, seq_n, ctx_n, plan.tp, plan.ep, plan.cp)
+    def graphs_of(mb_: int) -> dict[str, tuple[Result, int, dict[str, float]]]:
+        key = (cluster.spec.device, s, phase, mb_, seq_n, ctx_n, plan.tp, plan.ep, plan.cp,
+               build)
         if key not in memo:
             graphs = block_graphs(s, plan, phase, mb_, seq_n if phase != "decode" else None,
-                                  ctx_n if phase == "decode" else None)
-            memo[key] = {k: (evaluate(cluster.device, without_collectives(g)),
-                             g.parameters) for k, g in graphs.items()}
+                                  ctx_n if phase == "decode" else None, build)
+            try:
+                memo[key] = {k: (evaluate(cluster.device, without_collectives(g)),
+                                 g.parameters, cp_scale(g, plan.cp, phase))
+                             for k, g in graphs.items()}
+            except MappingError as exc:
+                hinted = with_format_hint(exc, cluster.device)
+                if hinted is exc:
+                    raise
+                raise hinted from None
         return memo[key]
 
     results = graphs_of(mb)
@@ -243,13 +298,13 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
     split = options.tp_overlap and plan.tp > 1 and mb % 2 == 0
     halves = graphs_of(mb // 2) if split else results
     imb = options.moe_imbalance
-    base = _split(results["base"][0], None, plan, imb)
+    base = _split(results["base"][0], None, plan, imb, results["base"][2])
     dense_n, moe_n = block_counts(s)
     blocks = {}
     if dense_n:
-        blocks["dense"] = _split(results["dense"][0], 0, plan, imb)
+        blocks["dense"] = _split(results["dense"][0], 0, plan, imb, results["dense"][2])
     if moe_n:
-        blocks["moe"] = _split(results["moe"][0], 0, plan, imb)
+        blocks["moe"] = _split(results["moe"][0], 0, plan, imb, results["moe"][2])
     train = phase == "train"
 
     # ---- communication of one block, one microbatch ------------------------------------
@@ -287,7 +342,7 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
             # compute may be slower than the whole batch's (smaller GEMMs)
             hf, hb = f, b                      # one sequence: split nothing
             if split:
-                h = _split(halves[kind][0], 0, plan, imb)
+                h = _split(halves[kind][0], 0, plan, imb, halves[kind][2])
                 hf = 2 * h.fwd
                 hb = 2 * (h.bwd + (h.attn_fwd if plan.recompute == "selective"
                                    else h.fwd if plan.recompute == "full" else 0.0))
@@ -339,14 +394,14 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
     compute = m * (per_stage["fwd"] + per_stage["bwd"])
     bubble = pipe - m * (t_f + t_b)
     # ---- data parallelism and the optimiser -------------------------------------------
-    params = {k: g for k, (_, g) in results.items()}
+    params = {k: g for k, (_, g, _) in results.items()}
     pcount = {"base": params["base"]}
     if "dense" in params:
         pcount["dense"] = params["dense"] - params["base"]
     if "moe" in params:
         pcount["moe"] = params["moe"] - params["base"]
         pcount["expert"] = 3 * s.d_model * s.moe_ffn * s.experts
-    mem = memory_per_device(s, plan, phase, batch, seq_n, ctx_n, pcount)
+    mem = memory_per_device(s, plan, phase, batch, seq_n, ctx_n, pcount, build)
     dp_t = 0.0
     upd = 0.0
     if train:
@@ -390,17 +445,19 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
     flops_dev = m * (sum(blocks[k].flops * n / plan.pp for k, n in (("dense", dense_n),
                                                                      ("moe", moe_n)) if n)
                      + base.flops)
+    attn_flops = m * (sum(blocks[k].attn_flops * n / plan.pp
+                          for k, n in (("dense", dense_n), ("moe", moe_n)) if n))
     kind0 = "dense" if dense_n else "moe"
     blk = {"fwd_s": per_block[kind0]["fwd"], "bwd_s": per_block[kind0]["bwd"],
            "tp_comm_s": per_block[kind0]["tp_raw"], "tp_exposed_s": per_block[kind0]["tp"],
            "bubble_fraction": bubble_fraction(p, m, v) if p > 1 else 0.0}
     digest = hashlib.sha256(repr((cluster.spec, cluster.device.raw, s, plan, phase, batch, seq_n,
-                             ctx_n, options, VERSION)).encode()).hexdigest()[:16]
+                             ctx_n, options, build, VERSION)).encode()).hexdigest()[:16]
     return PlanResult(model=s.name, phase=phase, cluster=cluster.name, plan=plan, step_s=step,
                       breakdown_s=breakdown, memory_bytes=mem, capacity_bytes=cap, fits=fits,
                       energy_j=energy, tokens_per_s=tokens / step if step > 0 else 0.0,
                       flops_per_device_s=flops_dev / step if step > 0 else 0.0, block=blk,
-                      input_hash=digest)
+                      input_hash=digest, attention_flops=attn_flops, build=build)
 
 
 def _static_power(cluster: Cluster) -> float:

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from archsim.api import load
+from archsim.api import device_build, load
 from archsim.arch.cluster import Cluster, find_cluster, load_cluster, single_node
 from archsim.mapper.plan import candidate_plans, search
 from archsim.parallel import PlanOptions, PlanResult, evaluate_plan, shape_of
@@ -28,8 +28,12 @@ from archsim.workloads.errors import ConfigError, Problem
 __all__ = ["PlanSearch", "search_plans", "load_cluster_for", "plan_report"]
 
 
-def load_cluster_for(design: str, devices: int, overrides: Sequence[str] = ()) -> Cluster:
-    """A cluster of at least ``devices`` devices from a cluster or a device design."""
+def load_cluster_for(design: str, devices: int, overrides: Sequence[str] = (),
+                     grow: bool = True) -> Cluster:
+    """A cluster of at least ``devices`` devices from a cluster or a device design (one node
+    of ``devices``). A cluster is trimmed to the whole nodes the devices need; with ``grow``
+    (``archsim plan --devices``: what if there were more) it is grown beyond its nodes, else
+    (``archsim run``: one plan on this cluster) a plan bigger than it is refused."""
     path = find_cluster(design)
     if path is not None:
         if overrides:
@@ -38,6 +42,11 @@ def load_cluster_for(design: str, devices: int, overrides: Sequence[str] = ()) -
         c = load_cluster(path)
         dpn = c.spec.devices_per_node
         nodes = -(-devices // dpn)
+        if not grow and devices > c.devices:
+            raise ConfigError(Problem(f"the plan needs {devices} devices (tp x pp x dp x cp) "
+                                      f"but the cluster {c.name!r} has {c.devices} "
+                                      f"({c.spec.nodes} x {dpn}); use fewer or a "
+                                      f"bigger cluster", "devices", str(path)))
         if nodes > 1 and c.spec.scale_out is None:
             raise ConfigError(Problem(f"{devices} devices need {nodes} nodes but the cluster "
                                       f"{c.name!r} has no scale_out link", "scale_out",
@@ -78,6 +87,7 @@ class PlanSearch:
         infeasible: the plans that do not fit.
         tried: plans evaluated.
         search_s: wall-clock seconds of the search.
+        grown: the cluster's own device count when it was grown to hold ``devices`` (0: not).
     """
 
     model: str
@@ -90,6 +100,7 @@ class PlanSearch:
     search_s: float
     ranked: tuple[PlanResult, ...]
     infeasible: tuple[PlanResult, ...] = field(default=())
+    grown: int = 0
 
     @property
     def best(self) -> PlanResult | None:
@@ -98,9 +109,11 @@ class PlanSearch:
 
     def summary(self) -> str:
         """One line: model, phase, batch, devices, plans tried and fitting."""
+        grown = (f" (grown from {self.grown} devices to {self.cluster.spec.nodes} nodes of "
+                 f"{self.cluster.spec.devices_per_node})" if self.grown else "")
         return (f"{self.model} {self.phase}, batch {self.batch} x {self.seq} tokens, on "
-                f"{self.devices} devices of {self.cluster.name}: {self.tried} plans tried, "
-                f"{len(self.ranked)} fit in memory ({self.search_s:.2f} s)")
+                f"{self.devices} devices of {self.cluster.name}{grown}: {self.tried} plans "
+                f"tried, {len(self.ranked)} fit in memory ({self.search_s:.2f} s)")
 
     def no_fit_text(self) -> str:
         """Why nothing was ranked: the smallest plan's memory need (infeasible searches)."""
@@ -137,7 +150,9 @@ class PlanSearch:
 
 def search_plans(design: str, model: str, devices: int, *, phase: str = "train",
                  batch: int | None = None, seq: int | None = None, context: int | None = None,
-                 objective: str = "time", tp_overlap: bool = False) -> PlanSearch:
+                 objective: str = "time", tp_overlap: bool = False,
+                 a_format: str | None = None, w_format: str | None = None,
+                 kv_format: str | None = None) -> PlanSearch:
     """Search parallel plans (tp, pp, dp, ep, cp, microbatches, recompute, ZeRO) of ``model``
     on ``devices`` devices of ``design``.
 
@@ -150,6 +165,8 @@ def search_plans(design: str, model: str, devices: int, *, phase: str = "train",
         context: KV-cache tokens (decode).
         objective: rank by step ``time`` or ``energy`` per step.
         tp_overlap: TokenWeave-style overlap of tp collectives.
+        a_format, w_format, kv_format: number formats of every device's graphs and of the
+            memory-fit check (:func:`archsim.api.device_build`; default the design's).
     Raises:
         ConfigError: fewer than one device, an unknown phase for the model, or no valid plan
             for the batch.
@@ -161,6 +178,9 @@ def search_plans(design: str, model: str, devices: int, *, phase: str = "train",
     if phase not in s.phases:
         raise ConfigError(Problem(f"model {s.name!r} has no phase {phase!r}", "--phase"))
     cluster = load_cluster_for(design, devices)
+    path = find_cluster(design)
+    own = load_cluster(path).devices if path is not None else devices
+    build = device_build(cluster.device, a_format, w_format, kv_format=kv_format)
     batch = batch or (devices if phase == "train" else 16)
     seq = 1 if phase == "decode" else (seq or s.default_seq)
     plans = candidate_plans(s, devices, phase, batch, seq, cluster.spec.devices_per_node)
@@ -171,7 +191,8 @@ def search_plans(design: str, model: str, devices: int, *, phase: str = "train",
     memo: dict = {}
     opts = PlanOptions(tp_overlap=tp_overlap)
     res = search(plans, lambda p: evaluate_plan(cluster, s, p, phase, batch, seq, context,
-                                                opts, memo),
+                                                opts, memo, build),
                  key=(lambda r: r.step_s) if objective == "time" else (lambda r: r.energy_j))
     return PlanSearch(s.name, phase, cluster, devices, batch, seq, res.tried,
-                      time.perf_counter() - t0, tuple(res.ranked), tuple(res.infeasible))
+                      time.perf_counter() - t0, tuple(res.ranked), tuple(res.infeasible),
+                      own if own < devices else 0)

@@ -28,11 +28,18 @@ from pathlib import Path
 from typing import Any
 
 from archsim import sim
-from archsim.api import evaluate, gemm_workload, load, preferred_attention, with_native_formats
+from archsim.api import (
+    device_build,
+    evaluate,
+    gemm_workload,
+    load,
+    with_format_hint,
+    with_native_formats,
+)
 from archsim.api import workload as build_model_workload
 from archsim.arch.accelerator import Accelerator
 from archsim.result import Result
-from archsim.workloads.errors import MappingError, Problem
+from archsim.workloads.errors import MappingError
 from archsim.workloads.formats import get_format
 from archsim.workloads.graph import Workload
 
@@ -130,10 +137,12 @@ def request_workload(req: RunRequest, acc: Accelerator) -> tuple[Workload, RunRe
         wl = gemm_workload(req.m, req.n, req.k, req.batch, a_format=req.a_format or "fp16",
                            w_format=req.w_format)
     else:
-        # fused (FlashAttention-style) attention where the design runs it
+        # the choices every device makes (archsim.api.device_build; plans use the same):
+        # fused (FlashAttention-style) attention where the design runs it, the formats
+        b = device_build(acc, req.a_format, req.w_format, req.kernels)
         wl = build_model_workload(req.model, phase=req.phase, batch=req.batch, seq=req.seq,
                                   context=req.context, tp=req.tp, a_format=req.a_format,
-                                  w_format=req.w_format, attention=preferred_attention(acc),
+                                  w_format=req.w_format, attention=b.attention,
                                   kernels=req.kernels)
         _warn_unused_lengths(req, wl)
     native = None
@@ -181,19 +190,10 @@ def evaluate_request(req: RunRequest, acc: Accelerator | None = None,
                        constraints=req.constraints, refine=req.refine,
                        before_simulation=before_simulation)
     except MappingError as exc:
-        nat = [f"{u.name}: {', '.join(u.native_formats())}" for u in acc.units
-               if u.native_formats()]
-        if nat and any("format" in p.message for p in exc.problems):
-            hint = (f"{acc.name} computes natively in {'; '.join(nat)} (and narrower formats "
-                    f"of the same kind): pass --a-format/--w-format among these, or neither")
-            ps = list(exc.problems)
-            if len(ps) == 1:
-                p0 = ps[0]
-                raise MappingError(Problem(f"{p0.message}; {hint}", p0.path, p0.file, p0.line),
-                                   summary=exc.summary) from None
-            raise MappingError([*ps, Problem(hint, "--a-format")],
-                               summary=exc.summary) from None
-        raise
+        hinted = with_format_hint(exc, acc)
+        if hinted is exc:
+            raise
+        raise hinted from None
     if req.sparsity and req.sparsity[0] < req.sparsity[1]:
         _check_sparsity_effect(req, acc, wl, res)
     _check_substituted_formats(req, acc, res)

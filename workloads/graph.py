@@ -121,6 +121,13 @@ class Workload:
                     self.graph.predecessors(op.name))
         return out
 
+    def in_format(self, fmt: NumberFormat) -> Workload:
+        """A copy computing in ``fmt`` (a design's native format): activations, and weights
+        too unless the model has its own weight format (a matrix op whose weights are in
+        another format than its activations, e.g. BitNet's ternary weights)."""
+        own_w = any(op.w_format.name != op.a_format.name for op in self.ops() if op.is_matrix)
+        return self.with_formats(fmt, None if own_w else fmt)
+
     def with_sparsity(self, n: int, m: int) -> Workload:
         """A copy with ``n:m`` structured sparsity on the weights of every prunable layer.
 

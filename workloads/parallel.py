@@ -47,8 +47,10 @@ from archsim.workloads.graph import Workload
 from archsim.workloads.models.transformer import TransformerShape, _tp_heads, build_transformer
 from archsim.workloads.ops import AllReduce
 
-__all__ = ["ParallelPlan", "RECOMPUTE", "Comm", "check_plan", "block_graphs", "layer_comms",
-           "memory_per_device", "block_counts", "BYTES_PER_PARAM", "without_collectives"]
+__all__ = ["ParallelPlan", "RECOMPUTE", "Comm", "DeviceBuild", "check_plan", "block_graphs",
+           "default_microbatches",
+           "layer_comms", "memory_per_device", "block_counts", "BYTES_PER_PARAM",
+           "without_collectives"]
 
 RECOMPUTE = ("none", "selective", "full")
 
@@ -104,6 +106,68 @@ class ParallelPlan:
         return " ".join(parts) or "single"
 
 
+@dataclass(frozen=True)
+class DeviceBuild:
+    """The choices one device's graph is built with, the same wherever it runs (one device,
+    a plan's per-device blocks, a serving replica): ``archsim.api.device_build`` resolves
+    them for a design, :meth:`graph` builds with them.
+
+    Attributes:
+        attention: ``unfused`` (QK, softmax, AV; dense scores) or ``fused`` (one causal
+            ``Attention`` op per layer in prefill/train of decoders, as FlashAttention).
+        kernels: ``fused`` or ``eager_amp`` (``build_transformer``).
+        a_format, w_format: activation / weight formats given by the user (None: the model's).
+        kv_format: KV-cache format (None: the activation format; 16-bit when neither is
+            given); it sets the cache's bytes in the memory-fit check.
+        native: the design's native format applied when no format is given (None: none).
+    """
+
+    attention: str = "unfused"
+    kernels: str = "fused"
+    a_format: str | None = None
+    w_format: str | None = None
+    kv_format: str | None = None
+    native: str | None = None
+
+    def graph(self, s: TransformerShape, phase: str | None, batch: int, seq: int | None,
+              context: int | None, tp: int = 1, ep: int = 1) -> Workload:
+        """The graph of ``s`` with these choices (``build_transformer``'s arguments)."""
+        if self.kernels == "eager_amp":     # autocast's policy sets every op's format
+            amp = get_format(self.a_format or "bf16", "--a-format").name
+            return build_transformer(replace(s, a_format=amp, w_format=amp), phase, batch, seq,
+                                     context, tp, ep, attention=self.attention,
+                                     kernels=self.kernels)
+        w = build_transformer(s, phase, batch, seq, context, tp, ep, attention=self.attention,
+                              kernels=self.kernels)
+        if self.a_format or self.w_format:
+            return w.with_formats(get_format(self.a_format, "--a-format") if self.a_format
+                                  else None,
+                                  get_format(self.w_format, "--w-format") if self.w_format
+                                  else None)
+        return w.in_format(get_format(self.native)) if self.native else w
+
+    def weight_bytes(self, s: TransformerShape, phase: str) -> tuple[float, float]:
+        """Bytes per parameter of (embedding and head, blocks): training keeps 16-bit weights
+        (mixed precision; BYTES_PER_PARAM); inference serves the weights in ``w_format``
+        (everywhere, as the graph), else the model's block format with a 16-bit embedding and
+        head, else the design's native format."""
+        if phase == "train":
+            return BYTES_PER_PARAM["weights"], BYTES_PER_PARAM["weights"]
+        name = self.w_format or (self.a_format if self.kernels == "eager_amp" else None)
+        if name:
+            b = get_format(name).bytes_per_element
+            return b, b
+        if self.native and s.w_format == s.a_format:
+            b = get_format(self.native).bytes_per_element
+            return b, b
+        return BYTES_PER_PARAM["weights"], get_format(s.w_format).bytes_per_element
+
+    def kv_bytes(self) -> float:
+        """Bytes per cached K or V element (attributes)."""
+        name = self.kv_format or self.a_format
+        return get_format(name).bytes_per_element if name else 2.0
+
+
 #: a collective of a block (workloads.collectives): its ``kind``, ``payload_bytes()``,
 #: ``devices``, ``group`` and ``pass_`` (``fwd``, or ``bwd_data`` for the backward pass)
 Comm = Collective | GroupAllReduce
@@ -114,8 +178,10 @@ def _bad(msg: str, key: str) -> Problem:
 
 
 def check_plan(s: TransformerShape, plan: ParallelPlan, phase: str, batch: int,
-               seq: int) -> int:
-    """Validate ``plan`` for ``s``; returns the sequences per microbatch.
+               seq: int, context: int = 0) -> int:
+    """Validate ``plan`` for ``s``; returns the sequences per microbatch. ``seq`` (prefill,
+    train) or ``context`` (decode: cached tokens) is the whole sequence: it must fit the
+    model's positions whatever the context-parallel degree.
 
     Raises:
         WorkloadError: every problem, each naming the plan key (``pp``, ``microbatches`` ...)
@@ -155,6 +221,12 @@ def check_plan(s: TransformerShape, plan: ParallelPlan, phase: str, batch: int,
             probs.append(_bad(f"ep {plan.ep} must divide tp x cp x dp = "
                               f"{plan.tp * plan.cp * plan.dp} (experts fold over those ranks)",
                               "ep"))
+    # positions: the whole sequence (or cache + the new token), not a device's cp shard
+    if s.kind != "vit":
+        pos, key = (context + 1, "context") if phase == "decode" else (seq, "seq")
+        if pos > s.context:
+            probs.append(_bad(f"{key} {pos - (phase == 'decode')} exceeds {s.name}'s "
+                              f"{s.context} positions (whatever the cp degree)", key))
     # (decode splits the KV cache over cp, not the one new token)
     if phase != "decode" and plan.cp > 1 and seq % plan.cp:
         probs.append(_bad(f"seq {seq} is not a multiple of cp {plan.cp}", "cp"))
@@ -175,6 +247,13 @@ def check_plan(s: TransformerShape, plan: ParallelPlan, phase: str, batch: int,
     return batch // per
 
 
+def default_microbatches(pp: int, dp: int, batch: int) -> int:
+    """Microbatches per step when none are asked for: a pipeline (``pp > 1``) runs
+    micro-batches of one sequence (``batch / dp`` of them; Megatron-LM's usual choice, the
+    smallest bubble ``(pp - 1) / m``); without a pipeline, one microbatch."""
+    return max(1, batch // dp) if pp > 1 else 1
+
+
 def block_counts(s: TransformerShape) -> tuple[int, int]:
     """(dense blocks, MoE blocks)."""
     if not s.is_moe:
@@ -184,8 +263,10 @@ def block_counts(s: TransformerShape) -> tuple[int, int]:
 
 
 def block_graphs(s: TransformerShape, plan: ParallelPlan, phase: str, micro_batch: int,
-                 seq: int | None, context: int | None) -> dict[str, Workload]:
-    """The per-device graphs a plan's step is made of, for one microbatch:
+                 seq: int | None, context: int | None,
+                 build: DeviceBuild = DeviceBuild()) -> dict[str, Workload]:
+    """The per-device graphs a plan's step is made of, for one microbatch, each built by
+    ``build`` (the single-device choices: attention, kernels, formats):
 
     ``base`` (embedding, final norm and head, no blocks), ``dense`` (base + one dense block)
     and, for MoE models, ``moe`` (base + one MoE block). Tokens are the device's own
@@ -197,15 +278,14 @@ def block_graphs(s: TransformerShape, plan: ParallelPlan, phase: str, micro_batc
         ctx_l = (s.context // 2) // plan.cp
     out: dict[str, Workload] = {}
     zero = replace(s, layers=0)
-    out["base"] = build_transformer(zero, phase, micro_batch, seq_l, ctx_l, plan.tp)
+    out["base"] = build.graph(zero, phase, micro_batch, seq_l, ctx_l, plan.tp)
     dense, moe = block_counts(s)
     if dense:
         one = replace(s, layers=1, dense_layers=1) if s.is_moe else replace(s, layers=1)
-        out["dense"] = build_transformer(one, phase, micro_batch, seq_l, ctx_l, plan.tp)
+        out["dense"] = build.graph(one, phase, micro_batch, seq_l, ctx_l, plan.tp)
     if moe:
         one = replace(s, layers=1, dense_layers=0)
-        out["moe"] = build_transformer(one, phase, micro_batch, seq_l, ctx_l, plan.tp,
-                                       plan.ep)
+        out["moe"] = build.graph(one, phase, micro_batch, seq_l, ctx_l, plan.tp, plan.ep)
     return out
 
 
@@ -313,13 +393,15 @@ def _layer_activation_bytes(s: TransformerShape, plan: ParallelPlan, micro_batch
 
 
 def memory_per_device(s: TransformerShape, plan: ParallelPlan, phase: str, batch: int,
-                      seq: int, context: int, params: dict[str, int]) -> dict[str, float]:
+                      seq: int, context: int, params: dict[str, int],
+                      build: DeviceBuild = DeviceBuild()) -> dict[str, float]:
     """Bytes resident on the most loaded device (module doc).
 
     Args:
         params: parameter counts ``base`` (embedding + head + final norm), ``dense`` and
             ``moe`` (one block each, experts included) and ``expert`` (the routed experts of
             one MoE block), from the built graphs.
+        build: the graphs' formats (:meth:`DeviceBuild.weight_bytes`, ``kv_bytes``).
 
     Returns:
         ``weights``, ``grads``, ``optimizer``, ``activations``, ``kv_cache`` and ``total``.
@@ -332,15 +414,9 @@ def memory_per_device(s: TransformerShape, plan: ParallelPlan, phase: str, batch
     exp = moe * params.get("expert", 0)
     exp_split = plan.ep if plan.ep > 1 else tp
     per_dev = (base + nonexp / pp) / tp + exp / pp / exp_split
-    # training keeps bf16 weights; inference serves the blocks in the model's weight format
-    # (embedding and head stay 16-bit)
-    wb = BYTES_PER_PARAM["weights"]
-    if phase != "train":
-
-        blk = get_format(s.w_format).bytes_per_element
-        w = (base / tp) * wb + (per_dev - base / tp) * blk
-    else:
-        w = per_dev * wb
+    # training keeps bf16 weights; inference serves them in the graphs' weight format
+    wb, blk = build.weight_bytes(s, phase)
+    w = (base / tp) * wb + (per_dev - base / tp) * blk
     out = {"weights": w, "grads": 0.0, "optimizer": 0.0, "activations": 0.0, "kv_cache": 0.0}
     if phase == "train":
         dp = plan.dp
@@ -366,6 +442,6 @@ def memory_per_device(s: TransformerShape, plan: ParallelPlan, phase: str, batch
         ctx = (context + 1 if phase == "decode" else seq) / plan.cp
         _, kvl = _tp_heads(s, tp)
         per_tok = (s.kv_lora_rank + s.qk_rope_dim) if s.is_mla else 2 * kvl * s.hd
-        out["kv_cache"] = 2 * (s.layers / pp) * b_dev * ctx * per_tok
+        out["kv_cache"] = build.kv_bytes() * (s.layers / pp) * b_dev * ctx * per_tok
     out["total"] = sum(out.values())
     return out

@@ -13,10 +13,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from archsim.cli.common import positive_int, ratio_at_least_one
+from archsim.api import device_build
+from archsim.cli.common import non_empty, positive_int, ratio_at_least_one
 from archsim.parallel import PlanOptions, evaluate_plan, to_result
 from archsim.plans import load_cluster_for, plan_report, search_plans
-from archsim.workloads.parallel import ParallelPlan
+from archsim.workloads.parallel import ParallelPlan, default_microbatches
 
 HELP = "search parallel plans of a model on a cluster; see 'archsim plan --help'"
 DESCRIPTION = ("Search parallel plans (tp, pp, dp, ep, cp, microbatches, recompute, ZeRO) of a "
@@ -30,7 +31,11 @@ def add_plan_flags(r: argparse.ArgumentParser) -> None:
     g.add_argument("--dp", type=positive_int, default=1, help="data-parallel replicas")
     g.add_argument("--ep", type=positive_int, default=1, help="expert-parallel degree (MoE)")
     g.add_argument("--cp", type=positive_int, default=1, help="context-parallel degree (ring attention)")
-    g.add_argument("--microbatches", type=positive_int, default=1, help="microbatches per step")
+    g.add_argument("--microbatches", type=positive_int, default=None,
+                   help="microbatches per step (default: with --pp > 1, micro-batches of one "
+                        "sequence, batch / dp of them; else 1)")
+    g.add_argument("--kv-format", type=non_empty,
+                   help="KV-cache number format of a plan (default: the activation format)")
     g.add_argument("--interleave", type=positive_int, default=1,
                    help="model chunks per pipeline stage (interleaved 1F1B)")
     g.add_argument("--zero", type=int, choices=(0, 1, 2, 3), default=0, help="ZeRO stage")
@@ -46,22 +51,29 @@ def add_plan_flags(r: argparse.ArgumentParser) -> None:
 
 def plan_flags_given(args: argparse.Namespace) -> bool:
     """Does an ``archsim run`` command set a parallel-plan flag?"""
-    return (args.pp > 1 or args.dp > 1 or args.ep > 1 or args.cp > 1 or args.microbatches > 1
+    return (args.pp > 1 or args.dp > 1 or args.ep > 1 or args.cp > 1
+            or (args.microbatches or 1) > 1 or args.kv_format is not None
             or args.zero > 0 or args.recompute != "none" or args.sequence_parallel
             or args.tp_overlap or args.interleave > 1 or args.moe_imbalance != 1.0)
 
 
 def run_plan(args: argparse.Namespace) -> int:
-    """``archsim run`` with a plan: one plan on a cluster; prints the Result-shaped report."""
+    """``archsim run`` with a plan: one plan on a cluster (refused when it needs more devices
+    than the cluster has); each device's graphs built as a single device builds them (the
+    design's attention, --a-format/--w-format/--kv-format, --kernels); prints the
+    Result-shaped report."""
+    mbs = args.microbatches or default_microbatches(args.pp, args.dp, args.batch)
     plan = ParallelPlan(tp=args.tp, pp=args.pp, dp=args.dp, ep=args.ep, cp=args.cp,
-                        microbatches=args.microbatches, zero=args.zero,
+                        microbatches=mbs, zero=args.zero,
                         recompute=args.recompute, sequence_parallel=args.sequence_parallel,
                         interleave=args.interleave)
-    cluster = load_cluster_for(args.config, plan.devices, args.overrides)
+    cluster = load_cluster_for(args.config, plan.devices, args.overrides, grow=False)
     phase = args.phase or "prefill"
     opts = PlanOptions(tp_overlap=args.tp_overlap, moe_imbalance=args.moe_imbalance)
+    build = device_build(cluster.device, args.a_format, args.w_format, args.kernels,
+                         args.kv_format)
     r = evaluate_plan(cluster, args.model, plan, phase, batch=args.batch, seq=args.seq,
-                      context=args.context, options=opts)
+                      context=args.context, options=opts, build=build)
     if not r.fits:
         print(f"warning: plan {plan.label()} needs {r.memory_bytes['total'] / 1e9:.4g} GB per "
               f"device but {cluster.spec.device} has {r.capacity_bytes / 1e9:.4g} GB",
@@ -89,6 +101,10 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--objective", choices=("time", "energy"), default="time",
                     help="rank by step time (default) or energy per step")
     ap.add_argument("--tp-overlap", action="store_true", help="TokenWeave-style tp overlap")
+    ap.add_argument("--a-format", type=non_empty, help="activation number format (e.g. fp8_e4m3)")
+    ap.add_argument("--w-format", type=non_empty, help="weight number format (e.g. fp8_e4m3, int4)")
+    ap.add_argument("--kv-format", type=non_empty,
+                    help="KV-cache number format (default: the activation format)")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -96,7 +112,9 @@ def run(args: argparse.Namespace) -> int:
     """``archsim plan DESIGN --model M --devices N [...]``; exit 1 when no plan fits."""
     found = search_plans(args.design, args.model, args.devices, phase=args.phase,
                          batch=args.batch, seq=args.seq, context=args.context,
-                         objective=args.objective, tp_overlap=args.tp_overlap)
+                         objective=args.objective, tp_overlap=args.tp_overlap,
+                         a_format=args.a_format, w_format=args.w_format,
+                         kv_format=args.kv_format)
     if args.json:
         print(found.to_json(args.top))
         return 0 if found.ranked else 1

@@ -22,7 +22,7 @@ import argparse
 import json
 import sys
 
-from archsim.cli.common import positive_float, positive_int
+from archsim.cli.common import non_empty, positive_float, positive_int
 from archsim.serve.cluster import ROUTERS
 from archsim.serve.outputs import plot_serving, write_timeline
 from archsim.serve.replica import ORDERS, POLICIES, PREEMPTIONS
@@ -53,6 +53,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--decode-tp", type=positive_int, help="TP of a decode replica (default --tp)")
     g.add_argument("--kv-link", default="nvlink4",
                    help="KV link: nvlink4, nvlink3, ib-ndr, ib-hdr or GBPS[:LATENCY_US]")
+    g.add_argument("--a-format", type=non_empty, help="activation number format (e.g. fp8_e4m3)")
+    g.add_argument("--w-format", type=non_empty, help="weight number format (e.g. fp8_e4m3, int4)")
+    g.add_argument("--kv-format", type=non_empty,
+                   help="KV-cache number format (default: the activation format, else 16-bit)")
     g.add_argument("--memory-fraction", type=positive_float, default=0.9,
                    help="share of device memory for weights + KV (vLLM default 0.9)")
     r = p.add_argument_group("requests")
@@ -125,6 +129,7 @@ def run(args: argparse.Namespace) -> int:
         iteration_overhead_ms=args.iteration_overhead_ms, slo=args.slo,
         attainment=args.attainment, find_capacity=args.find_capacity, fidelity=args.fidelity,
         constraints=args.constraints, decode_constraints=args.decode_constraints,
+        a_format=args.a_format, w_format=args.w_format, kv_format=args.kv_format,
         progress=None if quiet else stderr_progress, note=note)
     res = sr.result
     if res is None:

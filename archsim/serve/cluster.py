@@ -39,6 +39,7 @@ from archsim.serve.replica import Replica, SchedulerSpec, State
 from archsim.serve.requests import Request
 from archsim.serve.router import ROUTERS, Router
 from archsim.workloads.errors import Problem, WorkloadError
+from archsim.workloads.parallel import DeviceBuild
 
 __all__ = ["KVLink", "LINKS", "ROUTERS", "PoolSpec", "ServeSetup", "Simulation",
            "parse_link"]
@@ -134,6 +135,8 @@ class ServeSetup:
             designs, or None; ``decode_constraints`` replace them for the decode-phase
             evaluations (decode attention), e.g. AttAcc's decode attention on PIM
             (examples/serving/attacc_like.*).
+        build: the choices every replica's graphs are built with (attention, formats;
+            ``archsim.api.device_build``; None: the design's own).
     """
 
     model: str
@@ -145,6 +148,7 @@ class ServeSetup:
     fidelity: str = "analytical"
     constraints: Any = None
     decode_constraints: Any = None
+    build: DeviceBuild | None = None
 
 
 _END, _XFER, _ARRIVE = 0, 1, 2
@@ -197,7 +201,8 @@ class Simulation:
         if tp not in self.costs:
             self.costs[tp] = IterationCost(self.acc, self.setup.model, tp,
                                            self.setup.fidelity, self.setup.constraints,
-                                           self.setup.decode_constraints)
+                                           self.setup.decode_constraints,
+                                           build=self.setup.build)
         return self.costs[tp]
 
     def _idle_power(self, devices: int) -> float:

@@ -48,12 +48,13 @@ from bisect import bisect_left
 from dataclasses import dataclass, replace
 from typing import Any
 
-from archsim.api import evaluate, memory_check, preferred_attention
+from archsim.api import device_build, evaluate, memory_check
 from archsim.arch.accelerator import Accelerator
 from archsim.mapper.constraints import load_constraints
 from archsim.workloads.errors import ConfigError, Problem, WorkloadError
 from archsim.workloads.graph import Workload
-from archsim.workloads.models.transformer import TransformerShape, build_transformer
+from archsim.workloads.models.transformer import TransformerShape
+from archsim.workloads.parallel import DeviceBuild
 from archsim.workloads.tags import ATTENTION_CORE_ROLES
 from archsim.workloads.zoo import model_names, transformer_shape
 
@@ -178,12 +179,18 @@ class IterationCost:
 
     def __init__(self, acc: Accelerator, model: str, tp: int = 1,
                  fidelity: str = "analytical", constraints: Any = None,
-                 decode_constraints: Any = None, attention: str | None = None) -> None:
+                 decode_constraints: Any = None, attention: str | None = None,
+                 build: DeviceBuild | None = None) -> None:
 
         self.acc = acc
-        # the attention kernels the engine runs: ``fused`` (one FlashAttention-style op per
-        # block) or ``unfused`` (QK, softmax, AV); default: what the design prefers
-        self.attention = attention or preferred_attention(acc)
+        # the choices one device builds its graphs with (archsim.api.device_build, as
+        # ``archsim run`` and plans): the attention kernels the engine runs (``fused``, one
+        # FlashAttention-style op per block, or ``unfused``: QK, softmax, AV; default what the
+        # design prefers), the formats (else the design's native one)
+        self.build = device_build(acc) if build is None else build
+        if attention is not None:
+            self.build = replace(self.build, attention=attention)
+        self.attention = self.build.attention
         # op -> unit rules for multi-unit designs: ``constraints`` for every evaluation,
         # ``decode_constraints`` (if given) instead for decode attention (AttAcc: decode
         # attention on PIM, prefill attention and linear layers on the GPU)
@@ -196,7 +203,7 @@ class IterationCost:
         self.one = replace(self.shape, layers=1)
         self.layers = self.shape.layers
         self.context = self.shape.context
-        build_transformer(self.one, "decode", 1, None, 1, tp)     # validates tp
+        self.build.graph(self.one, "decode", 1, None, 1, tp)     # validates tp and formats
         self._memo: dict[tuple[Any, ...], Cost] = {}
         self._tok = _grid(_GRID, 1 << 17)
         self._ctx = _grid(_CTX_GRID, self.context - 1)
@@ -206,23 +213,24 @@ class IterationCost:
     # ---- model facts ---------------------------------------------------------------------
     @property
     def kv_bytes_per_token(self) -> float:
-        """KV-cache bytes per token on one device (K and V, every layer, fp16)."""
+        """KV-cache bytes per token on one device (K and V, every layer, in the KV-cache
+        format: ``DeviceBuild.kv_bytes``, 16-bit unless a format is given)."""
         s = self.shape
         kvl = max(1, s.kv // self.tp)
-        return 2.0 * s.layers * kvl * s.hd * 2
+        return 2.0 * s.layers * kvl * s.hd * self.build.kv_bytes()
 
     def weight_bytes(self) -> float:
         """Resident bytes of one device's shard of the weights (plus the largest op's
         activations), from ``Workload.resident_bytes`` of a one- and a two-block model."""
-        w1 = build_transformer(self.one, "prefill", 1, 1, None, self.tp).resident_bytes()
+        w1 = self.build.graph(self.one, "prefill", 1, 1, None, self.tp).resident_bytes()
         two = replace(self.shape, layers=2)
-        w2 = build_transformer(two, "prefill", 1, 1, None, self.tp).resident_bytes()
+        w2 = self.build.graph(two, "prefill", 1, 1, None, self.tp).resident_bytes()
         return w1 + (self.layers - 1) * (w2 - w1)
 
     def capacity_bytes(self) -> float:
         """Off-chip memory of one device (0 when the design declares none)."""
 
-        wl = build_transformer(self.one, "prefill", 1, 1, None, self.tp)
+        wl = self.build.graph(self.one, "prefill", 1, 1, None, self.tp)
         mem = memory_check(self.acc, wl)
         return float(mem["capacity_bytes"]) if mem else 0.0
 
@@ -230,8 +238,8 @@ class IterationCost:
         """(peak FLOP/s, peak off-chip bytes/s) of one device, for MFU and MBU: the sum
         over the design's units of ``2 x peak_macs_per_cycle(qkv GEMM) x clock`` and
         ``peak_bytes_per_cycle x clock``."""
-        wl = build_transformer(self.one, "prefill", 1, 512 if self.context >= 512 else 1,
-                               None, self.tp)
+        wl = self.build.graph(self.one, "prefill", 1, 512 if self.context >= 512 else 1,
+                              None, self.tp)
         rep = next(op for op in wl.ops() if op.role == "qkv")
         f = b = 0.0
         for u in self.acc.units:
@@ -247,8 +255,7 @@ class IterationCost:
         c = self._memo.get(key)
         if c is not None:
             return c
-        w = build_transformer(self.one, phase, batch, seq, context, self.tp,
-                              attention=self.attention)
+        w = self.build.graph(self.one, phase, batch, seq, context, self.tp)
         sub = Workload(name=f"{w.name}:{group}", phase=w.phase, batch=w.batch, seq=w.seq,
                        context=w.context, parameters=w.parameters, family=w.family,
                        devices=w.devices)

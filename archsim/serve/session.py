@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from archsim.api import load
+from archsim.api import device_build, load
 from archsim.arch.accelerator import Accelerator
 from archsim.serve.cluster import PoolSpec, ServeSetup, parse_link
 from archsim.serve.metrics import SLO, ServeResult, parse_slo
@@ -112,6 +112,8 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
                 attainment: float = 0.9, find_capacity: bool = False,
                 fidelity: str = "analytical", constraints: str | None = None,
                 decode_constraints: str | None = None,
+                a_format: str | None = None, w_format: str | None = None,
+                kv_format: str | None = None,
                 progress: Callable[[int, int], None] | None = None,
                 note: Callable[[str], None] | None = None) -> ServingRun:
     """Simulate serving ``model`` on ``design`` (docs/serving.md).
@@ -130,6 +132,8 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
         iteration_overhead_ms: engine time per iteration outside the ops (ms).
         slo, attainment: ``ttft=2s,tpot=100ms,...`` (or an :class:`SLO`) and its target.
         find_capacity: search the highest rate that meets the SLO.
+        a_format, w_format, kv_format: number formats of every replica (activations,
+            weights, KV cache; ``archsim.api.device_build``: default the design's).
         progress: called with (finished, total) requests during a run.
         note: called with one line per capacity-search step.
     Raises:
@@ -158,7 +162,8 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
     elif decode_tp:
         raise WorkloadError(Problem("--decode-tp needs --decode-replicas", "--decode-tp"))
     setup = ServeSetup(model, PoolSpec(replicas, tp, sch), decode, router, parse_link(kv_link),
-                       memory_fraction, fidelity, constraints, decode_constraints)
+                       memory_fraction, fidelity, constraints, decode_constraints,
+                       device_build(acc, a_format, w_format, kv_format=kv_format))
     raw: dict[str, Any] = {}
     if find_capacity:
         found, res = search_capacity(acc, setup, slo_, make, progress=note)

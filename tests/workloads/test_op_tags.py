@@ -13,8 +13,9 @@ import pytest
 import archsim
 import archsim.parallel as parallel_mod
 import archsim.serve.cost as serve_cost
+import archsim.workloads.parallel as workloads_parallel
 from archsim.arch.cluster import load_cluster
-from archsim.parallel import PlanOptions, _split, evaluate_plan
+from archsim.parallel import PlanOptions, _split, cp_scale, evaluate_plan
 from archsim.serve.cost import Batch, IterationCost
 from archsim.workloads.errors import WorkloadError
 from archsim.workloads.graph import Workload
@@ -158,12 +159,16 @@ def test_context_parallelism_scales_the_fused_attention():
     res = archsim.evaluate(acc, without_collectives(w))
     att = {o.pass_group: o.latency_s for o in res.ops if o.role == "attention"}
     assert set(att) == {"forward", "backward"}
-    one = _split(res, 0, ParallelPlan(), 1.0)
-    four = _split(res, 0, ParallelPlan(cp=4), 1.0)
+    one = _split(res, 0, ParallelPlan(), 1.0, cp_scale(w, 1, "train"))
+    four = _split(res, 0, ParallelPlan(cp=4), 1.0, cp_scale(w, 4, "train"))
+    # the graph holds q = 512 of the 2048 tokens; the causal op's share of the whole
+    # sequence's pairs over its local pairs: (2048 x 2049 / 2 / 4) / (512 x 513 / 2)
+    f = 2049 / 513
     assert one.attn_fwd == att["forward"] and one.attn_bwd == att["backward"]
-    assert four.attn_fwd == 4 * att["forward"] and four.attn_bwd == 4 * att["backward"]
-    assert four.fwd - one.fwd == pytest.approx(3 * att["forward"], rel=1e-12)
-    assert four.bwd - one.bwd == pytest.approx(3 * att["backward"], rel=1e-12)
+    assert four.attn_fwd == pytest.approx(f * att["forward"], rel=1e-12)
+    assert four.attn_bwd == pytest.approx(f * att["backward"], rel=1e-12)
+    assert four.fwd - one.fwd == pytest.approx((f - 1) * att["forward"], rel=1e-12)
+    assert four.bwd - one.bwd == pytest.approx((f - 1) * att["backward"], rel=1e-12)
 
 
 # --- renaming every op changes nothing -------------------------------------------------------
@@ -206,8 +211,10 @@ def test_serving_cost_does_not_depend_on_op_names(monkeypatch, model, attention)
                Batch([], 16, 16 * 1500, 16)]
     plain = IterationCost(acc, model, tp=2, attention=attention)
     want = [asdict(plain.cost(b)) for b in batches] + [plain.peaks()]
-    build = serve_cost.build_transformer
-    monkeypatch.setattr(serve_cost, "build_transformer", lambda *a, **k: renamed(build(*a, **k)))
+    # the serving replica builds through the one per-device builder (DeviceBuild.graph)
+    build = workloads_parallel.build_transformer
+    monkeypatch.setattr(workloads_parallel, "build_transformer",
+                        lambda *a, **k: renamed(build(*a, **k)))
     other = IterationCost(acc, model, tp=2, attention=attention)
     assert [asdict(other.cost(b)) for b in batches] + [other.peaks()] == want
     # the attention group is what its tags say (the fused op too)
