@@ -103,7 +103,7 @@ def attention_time(spec: GpuSpec, op: Attention, mma_per_clock_sm: float) -> Att
     per clock per SM of the operand format."""
     f = spec.tensor_clock_mhz * 1e6
     bw = spec.memory.sustained_bytes_per_s
-    launch = spec.launch_overhead_us * 1e-6
+    launch = spec.kernel_launch_s
     bpe = op.a_format.bytes_per_element
     pairs = float(op.batch * op.heads * op.pairs())
     q_b = op.batch * op.heads * op.q_len * op.head_dim * bpe
