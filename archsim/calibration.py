@@ -20,7 +20,8 @@
 
 A framework kernel table (``.csv`` / ``.csv.gz``, ``shared/reference/kernels_h100/gemm``;
 ``archsim.kernel_tables``) instead fits ``launch_b2b_us`` (the back-to-back per-kernel cost)
-on its fit half (K a power of two) and reports the fit and check halves per class.
+and the per-token quantisation kernel's ``quant_row_us`` / ``quant_chunk_us`` on its fit
+half (K a power of two) and reports the fit and check halves per class.
 
 The report holds the error per kernel class before and after and the fitted constants with
 their residuals; :func:`write_calibrated` writes the config (the input file with only those
@@ -201,8 +202,9 @@ KERNEL_TABLE_STRIDE = 37
 
 
 def _calibrate_kernel_table(rows: list[silicon.Row], path: Path) -> Calibration:
-    """A framework kernel table (``archsim.kernel_tables``): fit ``launch_b2b_us`` on the
-    fit half (K a power of two), report both halves per class (every
+    """A framework kernel table (``archsim.kernel_tables``): fit ``launch_b2b_us`` and the
+    quantisation kernel's constants on the fit half (K a power of two), report both halves
+    per class (every
     :data:`KERNEL_TABLE_STRIDE`-th row)."""
     acc = load(path)
     unit = acc.units[0]
@@ -228,6 +230,16 @@ def _calibrate_kernel_table(rows: list[silicon.Row], path: Path) -> Calibration:
         text = _set_value(text, ("units", "launch_b2b_us"), fit[0], str(path))
     else:
         notes.append("  no tiny bf16 GEMM rows in the fit half: launch_b2b_us left as it is")
+    quant = kernel_tables.fit_row_quant_us(kernel_tables.back_to_back(unit), data)
+    if quant is not None:
+        row_us, chunk_us, n = quant
+        values["quant_row_us"], values["quant_chunk_us"] = row_us, chunk_us
+        notes.append(f"  quant_row_us, quant_chunk_us: least squares over {n} fp8 rows of the "
+                     "fit half (N = 32, m >= 4096, K <= 16384)")
+        unit = type(unit)(unit.name, replace(unit.spec, quant_row_us=row_us,
+                                             quant_chunk_us=chunk_us), unit.node_nm)
+        for key, v in (("quant_row_us", row_us), ("quant_chunk_us", chunk_us)):
+            text = _set_value(text, ("units", key), v, str(path))
     for h, rs in halves.items():
         report += _table(f"after, {h} half:", silicon.score(unit, rs))
     report += ["fitted constants:"] + [f"  {k} = {v:.6g}" for k, v in values.items()] + notes

@@ -30,12 +30,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from archsim.arch.gpu.kernels import ROW_CHUNK_ELEMS, row_quant_s
 from archsim.workloads.errors import ConfigError, Problem
 from archsim.workloads.formats import FORMATS
-from archsim.workloads.ops import Elementwise, Gemm
+from archsim.workloads.ops import Gemm
 
 __all__ = ["load_kernel_rows", "is_kernel_table", "kernel_class", "predict_b2b_ms",
-           "shape_half", "back_to_back", "fit_launch_b2b_us", "sample", "TINY_MNK"]
+           "shape_half", "back_to_back", "fit_launch_b2b_us", "fit_row_quant_us", "sample",
+           "TINY_MNK", "VLLM_SCALED_MM_TILES", "scaled_mm_mapping"]
 
 _GEMM_COLS = ("dtype", "kernel", "m", "n", "k", "ms")
 _QUANT_COLS = ("kernel", "quant_dtype", "m", "k", "ms")
@@ -119,28 +121,43 @@ def back_to_back(unit: Any) -> Any:
     return type(unit)(unit.name, replace(unit.spec, runtime="cuda_graph"), unit.node_nm)
 
 
+#: vLLM 0.24's CUTLASS 3 fp8 scaled-mm on sm90 (``scaled_mm_c3x_sm90_fp8_dispatch.cuh``, tag C:
+#: read in vLLM's source): one CTA tile per M bucket (upper bound of m -> (bm, bn, bk bytes)),
+#: TMA warp-specialised, no split-K and no stream-K: the framework's kernel choice.
+VLLM_SCALED_MM_TILES: tuple[tuple[int, tuple[int, int, int]], ...] = (
+    (64, (64, 64, 128)), (128, (64, 128, 128)), (2**62, (128, 128, 128)))
+
+
+def scaled_mm_mapping(m: int) -> dict[str, Any]:
+    """The GPU mapping of vLLM's fp8 scaled-mm for ``m`` tokens (:data:`VLLM_SCALED_MM_TILES`)."""
+    tile = next(t for top, t in VLLM_SCALED_MM_TILES if m <= top)
+    return {"dataflow": "gemm_tc", "tile": list(tile), "split_k": 1}
+
+
 def predict_b2b_ms(unit: Any, row: dict[str, Any]) -> float | None:
-    """Predicted time (ms) of one back-to-back framework call of a ``gemm`` row: the GEMM,
-    plus, for vLLM's fp8 linear, the activation quantisation kernel before it (bf16 ``m x k``
-    read, fp8 written: ``Elementwise`` cast). ``unit`` should be :func:`back_to_back`."""
+    """Predicted time (ms) of one back-to-back framework call of a ``gemm`` row: bf16
+    ``F.linear`` = the library's GEMM; vLLM's fp8 linear = the dynamic per-token activation
+    quantisation kernel (``arch.gpu.kernels.row_quant_s``) + the CUTLASS scaled-mm with
+    vLLM's tile for the M bucket (:func:`scaled_mm_mapping`). ``unit`` should be
+    :func:`back_to_back`."""
     if row.get("kind") != "gemm":
         return None
     m, n, k = int(row["m"]), int(row["n"]), int(row["k"])
     if row["dtype"] == "fp8":
         f8 = FORMATS["fp8_e4m3"]
         g = Gemm(name="scaled_mm", m=m, n=n, k=k, a_format=f8, w_format=f8)
-        q = Elementwise(name="quant", rows=m, cols=k, fn="copy", inputs=1,
-                        a_format=FORMATS["bf16"], out_format=f8)
-        parts = [g, q] if row.get("quant", True) else [g]
-    else:
-        f = FORMATS[row["dtype"]]
-        parts = [Gemm(name="linear", m=m, n=n, k=k, a_format=f, w_format=f)]
-    total = 0.0
-    for op in parts:
-        if unit.supports(op):
+        if unit.supports(g):
             return None
-        total += unit.estimate(op).latency_s
-    return total * 1e3
+        t = unit.estimate(g, scaled_mm_mapping(m)).latency_s
+        if row.get("quant", True):
+            t += row_quant_s(unit.spec, m, k, FORMATS["bf16"].bytes_per_element,
+                             f8.bytes_per_element)
+        return t * 1e3
+    f = FORMATS[row["dtype"]]
+    op = Gemm(name="linear", m=m, n=n, k=k, a_format=f, w_format=f)
+    if unit.supports(op):
+        return None
+    return unit.estimate(op).latency_s * 1e3
 
 
 #: Rows whose m*n*k is at most this are fixed-cost dominated: their measured time minus the
@@ -174,3 +191,36 @@ def sample(rows: list[Any], every: int) -> list[Any]:
     """Every ``every``-th row (deterministic; the tables hold ~71k rows, a model call costs
     milliseconds)."""
     return rows[::max(1, every)]
+
+
+#: fp8 rows used for the quantisation kernel's fit: N = 32 (the scaled-mm is small) and
+#: m >= 4096 (thousands of rows per SM), K up to 16384 (beyond, the kernel is HBM-bound).
+_QUANT_FIT_N, _QUANT_FIT_M, _QUANT_FIT_K = 32, 4096, 16384
+
+
+def fit_row_quant_us(unit: Any, rows: list[dict[str, Any]]) -> tuple[float, float, int] | None:
+    """(``quant_row_us``, ``quant_chunk_us``, rows used): least squares of the per-row SM time
+    ``(measured - scaled-mm - launch - latency) / ceil(m / SMs)`` against
+    ``ceil(k / ROW_CHUNK_ELEMS)`` over the fit half's fp8 rows with N = 32, m >= 4096,
+    K <= 16384 (where the quantisation kernel dominates). None without such rows."""
+    s = unit.spec
+    xs, ys = [], []
+    for d in rows:
+        if (d.get("kind") != "gemm" or d.get("protocol") != "b2b" or d.get("dtype") != "fp8"
+                or int(d["n"]) != _QUANT_FIT_N or int(d["m"]) < _QUANT_FIT_M
+                or int(d["k"]) > _QUANT_FIT_K or shape_half(d) != "fit"):
+            continue
+        m, k = int(d["m"]), int(d["k"])
+        f8 = FORMATS["fp8_e4m3"]
+        g = Gemm(name="scaled_mm", m=m, n=_QUANT_FIT_N, k=k, a_format=f8, w_format=f8)
+        left = (float(d["ms"]) * 1e-3 - unit.estimate(g, scaled_mm_mapping(m)).latency_s
+                - s.kernel_launch_s - s.dram_latency_ns * 1e-9)
+        xs.append(float(-(-k // ROW_CHUNK_ELEMS)))
+        ys.append(left / -(-m // s.sm_count) * 1e6)
+    if len(set(xs)) < 2:
+        return None
+    n = len(xs)
+    mx, my = sum(xs) / n, sum(ys) / n
+    slope = (sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True))
+             / sum((x - mx) ** 2 for x in xs))
+    return max(0.0, my - slope * mx), max(0.0, slope), n

@@ -170,6 +170,14 @@ class GpuSpec:
                   "cuda_graph, eager, eager_hf: its launch is processed during the previous "
                   "kernel's tail, arch/gpu/host.py); null = launch_overhead_us", unit="us",
         min=0)
+    quant_row_us: float | None = param(
+        None, doc="SM time per row of a one-CTA-per-row kernel beyond its chunks: the dynamic "
+                  "per-token fp8 quantisation's two block-wide reductions and scale write "
+                  "(arch/gpu/kernels.py row_quant_s); null = that kernel is a plain stream",
+        unit="us", min=0)
+    quant_chunk_us: float = param(
+        0.0, doc="SM time per ROW_CHUNK_ELEMS (2048) elements of such a row (one 16-byte load "
+                 "per thread of a 256-thread CTA, absmax, convert)", unit="us", min=0)
     dram_latency_ns: float = param(600.0, doc="load-to-use latency of an off-chip access",
                                    unit="ns", min=0)
     nvlink: NvlinkSpec | None = param(None, doc="GPU-to-GPU link (null = single GPU)")

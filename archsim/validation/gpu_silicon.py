@@ -97,14 +97,12 @@ def _kernel_table_gap(unit: object) -> list[Gap]:
              for c, s in sorted(silicon.score(unit, rows).items())]
     return [Gap("gpu_silicon", "kernels_h100 vLLM GEMMs, back to back (check half: K not a "
                 "power of two; median |error| per class, target 8 %)",
-                "; ".join(parts) + ". The runtime protocol (launch_b2b_us, fitted on the "
-                "tiny GEMMs of the other half) sets the floor; what is left is the tile "
-                "model on shapes the flushed silicon rows do not cover: mid-size bf16 "
-                "GEMMs predicted slow (the model's stream-K/tile choice vs cuBLAS's), and "
-                "the fp8 path predicted fast at skinny N and small K (vLLM's CUTLASS "
-                "scaled-mm has no split-K/stream-K and a slower scaling epilogue; the "
-                "dynamic quantisation kernel reads its input twice for long rows). "
-                "docs/gpu.md 'Framework kernel tables'")]
+                "; ".join(parts) + ". Fitted on the other half: launch_b2b_us (the "
+                "back-to-back floor) and the per-token quantisation kernel (fp8). Left: the "
+                "tile model on shapes the flushed silicon rows do not cover: mid-size bf16 "
+                "GEMMs predicted slow (cuBLAS's tile/cluster choice vs the model's candidate "
+                "set), small-M rows with long K predicted fast (the K loop of a one-CTA tile "
+                "beyond the pipeline fill). docs/gpu.md 'Framework kernel tables'")]
 
 
 def _paper_baselines(archsim: EvaluationAPI) -> list[Gap]:
