@@ -18,6 +18,11 @@
 4. ``cuda_core.reduce_pass_bytes_per_clock`` (when the config has the key): from the softmax
    rows with more than 1,024 columns (``archsim.silicon.fit_reduce_pass_rate``).
 
+A framework kernel table (``.csv`` / ``.csv.gz``, ``shared/reference/kernels_h100/gemm``;
+``archsim.kernel_tables``) instead fits ``launch_b2b_us`` (the back-to-back per-kernel cost)
+and the per-token quantisation kernel's ``quant_row_us`` / ``quant_chunk_us`` on its fit
+half (K a power of two) and reports the fit and check halves per class.
+
 The report holds the error per kernel class before and after and the fitted constants with
 their residuals; :func:`write_calibrated` writes the config (the input file with only those
 values replaced, comments kept). The config must already have a ``power:`` section (see
@@ -35,7 +40,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from archsim import silicon
+from archsim import kernel_tables, silicon
 from archsim.api import find_config, load
 from archsim.workloads.errors import ConfigError, Problem
 from archsim.workloads.formats import FORMATS
@@ -89,10 +94,10 @@ def _set_value(text: str, path: tuple[str, ...], value: float, where: str) -> st
 
 
 def _table(title: str, scores: dict[str, Any]) -> list[str]:
-    out = [title, f"  {'class':14s} {'n':>3s} {'median |err|':>13s} {'worst |err|':>12s}"]
+    out = [title, f"  {'class':18s} {'n':>3s} {'median |err|':>13s} {'worst |err|':>12s}"]
     for c in sorted(scores):
         s = scores[c]
-        out.append(f"  {c:14s} {len(s.errors):3d} {s.median_abs:13.1%} {s.worst_abs:12.1%}")
+        out.append(f"  {c:18s} {len(s.errors):3d} {s.median_abs:13.1%} {s.worst_abs:12.1%}")
     return out
 
 
@@ -105,6 +110,8 @@ def calibrate(data: str | Path, config: str | Path) -> Calibration:
     """
     rows = silicon.load_rows(data)
     path = find_config(config)
+    if kernel_tables.is_kernel_table(data):
+        return _calibrate_kernel_table(rows, path)
     acc = load(path)
     unit = acc.units[0]
     spec = getattr(unit, "spec", None)
@@ -186,6 +193,55 @@ def calibrate(data: str | Path, config: str | Path) -> Calibration:
         text = _set_value(text, ("units", *key.split(".")), v, str(path))
     after = type(unit)(unit.name, spec, unit.node_nm)
     report += _table("after:", silicon.score(after, rows))
+    report += ["fitted constants:"] + [f"  {k} = {v:.6g}" for k, v in values.items()] + notes
+    return Calibration(values, notes, text, report, Path(path))
+
+
+#: Every how many rows of a kernel table are scored (71k rows x milliseconds per row).
+KERNEL_TABLE_STRIDE = 37
+
+
+def _calibrate_kernel_table(rows: list[silicon.Row], path: Path) -> Calibration:
+    """A framework kernel table (``archsim.kernel_tables``): fit ``launch_b2b_us`` and the
+    quantisation kernel's constants on the fit half (K a power of two), report both halves
+    per class (every
+    :data:`KERNEL_TABLE_STRIDE`-th row)."""
+    acc = load(path)
+    unit = acc.units[0]
+    if not hasattr(getattr(unit, "spec", None), "tensor_core"):
+        raise ConfigError(Problem("expected a tensor_core_gpu config", str(path)))
+    data = [r.data for r in rows]
+    text = Path(path).read_text()
+    fit = kernel_tables.fit_launch_b2b_us(unit, data)
+    values: dict[str, float] = {}
+    notes: list[str] = []
+    shown = kernel_tables.sample(rows, KERNEL_TABLE_STRIDE)
+    halves = {h: [r for r in shown if kernel_tables.shape_half(r.data) == h]
+              for h in ("fit", "check")}
+    report = []
+    for h, rs in halves.items():
+        report += _table(f"before ({path.name}), {h} half ({len(rs)} rows):",
+                         silicon.score(unit, rs))
+    if fit is not None:
+        values["launch_b2b_us"], n = fit
+        notes.append(f"  launch_b2b_us: median of measured - modelled body over {n} tiny "
+                     f"bf16 GEMMs (m*n*k <= {kernel_tables.TINY_MNK}) of the fit half")
+        unit = type(unit)(unit.name, replace(unit.spec, launch_b2b_us=fit[0]), unit.node_nm)
+        text = _set_value(text, ("units", "launch_b2b_us"), fit[0], str(path))
+    else:
+        notes.append("  no tiny bf16 GEMM rows in the fit half: launch_b2b_us left as it is")
+    quant = kernel_tables.fit_row_quant_us(kernel_tables.back_to_back(unit), data)
+    if quant is not None:
+        row_us, chunk_us, n = quant
+        values["quant_row_us"], values["quant_chunk_us"] = row_us, chunk_us
+        notes.append(f"  quant_row_us, quant_chunk_us: least squares over {n} fp8 rows of the "
+                     "fit half (N = 32, m >= 4096, K <= 16384)")
+        unit = type(unit)(unit.name, replace(unit.spec, quant_row_us=row_us,
+                                             quant_chunk_us=chunk_us), unit.node_nm)
+        for key, v in (("quant_row_us", row_us), ("quant_chunk_us", chunk_us)):
+            text = _set_value(text, ("units", key), v, str(path))
+    for h, rs in halves.items():
+        report += _table(f"after, {h} half:", silicon.score(unit, rs))
     report += ["fitted constants:"] + [f"  {k} = {v:.6g}" for k, v in values.items()] + notes
     return Calibration(values, notes, text, report, Path(path))
 

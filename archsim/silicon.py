@@ -23,6 +23,13 @@ import numpy as np
 from archsim.api import evaluate, load, preferred_attention, workload
 from archsim.arch.gpu.bench import DO_BENCH, timed_call_s
 from archsim.arch.gpu.unit import TensorCoreGpu
+from archsim.kernel_tables import (
+    back_to_back,
+    is_kernel_table,
+    kernel_class,
+    load_kernel_rows,
+    predict_b2b_ms,
+)
 from archsim.workloads.errors import ConfigError, Problem
 from archsim.workloads.formats import FORMATS
 from archsim.workloads.graph import Workload
@@ -50,8 +57,11 @@ class Row:
 
 
 def load_rows(path: str | Path) -> list[Row]:
-    """Read a JSON-lines measurement file; a bad line is a ConfigError naming file:line."""
+    """Read a JSON-lines measurement file, or a framework kernel table (``.csv`` /
+    ``.csv.gz``, ``archsim.kernel_tables``); a bad line is a ConfigError naming file:line."""
     p = Path(path)
+    if is_kernel_table(p):
+        return [Row(i, d) for i, d in load_kernel_rows(p)]
     try:
         text = p.read_text()
     except OSError as e:
@@ -78,6 +88,8 @@ def _fmt(row: dict[str, Any]) -> Any:
 def row_class(row: dict[str, Any]) -> str:
     """The kernel class a latency row is scored in ('' = not a latency row)."""
     k = row.get("kind")
+    if row.get("protocol") == "b2b":
+        return kernel_class(row)
     if k == "gemm":
         if min(row["m"], row["n"]) <= 64:
             return "gemm_small_m"
@@ -136,7 +148,10 @@ def row_op(row: dict[str, Any]) -> Op | None:
 def predict_ms(unit: Any, row: dict[str, Any]) -> float | None:
     """Predicted device time (ms) of a latency row on ``unit`` (None if not modelled);
     GEMM / bmm rows are timed as ``do_bench`` times them (``arch.gpu.bench``: L2 flush
-    before every call, sharing the power window, dirty-L2 write-back)."""
+    before every call, sharing the power window, dirty-L2 write-back); framework kernel-table
+    rows (``"protocol": "b2b"``) back to back (``archsim.kernel_tables``)."""
+    if row.get("protocol") == "b2b":
+        return predict_b2b_ms(back_to_back(unit), row)
     op = row_op(row)
     if op is None or unit.supports(op):
         return None

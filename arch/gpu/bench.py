@@ -90,7 +90,7 @@ def flush_writeback_s(unit: Any, est: Any) -> float:
     s = unit.spec
     wb = min(est.dram_read_bytes, s.l2.l2_bytes * s.l2.usable_fraction)
     hbm_s = float(est.details.get("hbm_s", 0.0))
-    body = max(hbm_s, est.latency_s - s.launch_overhead_us * 1e-6)
+    body = max(hbm_s, est.latency_s - s.kernel_launch_s)
     return max(0.0, hbm_s + wb / s.memory.sustained_bytes_per_s - body)
 
 

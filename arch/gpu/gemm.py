@@ -165,7 +165,7 @@ def gemm_time(spec: GpuSpec, g: GemmShape, plan: MmaPlan, *,
     smem_cap = spec.sm.smem_bytes_per_sm
     hbm_bw = spec.memory.sustained_bytes_per_s
     l2_bw = spec.l2.bandwidth_gbps * 1e9 * (f_hz / spec.clock_hz)   # L2 runs on the SM clock
-    launch_s = spec.launch_overhead_us * 1e-6 if launch else 0.0
+    launch_s = spec.kernel_launch_s if launch else 0.0
     int_lanes = spec.cuda_core.int32_lanes_per_sm
     mc = spec.sm.cluster_multicast
     if tiles is None:

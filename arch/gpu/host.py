@@ -9,6 +9,12 @@ ahead), while a stream of short kernels runs at the host's pace::
 (the steady state of a launch queue; ``docs/gpu.md``). ``Result.latency_s`` stays the device
 time; ``Result.extra["host"]`` carries the wall time and how many ops were host-bound.
 
+The runtime is also the device-side protocol (``GpuSpec.kernel_launch_s``): under ``ideal``
+each kernel is launched alone and pays ``launch_overhead_us`` (the event-timed do_bench rows);
+under the framework runtimes (``cuda_graph``, ``eager``, ``eager_hf``) kernels are queued back
+to back and each pays ``launch_b2b_us`` (its launch processed during the previous kernel's
+tail; ``docs/gpu.md`` "Runtime protocols"). ``--runtime`` on run/gemm/map/serve sets it.
+
 Host cost per op of each runtime (per op of the workload graph, one kernel each):
 
 * ``ideal``: 0 (device time only; what every other family reports).

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from archsim.arch.gpu.unit import TensorCoreGpu
 from archsim.workloads.ops import Attention, Norm, Op, Softmax
 
-__all__ = ["AttentionTime", "attention_time", "cta_imbalance", "cta_pairs", "vector_read_passes",
+__all__ = ["row_quant_s", "ROW_CHUNK_ELEMS", "AttentionTime", "attention_time", "cta_imbalance", "cta_pairs", "vector_read_passes",
            "estimate_attention", "softmax_reread_s", "unit_attention_time"]
 
 #: PyTorch keeps a softmax row in registers (one read) up to this many columns
@@ -103,7 +103,7 @@ def attention_time(spec: GpuSpec, op: Attention, mma_per_clock_sm: float) -> Att
     per clock per SM of the operand format."""
     f = spec.tensor_clock_mhz * 1e6
     bw = spec.memory.sustained_bytes_per_s
-    launch = spec.launch_overhead_us * 1e-6
+    launch = spec.kernel_launch_s
     bpe = op.a_format.bytes_per_element
     pairs = float(op.batch * op.heads * op.pairs())
     q_b = op.batch * op.heads * op.q_len * op.head_dim * bpe
@@ -235,3 +235,27 @@ def estimate_attention(unit: TensorCoreGpu, op: Attention) -> Estimate:
                     utilization=min(1.0, util), bound=bound,
                     mapping=("split-KV decode" if t.decode else "flash prefill"),
                     details=MappingProxyType({"sm_s": t.sm_s, "hbm_s": t.hbm_s, **dvfs}))
+
+
+#: Elements of a row one pass of a 256-thread CTA covers with 16-byte loads of 16-bit values
+#: (the step width of the per-token cost in kernels_h100/gemm.csv.gz fp8 rows).
+ROW_CHUNK_ELEMS = 2048
+
+
+def row_quant_s(spec: GpuSpec, rows: int, cols: int, in_bpe: float, out_bpe: float) -> float:
+    """Dynamic per-row (per-token) quantisation kernel, one CTA per row (vLLM's
+    ``dynamic_per_token_scaled_fp8_quant``)::
+
+        launch + DRAM latency + max(HBM bytes / sustained BW,
+                                    ceil(rows / SMs) x (quant_row_us
+                                                        + ceil(cols / 2048) x quant_chunk_us))
+
+    HBM bytes: the input once (the second pass, quantise after absmax, hits L1/L2), the
+    quantised output and one fp32 scale per row. Without ``spec.quant_row_us``: the stream."""
+    bw = spec.memory.sustained_bytes_per_s
+    hbm = rows * (cols * (in_bpe + out_bpe) + 4) / bw
+    sm = 0.0
+    if spec.quant_row_us is not None:
+        per_row = (spec.quant_row_us + -(-cols // ROW_CHUNK_ELEMS) * spec.quant_chunk_us) * 1e-6
+        sm = -(-rows // spec.sm_count) * per_row
+    return spec.kernel_launch_s + spec.dram_latency_ns * 1e-9 + max(hbm, sm)

@@ -195,7 +195,7 @@ def lower_stream(spec: GpuSpec, name: str, read_b: float, write_b: float, ops: f
     alu = b.add_server("cuda_cores")
     t_alu = q * ops / (spec.sm_count * spec.cuda_core.fp32_lanes_per_sm)
     t_sfu = q * sfu_ops / (spec.sm_count * spec.cuda_core.sfu_per_sm)
-    t_launch = b.add_task(-1, _cyc(launches * spec.launch_overhead_us * 1e-6 * f)
+    t_launch = b.add_task(-1, _cyc(launches * spec.kernel_launch_s * f)
                           if launch else 0)
     p = pieces if (read_b or write_b or ops) else 1
     lat = _cyc(spec.dram_latency_ns * 1e-9 * f) if read_b else 0
@@ -265,7 +265,7 @@ def lower_attention(spec: GpuSpec, op: Any, t: Any, f_hz: float, name: str = "at
     o_blk = t.write_b / n_cta
     q_blk *= n_real / n_cta                                       # merged CTAs: their Q blocks
     nk_max = max(1, max_steps // n_cta)
-    start = b.add_task(-1, _cyc((spec.launch_overhead_us * 1e-6 + spec.dram_latency_ns * 1e-9)
+    start = b.add_task(-1, _cyc((spec.kernel_launch_s + spec.dram_latency_ns * 1e-9)
                                 * f * q))
     ends: list[int] = []
     for i, pairs in enumerate(sizes):

@@ -41,9 +41,15 @@ class TensorCoreSpec:
             "format reach, by format (Hopper int8 via PyTorch _int_mm / cuBLASLt runs "
             "Ampere-style mma.sync kernels, not wgmma); a format not listed: 1")
     unaligned_rate_fraction: float = param(
-        1.0, doc="fraction of the MMA rate reached when a GEMM's N or K row is not a multiple "
-                 "of 16 bytes: no TMA / 16-byte vector loads, the libraries fall back to "
-                 "older, narrower kernels (1 = no penalty)", min=0, max=1, min_exclusive=True)
+        1.0, doc="fraction of the MMA rate reached when a GEMM's N or K row is a multiple of "
+                 "4 or 8 bytes but not 16: no TMA / 16-byte loads, the libraries run "
+                 "Ampere-style mma.sync kernels fed by narrower cp.async (arch/gpu/choice.py; "
+                 "1 = no penalty)", min=0, max=1, min_exclusive=True)
+    align1_rate_fraction: float = param(
+        1.0, doc="fraction of the MMA rate reached when a GEMM's N or K row is only 1- or "
+                 "2-byte aligned (odd N or K in 16-bit formats): scalar loads, the libraries "
+                 "run Turing-class align1 mma.sync kernels (arch/gpu/choice.py; 1 = no "
+                 "penalty)", min=0, max=1, min_exclusive=True)
     sparse_24_speedup: float = param(
         1.0, doc="MMA rate multiplier for 2:4 structured-sparse weights (Ampere+: 2; 1 = none)",
         min=1, max=2)
@@ -152,12 +158,26 @@ class GpuSpec:
     l2: L2Spec = param(doc="L2 cache")
     memory: MemorySpec = param(doc="off-chip memory (HBM / GDDR)")
     launch_overhead_us: float = param(
-        doc="per-kernel fixed cost: launch, CTA rasterisation, pipeline ramp and drain",
+        doc="per-kernel fixed cost of a kernel launched alone (event-timed single call, "
+            "runtime ideal): launch, CTA rasterisation, pipeline ramp and drain",
         unit="us", min=0)
     tdp_w: float = param(doc="board power limit (energy sanity check)", unit="W", min=0,
                          min_exclusive=True)
     static_power_w: float = param(doc="idle/static board power charged for the op's latency",
                                   unit="W", min=0)
+    launch_b2b_us: float | None = param(
+        None, doc="per-kernel fixed cost of a kernel queued behind another (runtimes "
+                  "cuda_graph, eager, eager_hf: its launch is processed during the previous "
+                  "kernel's tail, arch/gpu/host.py); null = launch_overhead_us", unit="us",
+        min=0)
+    quant_row_us: float | None = param(
+        None, doc="SM time per row of a one-CTA-per-row kernel beyond its chunks: the dynamic "
+                  "per-token fp8 quantisation's two block-wide reductions and scale write "
+                  "(arch/gpu/kernels.py row_quant_s); null = that kernel is a plain stream",
+        unit="us", min=0)
+    quant_chunk_us: float = param(
+        0.0, doc="SM time per ROW_CHUNK_ELEMS (2048) elements of such a row (one 16-byte load "
+                 "per thread of a 256-thread CTA, absmax, convert)", unit="us", min=0)
     dram_latency_ns: float = param(600.0, doc="load-to-use latency of an off-chip access",
                                    unit="ns", min=0)
     nvlink: NvlinkSpec | None = param(None, doc="GPU-to-GPU link (null = single GPU)")
@@ -194,6 +214,15 @@ class GpuSpec:
     @property
     def clock_hz(self) -> float:
         return self.clock_mhz * 1e6
+
+    @property
+    def kernel_launch_s(self) -> float:
+        """Fixed cost (s) of one kernel launch under this spec's ``runtime``: isolated
+        (``launch_overhead_us``) for ``ideal``, back to back (``launch_b2b_us``) for the
+        framework runtimes (``arch.gpu.host.BACK_TO_BACK``)."""
+        if self.runtime != "ideal" and self.launch_b2b_us is not None:
+            return self.launch_b2b_us * 1e-6
+        return self.launch_overhead_us * 1e-6
 
     def tc_rate_per_sm(self, fmt: str) -> int:
         """Dense MMA FMAs per clock per SM for tensor-core format ``fmt`` (0 if none)."""

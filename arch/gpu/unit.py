@@ -25,6 +25,7 @@ from typing import Any
 
 from archsim.arch.base import Estimate, SimInput, Unit, UnitMapping, cycles_of, infeasible, register
 from archsim.arch.collective import ring_or_tree_allreduce
+from archsim.arch.gpu.choice import gemm_kernel_class, kernel_spec
 from archsim.arch.gpu.datapath import (
     L2_SECTOR_BITS,
     L2_SLICE_BYTES,
@@ -71,13 +72,6 @@ __all__ = ["TensorCoreGpu", "GpuMapping", "DATAFLOWS"]
 #: Named dataflows (kernels). ``gemm_tc`` = the default tile search.
 DATAFLOWS = ("gemm_tc", "gemm_splitk", "w_only", "digit", "bitserial", "simt", "attn_fused",
              "attn_unfused", "vector", "gather", "allreduce")
-
-
-def _unaligned(g: Gemm) -> bool:
-    """True when a row of B (N) or of A (K) is not a multiple of 16 bytes: TMA and 16-byte
-    vector loads need 16-byte aligned rows (CUDA TMA descriptor rule; cuBLAS picks its
-    alignment-1/2 kernels otherwise)."""
-    return ((g.n * g.b_format.bits) % 128 != 0 or (g.k * g.a_format.bits) % 128 != 0)
 
 
 @dataclass(frozen=True)
@@ -350,9 +344,12 @@ class TensorCoreGpu(Unit[GpuMapping]):
         lib = s.tensor_core.library_rate_fraction.get(plan.tc_format) if plan.tensor else None
         if lib:   # the library's kernel for this format does not reach the hardware rate
             plan = replace(plan, rate_per_sm=plan.rate_per_sm * lib)
-        if plan.tensor and _unaligned(g):   # no TMA / vector loads: the fallback kernels
-            plan = replace(plan, rate_per_sm=plan.rate_per_sm
-                           * s.tensor_core.unaligned_rate_fraction)
+        if plan.tensor:   # the library's kernel class for the rows' alignment (choice.py)
+            kc = gemm_kernel_class(s, g.n, g.k, g.a_format.bits, g.b_format.bits,
+                                   padded=isinstance(op, Conv2d))
+            if not kc.tma:
+                plan = replace(plan, rate_per_sm=plan.rate_per_sm * kc.rate_fraction)
+                s = kernel_spec(s, kc)
         fused = self._fused(g, df)
         a_bpe = g.a_format.bytes_per_element
         b_bytes = g.b_bytes()
@@ -504,7 +501,7 @@ class TensorCoreGpu(Unit[GpuMapping]):
         t_alu = max(t_alu, (read_b + l2_extra_b) / (s.l2.bandwidth_gbps * 1e9)) if l2_extra_b \
             else t_alu
         body = max(t_mem, t_alu, t_sfu) + serial_s
-        fixed = (s.launch_overhead_us * 1e-6 if launch else 0.0) + (
+        fixed = (s.kernel_launch_s if launch else 0.0) + (
             s.dram_latency_ns * 1e-9 if read_b else 0.0)
         bound = "memory" if body == t_mem and t_mem > 0 else "compute"
         if fixed > body:
@@ -553,7 +550,7 @@ class TensorCoreGpu(Unit[GpuMapping]):
         writes = payload + sent
         t_mem = (reads + writes) / s.memory.sustained_bytes_per_s
         body = max(t_link, t_mem)
-        cycles = self.to_cycles(s.launch_overhead_us * 1e-6 + body)
+        cycles = self.to_cycles(s.kernel_launch_s + body)
         actions = {(self.cname("hbm"), "read"): reads, (self.cname("hbm"), "write"): writes,
                    (self.cname("cuda_core"), "op"): float(op.elements) * (n - 1) / n}
         return Estimate(op.name, op.kind, self.name, "allreduce", cycles, self.clock_hz,

@@ -25,10 +25,11 @@ import warnings
 from collections.abc import Callable
 from typing import NoReturn, TextIO
 
+from archsim.arch.gpu.host import RUNTIMES
 from archsim.diagnostics import print_warnings
 from archsim.workloads.errors import ArchsimError
 
-__all__ = ["Parser", "UsageError", "positive_int", "non_negative_int", "positive_float",
+__all__ = ["Parser", "add_runtime_flag", "UsageError", "positive_int", "non_negative_int", "positive_float",
            "ratio_at_least_one", "nm", "non_empty", "guarded", "EXIT_USAGE",
            "EXIT_INTERRUPT"]
 
@@ -155,3 +156,26 @@ def guarded(fn: Callable[[], int], stderr: TextIO | None = None) -> int:
     except OSError as exc:                # file-system trouble outside a specific check
         say(_os_message(exc))
     return EXIT_USAGE
+
+
+class _RuntimeOverride(argparse.Action):
+    """``--runtime X``: stores X and adds the override ``units[0].runtime=X`` after any
+    ``--set`` values (a new list: the parser's default list is never mutated)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, values)
+        namespace.overrides = [*(getattr(namespace, "overrides", None) or []),
+                               f"units[0].runtime={values}"]
+
+
+def add_runtime_flag(p: argparse.ArgumentParser) -> None:
+    """``--runtime``: the GPU runtime protocol (``arch/gpu/host.py``); needs ``--set``'s
+    ``overrides`` destination on the same parser."""
+    p.add_argument("--runtime", choices=tuple(RUNTIMES), action=_RuntimeOverride,
+                   help="GPU runtime protocol (tensor-core GPU designs; = --set "
+                        "units[0].runtime=X): ideal = each kernel launched alone, device time "
+                        "only (default: the config's runtime, ideal in every reference "
+                        "config); cuda_graph / eager / eager_hf = kernels queued back to back "
+                        "(launch_b2b_us each) plus that stack's host cost per op, wall = "
+                        "max(device, host) per op (docs/gpu.md 'Runtime protocols')")

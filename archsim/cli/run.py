@@ -23,7 +23,15 @@ from pathlib import Path
 from archsim.api import load
 from archsim.arch.accelerator import Accelerator
 from archsim.arch.cluster import find_cluster
-from archsim.cli.common import Parser, UsageError, nm, non_empty, non_negative_int, positive_int
+from archsim.cli.common import (
+    Parser,
+    UsageError,
+    add_runtime_flag,
+    nm,
+    non_empty,
+    non_negative_int,
+    positive_int,
+)
 from archsim.cli.plan import add_plan_flags, plan_flags_given, run_plan
 from archsim.run_request import (
     DEFAULT_CONFIG,
@@ -51,6 +59,7 @@ def add_evaluation_flags(p: argparse.ArgumentParser, timeloop_inputs: bool = Fal
     default and the mapping file are resolved after parsing)."""
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config value, e.g. units[0].rows=64 (repeatable)")
+    add_runtime_flag(p)
     p.add_argument("--json", action="store_true", help="print exactly one JSON object")
     p.add_argument("--fidelity", choices=("analytical", "cycle"), default="analytical",
                    help="analytical estimate (default, fast) or cycle-level simulation")

@@ -22,7 +22,7 @@ import argparse
 import json
 import sys
 
-from archsim.cli.common import non_empty, positive_float, positive_int
+from archsim.cli.common import add_runtime_flag, non_empty, positive_float, positive_int
 from archsim.serve.cluster import ROUTERS
 from archsim.serve.outputs import plot_serving, write_timeline
 from archsim.serve.replica import ORDERS, POLICIES, PREEMPTIONS
@@ -43,6 +43,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True, help="zoo decoder (llama2-70b, gpt2-xl, ...)")
     p.add_argument("--set", dest="overrides", action="append", default=[],
                    metavar="KEY=VALUE", help="override a config value (repeatable)")
+    add_runtime_flag(p)
     g = p.add_argument_group("deployment")
     g.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel devices per replica "
                    "(the prefill pool's when disaggregated)")

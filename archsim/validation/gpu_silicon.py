@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from archsim import silicon
+from archsim import kernel_tables, silicon
 from archsim.api import load
 from archsim.arch.pim.reference import pim_vs_gpu
 from archsim.arch.reference import Comparison, EvaluationAPI, Gap, checks
-from archsim.validation import load_reference
+from archsim.validation import load_reference, reference_dir
 
 _DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "silicon"
 _SRC = "silicon/h100.jsonl (held out)"
@@ -74,8 +74,35 @@ def _gpu_silicon(api: EvaluationAPI) -> tuple[list[Comparison], list[Gap]]:
         comps.append(Comparison("gpu_silicon", f"{m['kind']} {m['label']} wall time (eager)"
                                 f"{how}", _SRC, "M", m["measured_ms"], m["wall_ms"], "ms", 0.25,
                                 "issue 16: whole-model class within 25%", design="h100"))
+    gaps += _kernel_table_gap(unit)
     gaps += _paper_baselines(api)
     return comps, gaps
+
+
+#: Every how many rows of kernels_h100/gemm.csv.gz the gap below scores (~960 check rows).
+_KERNEL_STRIDE = 37
+
+
+def _kernel_table_gap(unit: object) -> list[Gap]:
+    """The vLLM GEMM classes of ``kernels_h100/gemm.csv.gz`` (back to back), check half (K
+    not a power of two; ``launch_b2b_us`` was fitted on the other half): above the issue's
+    8 % target, so reported as a gap with the class medians."""
+    path = reference_dir() / "kernels_h100" / "gemm.csv.gz"
+    if not path.exists():
+        return []
+    rows = [r for r in silicon.load_rows(path)[::_KERNEL_STRIDE]
+            if kernel_tables.shape_half(r.data) == "check"]
+    parts = [f"{c} {s.median_abs:.1%} ({len(s.errors)} rows, median signed "
+             f"{sorted(s.errors)[len(s.errors) // 2]:+.1%})"
+             for c, s in sorted(silicon.score(unit, rows).items())]
+    return [Gap("gpu_silicon", "kernels_h100 vLLM GEMMs, back to back (check half: K not a "
+                "power of two; median |error| per class, target 8 %)",
+                "; ".join(parts) + ". Fitted on the other half: launch_b2b_us (the "
+                "back-to-back floor) and the per-token quantisation kernel (fp8). Left: the "
+                "tile model on shapes the flushed silicon rows do not cover: mid-size bf16 "
+                "GEMMs predicted slow (cuBLAS's tile/cluster choice vs the model's candidate "
+                "set), small-M rows with long K predicted fast (the K loop of a one-CTA tile "
+                "beyond the pipeline fill). docs/gpu.md 'Framework kernel tables'")]
 
 
 def _paper_baselines(archsim: EvaluationAPI) -> list[Gap]:

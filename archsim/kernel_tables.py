@@ -1,0 +1,226 @@
+"""Framework kernel tables (``shared/reference/kernels_h100/``) against the GPU model.
+
+The tables time each framework op warm and back to back (README there: a tiny op costs
+~2.5-3 us, successive calls are not separated by host gaps), so a row is predicted on the
+unit under a back-to-back runtime (``cuda_graph``: each kernel pays ``launch_b2b_us``, not the
+isolated ``launch_overhead_us``; ``arch.gpu.host``) and at its sustained clock (no L2 flush,
+no shared power window). Files read:
+
+* ``gemm.csv(.gz)`` — ``dtype,kernel,m,n,k,ms``: bf16 ``F.linear`` is one GEMM; vLLM's fp8
+  linear (``CutlassFP8ScaledMMLinearKernel``) is two kernels, the dynamic per-token
+  activation quantisation (bf16 ``m x k`` in, fp8 out: a streaming kernel) and the CUTLASS
+  scaled-mm (fp8 x fp8).
+* ``fp8_quantize.csv(.gz)`` — ``kernel,quant_dtype,m,k,ms``: the *difference* between the
+  dynamic and the static quantisation kernel (the per-token absmax's extra time); read, not
+  scored (it is not one kernel's time).
+
+Rows become dicts with ``kind`` ``gemm`` (``"protocol": "b2b"``, ``"quant"`` for fp8)
+or ``fp8_quant_delta``. Classes scored: ``vllm_gemm_bf16``, ``vllm_gemm_fp8`` (m > 64) and
+``vllm_gemm_small_m`` (m <= 64, both dtypes). The fit/check split is by shape family:
+:func:`shape_half` puts rows whose K is a power of two in the fit half, the others (K = 768,
+1536, 2560, ... 51200) in the check half.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from archsim.arch.gpu.kernels import ROW_CHUNK_ELEMS, row_quant_s
+from archsim.workloads.errors import ConfigError, Problem
+from archsim.workloads.formats import FORMATS
+from archsim.workloads.ops import Gemm
+
+__all__ = ["load_kernel_rows", "is_kernel_table", "kernel_class", "predict_b2b_ms",
+           "shape_half", "back_to_back", "fit_launch_b2b_us", "fit_row_quant_us", "sample",
+           "TINY_MNK", "VLLM_SCALED_MM_TILES", "scaled_mm_mapping"]
+
+_GEMM_COLS = ("dtype", "kernel", "m", "n", "k", "ms")
+_QUANT_COLS = ("kernel", "quant_dtype", "m", "k", "ms")
+_DTYPE = {"bfloat16": "bf16", "float16": "fp16", "fp8": "fp8"}
+
+
+def is_kernel_table(path: str | Path) -> bool:
+    """True for a framework kernel table (``.csv`` or ``.csv.gz``)."""
+    name = str(path)
+    return name.endswith(".csv") or name.endswith(".csv.gz")
+
+
+def _read_text(p: Path) -> str:
+    try:
+        raw = p.read_bytes()
+    except OSError as e:
+        raise ConfigError(Problem(f"cannot read kernel table: {e.strerror}", str(p))) from None
+    try:
+        return (gzip.decompress(raw) if p.name.endswith(".gz") else raw).decode()
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(Problem(f"expected a (gzip) CSV file ({e})", str(p))) from None
+
+
+def load_kernel_rows(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
+    """Rows of a ``gemm`` or ``fp8_quantize`` kernel table: (line number, row dict); the
+    dicts have the fields of ``archsim.silicon`` rows (``archsim.silicon.load_rows`` reads
+    these files through this function).
+
+    Raises:
+        ConfigError: unreadable file, unknown header, or a bad value (``file:line column``).
+    """
+    p = Path(path)
+    reader = csv.DictReader(io.StringIO(_read_text(p)))
+    cols = tuple(reader.fieldnames or ())
+    if cols == _GEMM_COLS:
+        gemm = True
+    elif cols == _QUANT_COLS:
+        gemm = False
+    else:
+        raise ConfigError(Problem(f"expected the columns {','.join(_GEMM_COLS)} (gemm) or "
+                                  f"{','.join(_QUANT_COLS)} (fp8_quantize), got "
+                                  f"{','.join(cols) or 'none'}", f"{p}:1"))
+    rows = []
+    for i, r in enumerate(reader, 2):
+        try:
+            d: dict[str, Any] = {"m": int(r["m"]), "k": int(r["k"]), "ms": float(r["ms"]),
+                                 "protocol": "b2b"}
+            if gemm:
+                d.update(kind="gemm", n=int(r["n"]), dtype=_DTYPE[r["dtype"]],
+                         quant=r["dtype"] == "fp8")
+            else:
+                d.update(kind="fp8_quant_delta")
+        except (KeyError, ValueError, TypeError) as e:
+            raise ConfigError(Problem(f"expected integer m, n, k, a float ms and a dtype in "
+                                      f"{sorted(_DTYPE)} ({e!s})", f"{p}:{i}")) from None
+        if min(d["m"], d["k"], d.get("n", 1)) < 1 or d["ms"] <= 0:
+            raise ConfigError(Problem("expected positive m, n, k and ms", f"{p}:{i}"))
+        rows.append((i, d))
+    return rows
+
+
+def kernel_class(row: dict[str, Any]) -> str:
+    """Scoring class of a back-to-back GEMM row ('' for other rows)."""
+    if row.get("kind") != "gemm" or row.get("protocol") != "b2b":
+        return ""
+    if int(row["m"]) <= 64:
+        return "vllm_gemm_small_m"
+    return f"vllm_gemm_{row['dtype']}"
+
+
+def shape_half(row: dict[str, Any]) -> str:
+    """``fit`` when K is a power of two, else ``check`` (split by shape family)."""
+    k = int(row["k"])
+    return "fit" if k & (k - 1) == 0 else "check"
+
+
+def back_to_back(unit: Any) -> Any:
+    """``unit`` under the back-to-back (CUDA-graph) runtime: kernels queued behind kernels."""
+    if unit.spec.runtime != "ideal":
+        return unit
+    return type(unit)(unit.name, replace(unit.spec, runtime="cuda_graph"), unit.node_nm)
+
+
+#: vLLM 0.24's CUTLASS 3 fp8 scaled-mm on sm90 (``scaled_mm_c3x_sm90_fp8_dispatch.cuh``, tag C:
+#: read in vLLM's source): one CTA tile per M bucket (upper bound of m -> (bm, bn, bk bytes)),
+#: TMA warp-specialised, no split-K and no stream-K: the framework's kernel choice.
+VLLM_SCALED_MM_TILES: tuple[tuple[int, tuple[int, int, int]], ...] = (
+    (64, (64, 64, 128)), (128, (64, 128, 128)), (2**62, (128, 128, 128)))
+
+
+def scaled_mm_mapping(m: int) -> dict[str, Any]:
+    """The GPU mapping of vLLM's fp8 scaled-mm for ``m`` tokens (:data:`VLLM_SCALED_MM_TILES`)."""
+    tile = next(t for top, t in VLLM_SCALED_MM_TILES if m <= top)
+    return {"dataflow": "gemm_tc", "tile": list(tile), "split_k": 1}
+
+
+def predict_b2b_ms(unit: Any, row: dict[str, Any]) -> float | None:
+    """Predicted time (ms) of one back-to-back framework call of a ``gemm`` row: bf16
+    ``F.linear`` = the library's GEMM; vLLM's fp8 linear = the dynamic per-token activation
+    quantisation kernel (``arch.gpu.kernels.row_quant_s``) + the CUTLASS scaled-mm with
+    vLLM's tile for the M bucket (:func:`scaled_mm_mapping`). ``unit`` should be
+    :func:`back_to_back`."""
+    if row.get("kind") != "gemm":
+        return None
+    m, n, k = int(row["m"]), int(row["n"]), int(row["k"])
+    if row["dtype"] == "fp8":
+        f8 = FORMATS["fp8_e4m3"]
+        g = Gemm(name="scaled_mm", m=m, n=n, k=k, a_format=f8, w_format=f8)
+        if unit.supports(g):
+            return None
+        t = unit.estimate(g, scaled_mm_mapping(m)).latency_s
+        if row.get("quant", True):
+            t += row_quant_s(unit.spec, m, k, FORMATS["bf16"].bytes_per_element,
+                             f8.bytes_per_element)
+        return t * 1e3
+    f = FORMATS[row["dtype"]]
+    op = Gemm(name="linear", m=m, n=n, k=k, a_format=f, w_format=f)
+    if unit.supports(op):
+        return None
+    return unit.estimate(op).latency_s * 1e3
+
+
+#: Rows whose m*n*k is at most this are fixed-cost dominated: their measured time minus the
+#: modelled body is the per-kernel back-to-back cost (:func:`fit_launch_b2b_us`).
+TINY_MNK = 2**18
+
+
+def fit_launch_b2b_us(unit: Any, rows: list[dict[str, Any]]) -> tuple[float, int] | None:
+    """``launch_b2b_us`` from the tiny bf16 GEMM rows (m*n*k <= :data:`TINY_MNK`) of the
+    fit half: the median of measured time minus the modelled body (the kernel at
+    ``launch_b2b_us`` = 0). Returns (value us, rows used), None without such rows."""
+    zero = type(unit)(unit.name, replace(unit.spec, runtime="cuda_graph", launch_b2b_us=0.0),
+                      unit.node_nm)
+    left = []
+    for d in rows:
+        if (d.get("kind") != "gemm" or d.get("protocol") != "b2b" or d.get("dtype") != "bf16"
+                or int(d["m"]) * int(d["n"]) * int(d["k"]) > TINY_MNK or shape_half(d) != "fit"):
+            continue
+        p = predict_b2b_ms(zero, d)
+        if p is not None:
+            left.append((float(d["ms"]) - p) * 1e3)
+    if not left:
+        return None
+    left.sort()
+    mid = len(left) // 2
+    med = left[mid] if len(left) % 2 else 0.5 * (left[mid - 1] + left[mid])
+    return max(0.0, med), len(left)
+
+
+def sample(rows: list[Any], every: int) -> list[Any]:
+    """Every ``every``-th row (deterministic; the tables hold ~71k rows, a model call costs
+    milliseconds)."""
+    return rows[::max(1, every)]
+
+
+#: fp8 rows used for the quantisation kernel's fit: N = 32 (the scaled-mm is small) and
+#: m >= 4096 (thousands of rows per SM), K up to 16384 (beyond, the kernel is HBM-bound).
+_QUANT_FIT_N, _QUANT_FIT_M, _QUANT_FIT_K = 32, 4096, 16384
+
+
+def fit_row_quant_us(unit: Any, rows: list[dict[str, Any]]) -> tuple[float, float, int] | None:
+    """(``quant_row_us``, ``quant_chunk_us``, rows used): least squares of the per-row SM time
+    ``(measured - scaled-mm - launch - latency) / ceil(m / SMs)`` against
+    ``ceil(k / ROW_CHUNK_ELEMS)`` over the fit half's fp8 rows with N = 32, m >= 4096,
+    K <= 16384 (where the quantisation kernel dominates). None without such rows."""
+    s = unit.spec
+    xs, ys = [], []
+    for d in rows:
+        if (d.get("kind") != "gemm" or d.get("protocol") != "b2b" or d.get("dtype") != "fp8"
+                or int(d["n"]) != _QUANT_FIT_N or int(d["m"]) < _QUANT_FIT_M
+                or int(d["k"]) > _QUANT_FIT_K or shape_half(d) != "fit"):
+            continue
+        m, k = int(d["m"]), int(d["k"])
+        f8 = FORMATS["fp8_e4m3"]
+        g = Gemm(name="scaled_mm", m=m, n=_QUANT_FIT_N, k=k, a_format=f8, w_format=f8)
+        left = (float(d["ms"]) * 1e-3 - unit.estimate(g, scaled_mm_mapping(m)).latency_s
+                - s.kernel_launch_s - s.dram_latency_ns * 1e-9)
+        xs.append(float(-(-k // ROW_CHUNK_ELEMS)))
+        ys.append(left / -(-m // s.sm_count) * 1e6)
+    if len(set(xs)) < 2:
+        return None
+    n = len(xs)
+    mx, my = sum(xs) / n, sum(ys) / n
+    slope = (sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True))
+             / sum((x - mx) ** 2 for x in xs))
+    return max(0.0, my - slope * mx), max(0.0, slope), n
