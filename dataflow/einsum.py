@@ -269,7 +269,8 @@ def from_timeloop(doc: dict[str, Any], file: str | None = None) -> Einsum:
                                       f"problem.instance.{d}", file))
         dims[str(d)] = v
     spaces = []
-    for i, ds in enumerate(shape.get("data_spaces", shape.get("data-spaces", []))):
+    raw_spaces: list[Any] = shape.get("data_spaces", shape.get("data-spaces")) or []
+    for i, ds in enumerate(raw_spaces):
         ranks: list[Rank] = []
         for j, rank in enumerate(ds["projection"]):
             terms: list[Term] = []

@@ -20,6 +20,18 @@ from archsim.validation import load_reference, reference_dir
 
 _DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "silicon"
 _SRC = "silicon/h100.jsonl (held out)"
+_SRC_2026 = "tests/data/silicon/h100_2026-11-26.jsonl (our re-measurement)"
+
+
+def _remeasured_kernel_ms() -> dict[tuple[str, str], float]:
+    """Profiler kernel sums of the whole steps in our 2026-11-26 re-measurement, keyed like
+    :func:`archsim.silicon.model_rows` labels them ((kind, "model batch N"))."""
+    path = _DATA / "h100_2026-11-26.jsonl"
+    if not path.exists():
+        return {}
+    return {(r.kind, f"{r.data.get('model')} batch {r.data.get('batch')}"):
+            float(r.data["kernel_ms"]) for r in silicon.load_rows(path)
+            if r.kind in ("train_step", "cnn_train") and "kernel_ms" in r.data}
 
 
 @checks("gpu_silicon")
@@ -50,6 +62,7 @@ def _gpu_silicon(api: EvaluationAPI) -> tuple[list[Comparison], list[Gap]]:
         comps.append(Comparison("gpu_silicon", f"sustained SM clock, {lab}", _SRC, "M",
                                 float(d["sm_mhz"]), mhz, "MHz", 0.10,
                                 "NVML clock read at the end of a ~4 s loop", design="h100"))
+    remeasured = _remeasured_kernel_ms()
     for m in silicon.model_rows(acc, rows):
         e_row = next((r.data for r in rows if r.kind == "energy" and r.data.get("op") ==
                       m["kind"] and f"{r.data.get('model')} batch {r.data.get('batch')}" ==
@@ -64,16 +77,34 @@ def _gpu_silicon(api: EvaluationAPI) -> tuple[list[Comparison], list[Gap]]:
                 f"W at {e_row['sm_mhz']:.0f} MHz for the whole step, so the GPU was busy for "
                 f"most of it: the predicted kernel time ({m['device_ms']:.1f} ms of "
                 f"{m['measured_ms']:.1f}) still misses kernels, and their energy with them"))
-        if m["measured_kernel_ms"] is not None:
+        kernel_ms, src = m["measured_kernel_ms"], _SRC
+        if kernel_ms is None and (m["kind"], m["label"]) in remeasured:
+            kernel_ms, src = remeasured[(m["kind"], m["label"])], _SRC_2026
+        if kernel_ms is not None:
             comps.append(Comparison(
-                "gpu_silicon", f"{m['kind']} {m['label']} kernel time (profiler sum)", _SRC,
-                "M", m["measured_kernel_ms"], m["device_ms"], "ms", 0.25,
+                "gpu_silicon", f"{m['kind']} {m['label']} kernel time (profiler sum)", src,
+                "M", kernel_ms, m["device_ms"], "ms", 0.25,
                 "issue 16: whole-model class within 25%; the device time alone, without the "
                 "host", design="h100"))
         how = (" (HF, kernels eager_amp)" if m["kind"] == "train_step" else "")
-        comps.append(Comparison("gpu_silicon", f"{m['kind']} {m['label']} wall time (eager)"
-                                f"{how}", _SRC, "M", m["measured_ms"], m["wall_ms"], "ms", 0.25,
-                                "issue 16: whole-model class within 25%", design="h100"))
+        name = f"{m['kind']} {m['label']} wall time (eager){how}"
+        wall_err = m["wall_ms"] / m["measured_ms"] - 1.0
+        dev_err = m["device_ms"] / kernel_ms - 1.0 if kernel_ms else 0.0
+        if abs(wall_err) > 0.25 and dev_err < -0.10:
+            # the launch queue lets the host run ahead, so the wall follows the device time:
+            # a wall error the profiler attributes to missing kernels is that gap, not a
+            # host-model error (a host term tuned to close it would hide the kernels)
+            gaps.append(Gap("gpu_silicon", name,
+                            f"{m['wall_ms']:.1f} ms predicted vs {m['measured_ms']:.1f} ms "
+                            f"measured ({wall_err:+.0%}): the GPU is busy "
+                            f"{kernel_ms:.1f} ms of the step (profiler sum, {src}) and the "
+                            f"model's kernels take {m['device_ms']:.1f} ms ({dev_err:+.0%}); "
+                            "with the device time short, the launch queue has nothing to "
+                            "wait behind. The missing kernels: docs/gpu.md, training step"))
+        else:
+            comps.append(Comparison("gpu_silicon", name, _SRC, "M", m["measured_ms"],
+                                    m["wall_ms"], "ms", 0.25,
+                                    "issue 16: whole-model class within 25%", design="h100"))
     gaps += _kernel_table_gap(unit)
     gaps += _paper_baselines(api)
     return comps, gaps
