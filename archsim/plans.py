@@ -137,7 +137,8 @@ class PlanSearch:
 
 def search_plans(design: str, model: str, devices: int, *, phase: str = "train",
                  batch: int | None = None, seq: int | None = None, context: int | None = None,
-                 objective: str = "time", tp_overlap: bool = False) -> PlanSearch:
+                 objective: str = "time", tp_overlap: bool = False,
+                 tp_allreduce: str = "nccl") -> PlanSearch:
     """Search parallel plans (tp, pp, dp, ep, cp, microbatches, recompute, ZeRO) of ``model``
     on ``devices`` devices of ``design``.
 
@@ -150,6 +151,7 @@ def search_plans(design: str, model: str, devices: int, *, phase: str = "train",
         context: KV-cache tokens (decode).
         objective: rank by step ``time`` or ``energy`` per step.
         tp_overlap: TokenWeave-style overlap of tp collectives.
+        tp_allreduce: the tp all-reduce's implementation (``PlanOptions.tp_allreduce``).
     Raises:
         ConfigError: fewer than one device, an unknown phase for the model, or no valid plan
             for the batch.
@@ -169,7 +171,7 @@ def search_plans(design: str, model: str, devices: int, *, phase: str = "train",
                                   f"batch {batch} (the batch must split over data parallelism)",
                                   "--devices"))
     memo: dict = {}
-    opts = PlanOptions(tp_overlap=tp_overlap)
+    opts = PlanOptions(tp_overlap=tp_overlap, tp_allreduce=tp_allreduce)
     res = search(plans, lambda p: evaluate_plan(cluster, s, p, phase, batch, seq, context,
                                                 opts, memo),
                  key=(lambda r: r.step_s) if objective == "time" else (lambda r: r.energy_j))

@@ -13,12 +13,16 @@ from __future__ import annotations
 import argparse
 import sys
 
+from archsim.arch.collective import IMPLS
 from archsim.cli.common import positive_int, ratio_at_least_one
 from archsim.parallel import PlanOptions, evaluate_plan, to_result
 from archsim.plans import load_cluster_for, plan_report, search_plans
 from archsim.workloads.parallel import ParallelPlan
 
 HELP = "search parallel plans of a model on a cluster; see 'archsim plan --help'"
+TP_ALLREDUCE_HELP = ("tensor-parallel all-reduce inside a node: nccl (default), or vLLM's custom "
+                     "all-reduce replayed in a CUDA graph (custom-graph) or eager (custom-eager);"
+                     " the link needs a custom_allreduce spec (docs/cluster.md)")
 DESCRIPTION = ("Search parallel plans (tp, pp, dp, ep, cp, microbatches, recompute, ZeRO) of a "
                "model on a cluster; print the best and a table of the top plans.")
 
@@ -42,13 +46,15 @@ def add_plan_flags(r: argparse.ArgumentParser) -> None:
                    help="overlap tp collectives with the other half of the batch (TokenWeave)")
     g.add_argument("--moe-imbalance", type=ratio_at_least_one, default=1.0,
                    help="busiest expert device's tokens / the mean (default 1)")
+    g.add_argument("--tp-allreduce", choices=IMPLS, default="nccl", help=TP_ALLREDUCE_HELP)
 
 
 def plan_flags_given(args: argparse.Namespace) -> bool:
     """Does an ``archsim run`` command set a parallel-plan flag?"""
     return (args.pp > 1 or args.dp > 1 or args.ep > 1 or args.cp > 1 or args.microbatches > 1
             or args.zero > 0 or args.recompute != "none" or args.sequence_parallel
-            or args.tp_overlap or args.interleave > 1 or args.moe_imbalance != 1.0)
+            or args.tp_overlap or args.interleave > 1 or args.moe_imbalance != 1.0
+            or args.tp_allreduce != "nccl")
 
 
 def run_plan(args: argparse.Namespace) -> int:
@@ -59,7 +65,8 @@ def run_plan(args: argparse.Namespace) -> int:
                         interleave=args.interleave)
     cluster = load_cluster_for(args.config, plan.devices, args.overrides)
     phase = args.phase or "prefill"
-    opts = PlanOptions(tp_overlap=args.tp_overlap, moe_imbalance=args.moe_imbalance)
+    opts = PlanOptions(tp_overlap=args.tp_overlap, moe_imbalance=args.moe_imbalance,
+                       tp_allreduce=args.tp_allreduce)
     r = evaluate_plan(cluster, args.model, plan, phase, batch=args.batch, seq=args.seq,
                       context=args.context, options=opts)
     if not r.fits:
@@ -89,6 +96,7 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--objective", choices=("time", "energy"), default="time",
                     help="rank by step time (default) or energy per step")
     ap.add_argument("--tp-overlap", action="store_true", help="TokenWeave-style tp overlap")
+    ap.add_argument("--tp-allreduce", choices=IMPLS, default="nccl", help=TP_ALLREDUCE_HELP)
     ap.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -96,7 +104,8 @@ def run(args: argparse.Namespace) -> int:
     """``archsim plan DESIGN --model M --devices N [...]``; exit 1 when no plan fits."""
     found = search_plans(args.design, args.model, args.devices, phase=args.phase,
                          batch=args.batch, seq=args.seq, context=args.context,
-                         objective=args.objective, tp_overlap=args.tp_overlap)
+                         objective=args.objective, tp_overlap=args.tp_overlap,
+                         tp_allreduce=args.tp_allreduce)
     if args.json:
         print(found.to_json(args.top))
         return 0 if found.ranked else 1

@@ -296,3 +296,19 @@ def test_moe_imbalance_scales_the_expert_work_linearly(dgx):
          for k in (1.0, 1.5, 2.0)}
     assert c[2.0] - c[1.0] == pytest.approx(2 * (c[1.5] - c[1.0]), rel=1e-9)
     assert c[1.5] > c[1.0]
+
+
+def test_tp_allreduce_custom_graph_is_the_sum_of_its_calls(dgx):
+    # llama3-8b decode, tp 8, 16 sequences: 2 all-reduces per block x 32 blocks of
+    # 16 x 4096 x 2 bytes (the embedding's is outside the blocks); each costs the custom
+    # one-shot kernel (tests/cluster/test_nccl.py); nothing but the tp time changes
+    plan = ParallelPlan(tp=8)
+    nccl = evaluate_plan(dgx, "llama3-8b", plan, "decode", batch=16, seq=1, context=1024)
+    cus = evaluate_plan(dgx, "llama3-8b", plan, "decode", batch=16, seq=1, context=1024,
+                        options=PlanOptions(tp_allreduce="custom-graph"))
+    s = 16 * 4096 * 2
+    g = place(dgx, 8, 1)
+    d = collective(dgx, "allreduce", s, g).time_s - \
+        collective(dgx, "allreduce", s, g, impl="custom-graph").time_s
+    assert d > 0
+    assert nccl.step_s - cus.step_s == pytest.approx(64 * d, rel=0.05)
