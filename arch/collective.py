@@ -21,6 +21,19 @@ Algorithms on one level of ``n`` devices with achieved per-device bandwidth ``B`
 * a torus runs the ring algorithm dimension by dimension, each on ``1/k`` of the bandwidth
   (k dimensions), on a vector that shrinks by ``d_i`` after each dimension.
 
+NCCL's protocols (a switch level with an ``nccl`` spec, :class:`arch.cluster.NcclSpec`;
+issue 26): each of LL, LL128 and Simple costs ``base_p + steps x step_us + wire /
+(bandwidth x payload_p x efficiency_p)`` with the payload fraction of its line format
+(:data:`PAYLOAD`), and the cheapest (algorithm, protocol) runs, as NCCL's tuner picks it:
+ring (``2(n-1)`` steps for all-reduce, ``n-1`` for all-gather / reduce-scatter), NVLS
+(``nvls_base_us + S / (nvls_efficiency x bandwidth)``, 16/32-bit floats only), all-to-all and
+send/recv as one step of grouped sends (``p2p_ll``, ``p2p_simple``). This replaces ``a`` and
+``efficiency`` on that level (the multi-node formulas below keep them).
+
+vLLM's custom all-reduce (``impl``, a ``custom_allreduce`` spec): one-shot ``(n-1) S`` of peer
+reads or two-shot ``2(n-1)/n S``, the cheaper, plus the CUDA-graph launch; eager calls cost at
+least the host's time per call (docs/cluster.md).
+
 Across nodes (``l`` devices of the group per node, ``N`` nodes; NCCL's choice is the fastest):
 
 * ``ring``: one ring through all devices, one ring per NIC rail, so its bandwidth is the
