@@ -19,6 +19,7 @@ out-of-range values are reported together, each with ``file:line key.path``.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,7 @@ from archsim.workloads.errors import ConfigError, Problem
 from archsim.workloads.yamlio import read_yaml
 
 __all__ = ["LinkSpec", "ProtocolSpec", "NcclSpec", "CustomAllreduceSpec", "ClusterSpec", "Cluster", "load_cluster", "cluster_dir", "list_clusters",
-           "find_cluster", "single_node"]
+           "find_cluster", "single_node", "nvswitch_protocols"]
 
 TOPOLOGIES = ("switch", "ring", "torus", "fat_tree")
 
@@ -286,17 +287,41 @@ def _device_path(name: str) -> Path | None:
     return hits[0] if len(hits) == 1 else None
 
 
+@functools.lru_cache(maxsize=1)
+def nvswitch_protocols() -> LinkSpec:
+    """The scale-up link of ``configs/cluster/dgx_h100.yaml``, whose ``nccl`` and
+    ``custom_allreduce`` constants (fitted on H100, docs/cluster.md) one-node clusters of
+    other designs carry (:func:`single_node`)."""
+    path = cluster_dir() / "dgx_h100.yaml"
+    data, problems = read_yaml(path, ConfigError)
+    b = SpecBuilder(str(path))
+    b.problems.extend(problems)
+    spec = b.build(ClusterSpec, data)
+    if b.problems:
+        raise ConfigError(b.problems)
+    assert spec is not None
+    return spec.scale_up
+
+
 def single_node(device: Any, devices: int) -> Cluster:
     """A one-node cluster of ``devices`` copies of ``device`` joined by the device's own
     GPU-to-GPU link (``nvlink`` of its first unit, if any) through a switch.
 
     This is what ``archsim run DESIGN --tp N`` has always assumed; a device without a link
-    spec gets a placeholder link that :mod:`arch.collective` refuses to use.
+    spec gets a placeholder link that :mod:`arch.collective` refuses to use. The link gets
+    NCCL's protocols and vLLM's custom all-reduce as fitted on H100
+    (:func:`nvswitch_protocols`): latencies as they are, efficiencies as fractions of this
+    device's link bandwidth (the mechanism carried, not refitted); no NVLS, which the
+    device's spec does not say its switch has.
     """
     nv = getattr(getattr(device.units[0], "spec", None), "nvlink", None)
     if nv is not None:
+        carried = nvswitch_protocols()
         link = LinkSpec(name="nvlink", bandwidth_gbps=nv.bandwidth_gbps, latency_us=nv.latency_us,
-                        efficiency=nv.efficiency, source="the device's nvlink spec")
+                        efficiency=nv.efficiency, nccl=carried.nccl,
+                        custom_allreduce=carried.custom_allreduce,
+                        source="the device's nvlink spec; NCCL protocols and vLLM's custom "
+                               "all-reduce carried from configs/cluster/dgx_h100.yaml")
     else:
         link = LinkSpec(name="none", bandwidth_gbps=1e-9, latency_us=0.0,
                         source="no link in the device design")

@@ -5,9 +5,9 @@ Data: ``shared/reference/kernels_h100/nccl.csv.gz`` (nccl-tests, NCCL 2.29.2) an
 that folder's README. Split by GPU count (never at random): the constants are fitted on the
 2- and 8-GPU rows and checked on the 4-GPU rows (tests/cluster/test_nccl.py).
 
-Run ``python3 tests/cluster/nccl_fit.py`` from the repository root to refit: it prints the
-fitted constants (as configs/cluster/dgx_h100.yaml holds them) and the per-op median
-|error| of both halves. The Simple-protocol efficiency is not fitted: it is the measured
+``python3 -m tests.cluster.nccl_refit`` (needs scipy, which archsim itself does not) refits
+from the repository root: it prints the fitted constants (as configs/cluster/dgx_h100.yaml
+holds them) and the per-op median |error| of both halves. The Simple-protocol efficiency is not fitted: it is the measured
 large-message ring plateau of the fit half (module constant below).
 """
 
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import csv
 import gzip
-import math
 import statistics
 from dataclasses import replace
 from pathlib import Path
@@ -54,7 +53,7 @@ def custom_rows() -> list[tuple[str, int, int, float]]:
                 for r in csv.DictReader(f)]
 
 
-def node(gpus: int) -> Cluster:
+def node() -> Cluster:
     """The DGX H100 cluster (its node: 8 GPUs on NVSwitch)."""
     return load_cluster(CFG / "dgx_h100.yaml")
 
@@ -81,7 +80,8 @@ def median_errors(c: Cluster, gpus: tuple[int, ...]) -> dict[str, float]:
     return {k: statistics.median(v) for k, v in err.items()}
 
 
-def _with(c: Cluster, v: list[float]) -> Cluster:
+def with_constants(c: Cluster, v: list[float]) -> Cluster:
+    """``c`` with the NCCL and custom all-reduce constants ``v`` (order: nccl_refit.NAMES)."""
     P = ProtocolSpec
     nc = NcclSpec(step_us=v[0], ll=P(base_us=v[1], efficiency=v[2]),
                   ll128=P(base_us=v[3], efficiency=v[4]),
@@ -93,37 +93,3 @@ def _with(c: Cluster, v: list[float]) -> Cluster:
                              twoshot_efficiency=v[17])
     up = replace(c.spec.scale_up, nccl=nc, custom_allreduce=ca, nvls_efficiency=v[7])
     return Cluster(replace(c.spec, scale_up=up), c.device, c.file)
-
-
-def fit() -> list[float]:   # pragma: no cover - a tool, run by hand
-    from scipy.optimize import least_squares  # deferred: scipy only for refitting
-
-    base = node(8)
-    fit_n = [r for r in nccl_rows() if r[1] in FIT_GPUS]
-    fit_c = [q for q in custom_rows() if q[1] in FIT_GPUS]
-
-    def res(v: list[float]) -> list[float]:
-        c = _with(base, list(v))
-        return ([math.log(predict_nccl(c, r) / r[4]) for r in fit_n]
-                + [math.log(predict_custom(c, q) / q[3]) for q in fit_c])
-
-    x0 = [0.8, 5, 0.4, 8, 0.5, 50, 50, 0.56, 6, 0.03, 13, 0.6, 4, 20, 0.5, 0.6, 5, 0.7]
-    lo = [0, 0, 0.005, 0, 0.005, 0, 0, 0.05, 0, 0.005, 0, 0.05, 0, 0, 0, 0.05, 0, 0.05]
-    hi = [10, 50, 1, 50, 1, 200, 200, 1, 50, 1, 50, 1, 50, 50, 50, 1, 50, 1]
-    s = least_squares(res, x0, bounds=(lo, hi), loss="soft_l1", f_scale=0.05)
-    return [float(x) for x in s.x]
-
-
-if __name__ == "__main__":   # pragma: no cover
-    v = fit()
-    names = ["step_us", "ll.base_us", "ll.efficiency", "ll128.base_us", "ll128.efficiency",
-             "simple.base_us", "nvls_base_us", "nvls_efficiency", "p2p_ll.base_us",
-             "p2p_ll.efficiency", "p2p_simple.base_us", "p2p_simple.efficiency",
-             "graph_launch_us", "eager_host_us", "oneshot_base_us", "oneshot_efficiency",
-             "twoshot_base_us", "twoshot_efficiency"]
-    for k, x in zip(names, v):
-        print(f"{k}: {x:.4g}")
-    c = _with(node(8), v)
-    for label, g in (("fit", FIT_GPUS), ("check", CHECK_GPUS)):
-        for k, e in median_errors(c, g).items():
-            print(f"{label} {g}: {k:14s} median |error| {e:.1%}")

@@ -2,7 +2,7 @@
 
 Measurements: shared/reference/kernels_h100/nccl.csv.gz (comm/nccl/2.29.2, nccl-tests) and
 custom_allreduce.csv.gz (comm/vllm/0.24.0), H100 SXM, one HGX node; the constants were
-fitted on the 2- and 8-GPU rows (tests/cluster/nccl_fit.py) and are checked here on the 4-GPU
+fitted on the 2- and 8-GPU rows (tests/cluster/nccl_refit.py) and are checked here on the 4-GPU
 rows (split by GPU count, docs/cluster.md).
 """
 
@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from archsim.arch.cluster import load_cluster
+import archsim
+from archsim.arch.cluster import load_cluster, single_node
 from archsim.arch.collective import collective, place
 from archsim.workloads.errors import ConfigError
 from tests.cluster.nccl_fit import CHECK_GPUS, FIT_GPUS, REF, median_errors
@@ -162,3 +163,18 @@ def test_nccl_spec_needs_a_switch(tmp_path):
     with pytest.raises(ConfigError) as e:
         load_cluster(p)
     assert "t.yaml:" in str(e.value) and "scale_up.nccl" in str(e.value)
+
+
+def test_one_node_of_a_device_design_carries_the_protocols():
+    # archsim plan gpu/a100 --devices 8: the device's 300 GB/s NVLink3 with the H100-fitted
+    # protocols (latencies as they are, efficiencies of its own bandwidth), no NVLS.
+    # LL all-gather of 8 KiB: 5.0 us + 7 x 0.78 us + 7/8 x 8192 / (300 GB/s x 1/2 x 0.44)
+    a100 = single_node(archsim.load("gpu/a100"), 8)
+    r = collective(a100, "allgather", 8192, place(a100, 8, 1), protocol="ll")
+    assert r.time_s == pytest.approx(5.0e-6 + 7 * 0.78e-6 + 7 / 8 * 8192 / (300e9 * 0.5 * 0.44))
+    big = collective(a100, "allreduce", 2**33, place(a100, 8, 1))
+    assert (big.algorithm, big.protocol) == ("ring", "simple")
+    # a check of the carried Simple efficiency: NCCL's own tuner caps an A100 ring at 235 GB/s
+    # busbw (NVIDIA/nccl src/graph/tuning.cc, "if (compCap80) busBw = std::min(busBw, 235)");
+    # ours 0.78 x 300 = 234 GB/s at the plateau
+    assert big.busbw_gbps == pytest.approx(235, rel=0.02)
