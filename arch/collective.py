@@ -21,6 +21,19 @@ Algorithms on one level of ``n`` devices with achieved per-device bandwidth ``B`
 * a torus runs the ring algorithm dimension by dimension, each on ``1/k`` of the bandwidth
   (k dimensions), on a vector that shrinks by ``d_i`` after each dimension.
 
+NCCL's protocols (a switch level with an ``nccl`` spec, :class:`arch.cluster.NcclSpec`;
+issue 26): each of LL, LL128 and Simple costs ``base_p + steps x step_us + wire /
+(bandwidth x payload_p x efficiency_p)`` with the payload fraction of its line format
+(:data:`PAYLOAD`), and the cheapest (algorithm, protocol) runs, as NCCL's tuner picks it:
+ring (``2(n-1)`` steps for all-reduce, ``n-1`` for all-gather / reduce-scatter), NVLS
+(``nvls_base_us + S / (nvls_efficiency x bandwidth)``, 16/32-bit floats only), all-to-all and
+send/recv as one step of grouped sends (``p2p_ll``, ``p2p_simple``). This replaces ``a`` and
+``efficiency`` on that level (the multi-node formulas below keep them).
+
+vLLM's custom all-reduce (``impl``, a ``custom_allreduce`` spec): one-shot ``(n-1) S`` of peer
+reads or two-shot ``2(n-1)/n S``, the cheaper, plus the CUDA-graph launch; eager calls cost at
+least the host's time per call (docs/cluster.md).
+
 Across nodes (``l`` devices of the group per node, ``N`` nodes; NCCL's choice is the fastest):
 
 * ``ring``: one ring through all devices, one ring per NIC rail, so its bandwidth is the
@@ -54,9 +67,19 @@ if TYPE_CHECKING:  # annotations only: a cluster loads designs, whose GPU units 
     from archsim.arch.cluster import Cluster, LinkSpec
 
 __all__ = ["CollectiveCost", "Group", "place", "collective", "ring_or_tree_allreduce",
-           "bus_factor", "KINDS"]
+           "bus_factor", "KINDS", "PROTOCOLS", "PAYLOAD", "NVLS_DTYPES", "IMPLS"]
 
 KINDS = ("allreduce", "allgather", "reducescatter", "alltoall", "sendrecv")
+PROTOCOLS = ("ll", "ll128", "simple")
+#: payload fraction of a line on the wire: LL stores 4 data bytes + a 4-byte flag per 8-byte
+#: store; LL128 120 data bytes + an 8-byte flag per 128-byte line; Simple moves whole chunks
+#: and synchronises with a fence (NCCL src/device/prims_ll.h, prims_ll128.h; Hu et al.,
+#: "Demystifying NCCL", arXiv 2507.04786, sec. 3)
+PAYLOAD = {"ll": 0.5, "ll128": 120 / 128, "simple": 1.0}
+#: formats the NVSwitch reduces in place (multimem.ld_reduce: f16, bf16, f32; PTX ISA 8.x);
+#: NCCL does not run NVLS for 8-bit types
+NVLS_DTYPES = ("fp16", "bf16", "fp32")
+IMPLS = ("nccl", "custom-graph", "custom-eager")
 
 
 @dataclass(frozen=True)
@@ -81,6 +104,9 @@ class CollectiveCost:
         nbytes: the per-device buffer (nccl-tests convention, module doc).
         wire_bytes: bytes each device sends over links (both levels).
         energy_j: link energy of the whole group (every sender; one for send/recv).
+        group: devices in the group.
+        protocol: the NCCL protocol (``ll``, ``ll128``, ``simple``) on a level with an
+            ``nccl`` spec, ``custom-graph`` / ``custom-eager`` for vLLM's kernel, else "".
     """
 
     kind: str
@@ -90,6 +116,7 @@ class CollectiveCost:
     wire_bytes: float
     energy_j: float
     group: int
+    protocol: str = ""
 
     @property
     def algbw_gbps(self) -> float:
@@ -140,16 +167,21 @@ def _hops(link: LinkSpec, n: int) -> float:
 
 
 def _level(kind: str, link: LinkSpec, n: int, nbytes: float, bw: float,
-           algo_only: str | None = None) -> tuple[str, float, float]:
-    """(algorithm, time, wire bytes per device) of a collective on one level of ``n``."""
+           algo_only: str | None = None, dtype: str = "bf16", protocol: str | None = None
+           ) -> tuple[str, str, float, float]:
+    """(algorithm, protocol, time, wire bytes per device) of a collective on one level of
+    ``n`` devices; ``bw`` is the level's achieved bandwidth (bytes/s) for this collective."""
     a = link.latency_s
     if n == 1:
-        return "local", 0.0, 0.0
+        return "local", "", 0.0, 0.0
+    if link.nccl is not None and algo_only != "tree":
+        return _nccl_level(kind, link, n, nbytes, bw / link.bytes_per_s, algo_only, dtype,
+                           protocol)
     if kind == "sendrecv":
-        return "direct", nbytes / bw + a, nbytes
+        return "direct", "", nbytes / bw + a, nbytes
     if kind == "alltoall":
         wire = (n - 1) / n * nbytes
-        return "direct", wire * _hops(link, n) / bw + (n - 1) * a, wire
+        return "direct", "", wire * _hops(link, n) / bw + (n - 1) * a, wire
     if link.topology == "torus" and len(link.torus_dims) > 1:
         k = len(link.torus_dims)
         t = wire_total = 0.0
@@ -160,7 +192,7 @@ def _level(kind: str, link: LinkSpec, n: int, nbytes: float, bw: float,
             t += wire / (bw / k) + passes * (d - 1) * a
             wire_total += wire
             s /= d
-        return "torus-rings", t, wire_total
+        return "torus-rings", "", t, wire_total
     if kind == "allreduce":
         algo, wire, _, t = ring_or_tree_allreduce(n, nbytes, bw, a)
         if algo_only in ("ring", "tree") and algo != algo_only:
@@ -173,14 +205,66 @@ def _level(kind: str, link: LinkSpec, n: int, nbytes: float, bw: float,
             t_nvls = nbytes / (link.nvls_efficiency * link.bandwidth_gbps * 1e9 * bw
                                / link.bytes_per_s) + 2 * a
             if algo_only == "nvls" or t_nvls < t:
-                return "nvls", t_nvls, nbytes
-        return algo, t, wire
+                return "nvls", "", t_nvls, nbytes
+        return algo, "", t, wire
     wire = (n - 1) / n * nbytes          # all-gather / reduce-scatter ring
-    return "ring", wire / bw + (n - 1) * a, wire
+    return "ring", "", wire / bw + (n - 1) * a, wire
+
+
+def _nccl_level(kind: str, link: LinkSpec, n: int, nbytes: float, share: float,
+                algo_only: str | None, dtype: str, protocol: str | None
+                ) -> tuple[str, str, float, float]:
+    """NCCL's protocols on one switch level (module doc): the cheapest (algorithm,
+    protocol); ``share`` = the fraction of the link this collective gets."""
+    nc = link.nccl
+    assert nc is not None
+    raw = link.bandwidth_gbps * 1e9 * share          # bytes/s on the wire, per direction
+    cands: list[tuple[str, str, float, float]] = []  # algorithm, protocol, time, wire
+    if kind in ("sendrecv", "alltoall"):
+        # grouped send/recv to every peer at once through the switch: one step
+        wire = nbytes if kind == "sendrecv" else (n - 1) / n * nbytes
+        for name, ps in (("ll", nc.p2p_ll), ("simple", nc.p2p_simple)):
+            cands.append(("direct", name, ps.base_us * 1e-6
+                          + wire / (raw * PAYLOAD[name] * ps.efficiency), wire))
+    else:
+        passes = 2 if kind == "allreduce" else 1
+        steps, wire = passes * (n - 1), passes * (n - 1) / n * nbytes
+        if algo_only in (None, "ring"):
+            for name in PROTOCOLS:
+                ps = getattr(nc, name)
+                cands.append(("ring", name, ps.base_us * 1e-6 + steps * nc.step_us * 1e-6
+                              + wire / (raw * PAYLOAD[name] * ps.efficiency), wire))
+        if (kind == "allreduce" and link.nvls_efficiency > 0 and dtype in NVLS_DTYPES
+                and algo_only in (None, "nvls")):
+            # NVLink SHARP: one multimem reduce-load and one multimem store of the vector;
+            # Simple protocol only (NCCL)
+            cands.append(("nvls", "simple", nc.nvls_base_us * 1e-6
+                          + nbytes / (raw * link.nvls_efficiency), nbytes))
+    if protocol is not None:
+        cands = [c for c in cands if c[1] == protocol]
+    if not cands:
+        raise ConfigError(Problem(f"NCCL has no {algo_only or ''} {protocol or ''} algorithm "
+                                  f"for {kind} of {dtype} on {link.name}", "algorithm"))
+    return min(cands, key=lambda c: c[2])
+
+
+def _custom_allreduce(link: LinkSpec, n: int, nbytes: float, share: float, launch: str
+                      ) -> tuple[str, float, float]:
+    """vLLM's custom all-reduce (module doc): (algorithm, time, wire bytes per device)."""
+    c = link.custom_allreduce
+    assert c is not None
+    raw = link.bandwidth_gbps * 1e9 * share
+    one = c.oneshot_base_us * 1e-6 + (n - 1) * nbytes / (raw * c.oneshot_efficiency)
+    two = c.twoshot_base_us * 1e-6 + 2 * (n - 1) / n * nbytes / (raw * c.twoshot_efficiency)
+    algo, t, wire = (("oneshot", one, (n - 1) * nbytes) if one <= two
+                     else ("twoshot", two, 2 * (n - 1) / n * nbytes))
+    gpu = c.graph_launch_us * 1e-6 + t
+    return algo, gpu if launch == "graph" else max(c.eager_host_us * 1e-6, gpu), wire
 
 
 def collective(cluster: Cluster, kind: str, nbytes: float, group: Group, share: int = 1,
-               algorithm: str | None = None) -> CollectiveCost:
+               algorithm: str | None = None, *, protocol: str | None = None,
+               dtype: str = "bf16", impl: str = "nccl") -> CollectiveCost:
     """Cost of one collective of ``kind`` over ``group`` on ``cluster`` (module doc).
 
     Args:
@@ -191,12 +275,22 @@ def collective(cluster: Cluster, kind: str, nbytes: float, group: Group, share: 
         share: collectives using the same links at once (each gets ``1/share``).
         algorithm: force one single-node all-reduce algorithm (``ring``, ``tree``, ``nvls``;
             as ``NCCL_ALGO``); None = the fastest.
+        protocol: force one NCCL protocol (``ll``, ``ll128``, ``simple``; as ``NCCL_PROTO``)
+            on a level with an ``nccl`` spec; None = the cheapest.
+        dtype: the element format reduced (NVLS reduces 16- and 32-bit floats only).
+        impl: the all-reduce implementation of a one-node group: ``nccl``, or vLLM's custom
+            all-reduce replayed in a CUDA graph (``custom-graph``) or called eagerly
+            (``custom-eager``); other collectives, and groups across nodes, use NCCL (as
+            vLLM falls back to it).
 
     Raises:
         ConfigError: the group needs a link the cluster does not have.
     """
     if kind not in KINDS:
         raise ValueError(f"unknown collective {kind!r}")       # a program bug
+    if impl not in IMPLS:
+        raise ConfigError(Problem(f"unknown all-reduce implementation {impl!r} (expected one "
+                                  f"of {', '.join(IMPLS)})", "impl"))
     n = group.size
     if n <= 1 or nbytes <= 0:
         return CollectiveCost(kind, "local", 0.0, nbytes, 0.0, 0.0, max(1, n))
@@ -208,9 +302,17 @@ def collective(cluster: Cluster, kind: str, nbytes: float, group: Group, share: 
     b_up = up.bytes_per_s / share
     loc, N = group.local, group.nodes
     if N == 1:
-        algo, t, wire = _level(kind, up, n, nbytes, b_up, algorithm)
+        if impl != "nccl" and kind == "allreduce":
+            if up.custom_allreduce is None:
+                raise ConfigError(Problem(f"{impl} all-reduce needs a custom_allreduce spec on "
+                                          f"the link {up.name!r}", "scale_up.custom_allreduce",
+                                          cluster.file or None))
+            algo, t, wire = _custom_allreduce(up, n, nbytes, 1.0 / share, impl.split("-")[1])
+            proto = impl
+        else:
+            algo, proto, t, wire = _level(kind, up, n, nbytes, b_up, algorithm, dtype, protocol)
         e = wire * (1 if kind == "sendrecv" else n) * 8 * up.energy_pj_per_bit * 1e-12
-        return CollectiveCost(kind, algo, t, nbytes, wire, e, n)
+        return CollectiveCost(kind, algo, t, nbytes, wire, e, n, proto)
     if out is None:
         raise ConfigError(Problem(f"a group of {n} devices spans {N} nodes but the cluster "
                                   f"{cluster.name!r} has no scale_out link", "scale_out",
@@ -232,8 +334,8 @@ def collective(cluster: Cluster, kind: str, nbytes: float, group: Group, share: 
         passes = 2 if kind == "allreduce" else 1
         # hierarchical: (reduce-scatter) inside, the collective of S/loc across nodes, (all-gather)
         inner_kind = "reducescatter" if kind != "allgather" else "allgather"
-        _, t_in, w_in = _level(inner_kind, up, loc, nbytes, b_up)
-        algo_o, t_o, w_o = _level(kind, out, N, nbytes / loc, b_out)
+        _, _, t_in, w_in = _level(inner_kind, up, loc, nbytes, b_up, dtype=dtype)
+        _, _, t_o, w_o = _level(kind, out, N, nbytes / loc, b_out, dtype=dtype)
         t_h = t_in * (2 if kind == "allreduce" else 1) + t_o
         cands.append(("hierarchical", t_h, w_in * (2 if kind == "allreduce" else 1), w_o))
         switchlike = out.topology in ("switch", "fat_tree") and up.topology in ("switch",

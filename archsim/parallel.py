@@ -82,6 +82,9 @@ class PlanOptions:
         comm_sms: SMs (or the compute share, in SMs of the first unit) a collective takes
             while it overlaps compute (TokenWeave: 8 of 132 for its fused all-reduce kernel).
         moe_imbalance: tokens of the busiest expert device / the mean (1 = balanced).
+        tp_allreduce: the tensor-parallel all-reduce's implementation (``collective``'s
+            ``impl``): ``nccl`` (default), or vLLM's custom all-reduce in a CUDA graph
+            (``custom-graph``) or eager (``custom-eager``); inside one node only.
     """
 
     overlap_dp: bool = True
@@ -89,6 +92,7 @@ class PlanOptions:
     tp_overlap: bool = False
     comm_sms: int = 8
     moe_imbalance: float = 1.0
+    tp_allreduce: str = "nccl"
 
 
 @dataclass(frozen=True)
@@ -319,7 +323,9 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
             if (c.pass_ == "fwd") != (pass_ == "fwd"):
                 continue
             size, stride = _stride(plan, c.group)
-            cost = collective(cluster, c.kind, c.payload_bytes(), place(cluster, size, stride))
+            g = place(cluster, size, stride)
+            impl = options.tp_allreduce if c.group == "tp" and g.nodes == 1 else "nccl"
+            cost = collective(cluster, c.kind, c.payload_bytes(), g, impl=impl)
             out[c.group] = out.get(c.group, 0.0) + cost.time_s
             groups = plan.devices / plan.pp / max(1, size)
             link_e[0] += cost.energy_j * groups * block_n[kind] * plan.microbatches

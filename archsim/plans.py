@@ -152,7 +152,8 @@ def search_plans(design: str, model: str, devices: int, *, phase: str = "train",
                  batch: int | None = None, seq: int | None = None, context: int | None = None,
                  objective: str = "time", tp_overlap: bool = False,
                  a_format: str | None = None, w_format: str | None = None,
-                 kv_format: str | None = None) -> PlanSearch:
+                 kv_format: str | None = None, tp_allreduce: str = "nccl"
+                 ) -> PlanSearch:
     """Search parallel plans (tp, pp, dp, ep, cp, microbatches, recompute, ZeRO) of ``model``
     on ``devices`` devices of ``design``.
 
@@ -167,6 +168,7 @@ def search_plans(design: str, model: str, devices: int, *, phase: str = "train",
         tp_overlap: TokenWeave-style overlap of tp collectives.
         a_format, w_format, kv_format: number formats of every device's graphs and of the
             memory-fit check (:func:`archsim.api.device_build`; default the design's).
+        tp_allreduce: the tp all-reduce's implementation (``PlanOptions.tp_allreduce``).
     Raises:
         ConfigError: fewer than one device, an unknown phase for the model, or no valid plan
             for the batch.
@@ -189,7 +191,7 @@ def search_plans(design: str, model: str, devices: int, *, phase: str = "train",
                                   f"batch {batch} (the batch must split over data parallelism)",
                                   "--devices"))
     memo: dict = {}
-    opts = PlanOptions(tp_overlap=tp_overlap)
+    opts = PlanOptions(tp_overlap=tp_overlap, tp_allreduce=tp_allreduce)
     res = search(plans, lambda p: evaluate_plan(cluster, s, p, phase, batch, seq, context,
                                                 opts, memo, build),
                  key=(lambda r: r.step_s) if objective == "time" else (lambda r: r.energy_j))

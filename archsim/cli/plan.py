@@ -14,12 +14,16 @@ import argparse
 import sys
 
 from archsim.api import device_build
+from archsim.arch.collective import IMPLS
 from archsim.cli.common import non_empty, positive_int, ratio_at_least_one
 from archsim.parallel import PlanOptions, evaluate_plan, to_result
 from archsim.plans import load_cluster_for, plan_report, search_plans
 from archsim.workloads.parallel import ParallelPlan, default_microbatches
 
 HELP = "search parallel plans of a model on a cluster; see 'archsim plan --help'"
+TP_ALLREDUCE_HELP = ("tensor-parallel all-reduce inside a node: nccl (default), or vLLM's custom "
+                     "all-reduce replayed in a CUDA graph (custom-graph) or eager (custom-eager);"
+                     " the link needs a custom_allreduce spec (docs/cluster.md)")
 DESCRIPTION = ("Search parallel plans (tp, pp, dp, ep, cp, microbatches, recompute, ZeRO) of a "
                "model on a cluster; print the best and a table of the top plans.")
 
@@ -47,6 +51,7 @@ def add_plan_flags(r: argparse.ArgumentParser) -> None:
                    help="overlap tp collectives with the other half of the batch (TokenWeave)")
     g.add_argument("--moe-imbalance", type=ratio_at_least_one, default=1.0,
                    help="busiest expert device's tokens / the mean (default 1)")
+    g.add_argument("--tp-allreduce", choices=IMPLS, default="nccl", help=TP_ALLREDUCE_HELP)
 
 
 def plan_flags_given(args: argparse.Namespace) -> bool:
@@ -54,7 +59,8 @@ def plan_flags_given(args: argparse.Namespace) -> bool:
     return (args.pp > 1 or args.dp > 1 or args.ep > 1 or args.cp > 1
             or (args.microbatches or 1) > 1 or args.kv_format is not None
             or args.zero > 0 or args.recompute != "none" or args.sequence_parallel
-            or args.tp_overlap or args.interleave > 1 or args.moe_imbalance != 1.0)
+            or args.tp_overlap or args.interleave > 1 or args.moe_imbalance != 1.0
+            or args.tp_allreduce != "nccl")
 
 
 def run_plan(args: argparse.Namespace) -> int:
@@ -69,7 +75,8 @@ def run_plan(args: argparse.Namespace) -> int:
                         interleave=args.interleave)
     cluster = load_cluster_for(args.config, plan.devices, args.overrides, grow=False)
     phase = args.phase or "prefill"
-    opts = PlanOptions(tp_overlap=args.tp_overlap, moe_imbalance=args.moe_imbalance)
+    opts = PlanOptions(tp_overlap=args.tp_overlap, moe_imbalance=args.moe_imbalance,
+                       tp_allreduce=args.tp_allreduce)
     build = device_build(cluster.device, args.a_format, args.w_format, args.kernels,
                          args.kv_format)
     r = evaluate_plan(cluster, args.model, plan, phase, batch=args.batch, seq=args.seq,
@@ -105,6 +112,7 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--w-format", type=non_empty, help="weight number format (e.g. fp8_e4m3, int4)")
     ap.add_argument("--kv-format", type=non_empty,
                     help="KV-cache number format (default: the activation format)")
+    ap.add_argument("--tp-allreduce", choices=IMPLS, default="nccl", help=TP_ALLREDUCE_HELP)
     ap.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -114,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
                          batch=args.batch, seq=args.seq, context=args.context,
                          objective=args.objective, tp_overlap=args.tp_overlap,
                          a_format=args.a_format, w_format=args.w_format,
-                         kv_format=args.kv_format)
+                         kv_format=args.kv_format, tp_allreduce=args.tp_allreduce)
     if args.json:
         print(found.to_json(args.top))
         return 0 if found.ranked else 1

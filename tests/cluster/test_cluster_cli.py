@@ -70,3 +70,17 @@ def test_plan_bad_devices_exits_2(capsys):
 def test_plan_of_a_cnn_is_refused(capsys):
     assert main(["run", "dgx_h100", "--model", "resnet50", "--pp", "2"]) == 2
     assert "parallel plans apply to transformers; resnet50 is a CNN" in capsys.readouterr().err
+
+
+def test_tp_allreduce_without_its_spec_exits_2_naming_the_key(capsys):
+    # dgx_a100 has no custom_allreduce spec on its NVLink
+    assert main(["plan", "dgx_a100", "--model", "llama3-8b", "--devices", "8", "--phase",
+                 "decode", "--tp-allreduce", "custom-graph"]) == 2
+    err = capsys.readouterr().err
+    assert "scale_up.custom_allreduce" in err and "Traceback" not in err
+
+
+def test_plan_tp_allreduce_custom_graph(capsys):
+    assert main(["run", "dgx_h100", "--model", "llama3-8b", "--tp", "8", "--phase", "decode",
+                 "--tp-allreduce", "custom-graph", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)

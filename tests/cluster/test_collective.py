@@ -20,15 +20,35 @@ def dgx():
     return load_cluster(CFG / "dgx_h100.yaml")
 
 
+def one_protocol(tmp_path: Path) -> object:
+    """dgx_h100 without its ``nccl`` and ``custom_allreduce`` blocks: the one-protocol model
+    (efficiency 0.8, 2 us per step) that clusters without NCCL constants use."""
+    out, skip = [], False
+    for line in (CFG / "dgx_h100.yaml").read_text().splitlines():
+        if line.startswith(("  nccl:", "  custom_allreduce:")):
+            skip = True
+            continue
+        if skip and line.startswith("    "):
+            continue
+        skip = False
+        out.append(line)
+    p = tmp_path / "one_protocol.yaml"
+    p.write_text("\n".join(out))
+    return load_cluster(p)
+
+
 def _published(algo: str) -> list[dict]:
     with open(DATA / "nccl_allreduce_h100.csv", encoding="utf-8") as f:
         rows = [r for r in csv.DictReader(line for line in f if not line.startswith("#"))]
     return [r for r in rows if r["algo"] == algo]
 
 
-@pytest.mark.parametrize("mib", [64, 128, 256, 1024, 4096, 8192])
+@pytest.mark.parametrize("mib", [256, 1024, 4096, 8192])
 def test_h100_ring_allreduce_busbw_within_15pct_of_nccl_tests(dgx, mib):
-    # tests/data/cluster/nccl_allreduce_h100.csv: NCCL_ALGO=RING plateau on 8x H100 NVSwitch
+    # tests/data/cluster/nccl_allreduce_h100.csv: NCCL_ALGO=RING plateau on 8x H100 NVSwitch.
+    # From 256 MiB: the measured curve of NCCL 2.29 (kernels_h100/nccl.csv, int8 = ring) is
+    # 315 GB/s at 64 MiB, 325 at 128 MiB, 341 at 256 MiB, 351 at 512 MiB -- the plateau of
+    # 370 is not reached at 64 MiB, and the model follows the measured curve
     pub = _published("ring")
     assert pub
     r = collective(dgx, "allreduce", mib * 2**20, place(dgx, 8, 1), algorithm="ring")
@@ -46,33 +66,40 @@ def test_busbw_rises_with_message_size(dgx):
     assert bw[0] < 0.05 * bw[-1]
 
 
-def test_ring_allreduce_closed_form(dgx):
-    # 8 GPUs, 1 GiB: 2 x 7/8 x S / (450 GB/s x 0.8) + 14 x 2 us
+def test_ring_allreduce_closed_form(dgx, tmp_path):
+    # one protocol: 8 GPUs, 1 GiB: 2 x 7/8 x S / (450 GB/s x 0.8) + 14 x 2 us
     s = 2**30
     t = 2 * 7 / 8 * s / (450e9 * 0.8) + 14 * 2e-6
-    r = collective(dgx, "allreduce", s, place(dgx, 8, 1), algorithm="ring")
+    r = collective(one_protocol(tmp_path), "allreduce", s, place(dgx, 8, 1), algorithm="ring")
     assert r.algorithm == "ring"
     assert r.time_s == pytest.approx(t, rel=1e-9)
+    # NCCL's Simple protocol: 55.7 us + 14 steps x 0.78 us + 2 x 7/8 x S / (450 GB/s x 0.78)
+    r = collective(dgx, "allreduce", s, place(dgx, 8, 1), algorithm="ring")
+    assert (r.algorithm, r.protocol) == ("ring", "simple")
+    assert r.time_s == pytest.approx(55.7e-6 + 14 * 0.78e-6 + 2 * 7 / 8 * s / (450e9 * 0.78),
+                                     rel=1e-9)
 
 
-def test_tree_wins_small_messages(dgx):
-    # 8 KiB: tree 2 x 8 KiB / B + 6 steps beats ring's 14 steps of 2 us (and NVLS' 2 steps
-    # lose nothing here: NVLS is 2 steps + 8 KiB / (0.611 x 450 GB/s) = 4.03 us < tree)
+def test_tree_wins_small_messages(tmp_path):
+    # one protocol, 8 KiB: tree 2 x 8 KiB / B + 6 steps beats ring's 14 steps of 2 us (and
+    # NVLS' 2 steps lose nothing here: 2 steps + 8 KiB / (0.562 x 450 GB/s) = 4.03 us < tree)
+    dgx = one_protocol(tmp_path)
     c = collective(dgx, "allreduce", 8192, place(dgx, 8, 1))
     assert c.algorithm == "nvls"
-    assert c.time_s == pytest.approx(8192 / (0.611 * 450e9) + 2 * 2e-6)
+    assert c.time_s == pytest.approx(8192 / (0.562 * 450e9) + 2 * 2e-6)
     no_nvls = collective(dgx, "allreduce", 8192, place(dgx, 8, 1), algorithm="tree")
     assert no_nvls.time_s == pytest.approx(2 * 8192 / (450e9 * 0.8) + 6 * 2e-6)
 
 
 @pytest.mark.parametrize("mib", [1024, 4096, 8192])
-def test_h100_nvls_busbw_fit(dgx, mib):
-    # the fit itself (nvls_efficiency 0.611 = 275 / 450 from nccl-tests#212): reproduces the
-    # 476-480 GB/s busbw rows; the check is on H800 below
+def test_h100_nvls_busbw_published(dgx, mib):
+    # nvls_efficiency (0.562) and NVLS' base are fitted on kernels_h100/nccl.csv (2+8 GPUs,
+    # NCCL 2.29: 445 GB/s at 512 MiB); the published 476-480 GB/s plateau (nccl-tests#212,
+    # #290) is a check within 10%; the H800 check is below
     r = collective(dgx, "allreduce", mib * 2**20, place(dgx, 8, 1))
     assert r.algorithm == "nvls"
     for row in _published("nvls"):
-        assert abs(r.busbw_gbps / float(row["busbw_gbps"]) - 1) <= 0.05
+        assert abs(r.busbw_gbps / float(row["busbw_gbps"]) - 1) <= 0.10
 
 
 def test_nvls_constant_checked_on_h800(tmp_path):
@@ -120,13 +147,15 @@ def test_sharing_halves_bandwidth(dgx):
     s = 2**30
     one = collective(dgx, "allgather", s, place(dgx, 8, 1))
     two = collective(dgx, "allgather", s, place(dgx, 8, 1), share=2)
-    lat = 7 * 2e-6
+    assert one.protocol == two.protocol == "simple"
+    lat = 55.7e-6 + 7 * 0.78e-6
     assert two.time_s - lat == pytest.approx(2 * (one.time_s - lat), rel=1e-9)
 
 
 def test_torus_runs_rings_per_dimension(tmp_path):
-    y = (CFG / "dgx_h100.yaml").read_text().replace("topology: switch",
-                                                     "topology: torus\n  torus_dims: [2, 4]")
+    one_protocol(tmp_path)
+    y = (tmp_path / "one_protocol.yaml").read_text().replace(
+        "topology: switch", "topology: torus\n  torus_dims: [2, 4]")
     y = "\n".join(line for line in y.splitlines() if "nvls_efficiency" not in line)
     p = tmp_path / "torus.yaml"
     p.write_text(y)

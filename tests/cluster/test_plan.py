@@ -78,10 +78,11 @@ def test_moe_all_to_all_volumes():
 
 
 def test_all_to_all_time_on_one_node(dgx):
-    # (n-1)/n x S / (450 GB/s x 0.8) + (n-1) x 2 us through the NVSwitch
+    # NCCL's grouped sends through the NVSwitch, Simple protocol: 12.8 us + (n-1)/n x S /
+    # (450 GB/s x 0.61) (configs/cluster/dgx_h100.yaml nccl.p2p_simple)
     s = 4096 * 8 * 7168 * 2
     c = collective(dgx, "alltoall", s, place(dgx, 8, 1))
-    assert c.time_s == pytest.approx(7 / 8 * s / 360e9 + 7 * 2e-6, rel=1e-9)
+    assert c.time_s == pytest.approx(12.8e-6 + 7 / 8 * s / (450e9 * 0.61), rel=1e-9)
 
 
 def test_tensor_parallel_volumes_with_and_without_sequence_parallelism():
@@ -260,8 +261,8 @@ def test_search_deepseek_v3_decode_on_16_h100():
 
 def test_link_energy_closed_form(tmp_path, dgx):
     # llama3-8b prefill, tp 8, 1 x 512 tokens: 2 all-reduces per block x 32 blocks + the
-    # embedding's = 65 all-reduces of 512 x 4096 x 2 bytes; NVLS sends each vector once per
-    # device: 65 x 8 devices x S x 8 bits x 1.3 pJ
+    # embedding's = 65 all-reduces of 512 x 4096 x 2 bytes (4 MiB); a ring (LL128 beats NVLS'
+    # 52 us base at 4 MiB) sends 2 x 7/8 x S per device: 65 x 8 devices x 1.75 S x 8 bits x 1.3 pJ
     y = (CFG / "dgx_h100.yaml").read_text().replace("energy_pj_per_bit: 1.3", "energy_pj_per_bit: 0")
     p = tmp_path / "dark.yaml"
     p.write_text(y)
@@ -270,8 +271,9 @@ def test_link_energy_closed_form(tmp_path, dgx):
     lit = evaluate_plan(dgx, "llama3-8b", plan, "prefill", batch=1, seq=512)
     off = evaluate_plan(dark, "llama3-8b", plan, "prefill", batch=1, seq=512)
     s = 512 * 4096 * 2
-    assert collective(dgx, "allreduce", s, place(dgx, 8, 1)).algorithm == "nvls"
-    assert lit.energy_j - off.energy_j == pytest.approx(65 * 8 * s * 8 * 1.3e-12, rel=1e-9)
+    assert collective(dgx, "allreduce", s, place(dgx, 8, 1)).algorithm == "ring"
+    assert lit.energy_j - off.energy_j == pytest.approx(65 * 8 * 1.75 * s * 8 * 1.3e-12,
+                                                        rel=1e-9)
 
 
 def test_moe_imbalance_scales_the_expert_work_linearly(dgx):
@@ -282,3 +284,19 @@ def test_moe_imbalance_scales_the_expert_work_linearly(dgx):
          for k in (1.0, 1.5, 2.0)}
     assert c[2.0] - c[1.0] == pytest.approx(2 * (c[1.5] - c[1.0]), rel=1e-9)
     assert c[1.5] > c[1.0]
+
+
+def test_tp_allreduce_custom_graph_is_the_sum_of_its_calls(dgx):
+    # llama3-8b decode, tp 8, 16 sequences: 2 all-reduces per block x 32 blocks of
+    # 16 x 4096 x 2 bytes (the embedding's is outside the blocks); each costs the custom
+    # one-shot kernel (tests/cluster/test_nccl.py); nothing but the tp time changes
+    plan = ParallelPlan(tp=8)
+    nccl = evaluate_plan(dgx, "llama3-8b", plan, "decode", batch=16, seq=1, context=1024)
+    cus = evaluate_plan(dgx, "llama3-8b", plan, "decode", batch=16, seq=1, context=1024,
+                        options=PlanOptions(tp_allreduce="custom-graph"))
+    s = 16 * 4096 * 2
+    g = place(dgx, 8, 1)
+    d = collective(dgx, "allreduce", s, g).time_s - \
+        collective(dgx, "allreduce", s, g, impl="custom-graph").time_s
+    assert d > 0
+    assert nccl.step_s - cus.step_s == pytest.approx(64 * d, rel=0.05)
