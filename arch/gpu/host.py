@@ -1,12 +1,14 @@
 """The host software stack that launches a GPU's kernels (``GpuSpec.runtime``).
 
 A GPU kernel cannot start before the host has issued it. The host issues op after op
-asynchronously, so an op whose device time exceeds its host cost hides it (the host runs
-ahead), while a stream of short kernels runs at the host's pace::
+asynchronously (a launch queue: it does not wait for the device), and the device runs each op
+once it is issued and the previous one is done::
 
-    wall(op) = max(device time, host cost per op)        host cost = RUNTIMES[runtime]
+    issue_i = issue_(i-1) + host cost        end_i = max(issue_i, end_(i-1)) + device_i
+    host cost = RUNTIMES[runtime]            wall  = end_last     (archsim.api._host_summary)
 
-(the steady state of a launch queue; ``docs/gpu.md``). ``Result.latency_s`` stays the device
+so the host runs ahead during long kernels, and a stream of short kernels runs at the host's
+pace (``docs/gpu.md``). ``Result.latency_s`` stays the device
 time; ``Result.extra["host"]`` carries the wall time and how many ops were host-bound.
 
 The runtime is also the device-side protocol (``GpuSpec.kernel_launch_s``): under ``ideal``

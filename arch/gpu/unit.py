@@ -314,7 +314,8 @@ class TensorCoreGpu(Unit[GpuMapping]):
 
     def _with_host(self, e: Estimate) -> Estimate:
         """Add the host cost of ``spec.runtime`` (``arch.gpu.host``): ``host_s`` and
-        ``wall_s = max(device, host)`` in the details; the device latency is unchanged. A
+        ``wall_s = max(device, host)`` (this op alone) in the details; the device latency is
+        unchanged; the run's wall is a launch queue over the ops (``archsim.api``). A
         fused piece that launches nothing (flash AV / softmax) costs no host time."""
         if self.spec.runtime == "ideal" or not e.feasible:
             return e

@@ -177,5 +177,5 @@ def add_runtime_flag(p: argparse.ArgumentParser) -> None:
                         "units[0].runtime=X): ideal = each kernel launched alone, device time "
                         "only (default: the config's runtime, ideal in every reference "
                         "config); cuda_graph / eager / eager_hf = kernels queued back to back "
-                        "(launch_b2b_us each) plus that stack's host cost per op, wall = "
-                        "max(device, host) per op (docs/gpu.md 'Runtime protocols')")
+                        "(launch_b2b_us each) plus that stack's host cost per op, the wall "
+                        "a launch queue (docs/gpu.md 'Runtime protocols')")
