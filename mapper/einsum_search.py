@@ -86,6 +86,14 @@ class MapSpace:
     keep_options: list[list[frozenset[str]]]
     split: list[int | None]
     split_order: list[tuple[str, ...]]
+    _split: list[tuple[np.ndarray, np.ndarray]] | None = None
+
+    def fact_split(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per dim, (temporal factors [n, nlev], spatial factors [n, nlev]) of ``fact``."""
+        if self._split is None:
+            self._split = [(np.ascontiguousarray(f[:, 0::2]), np.ascontiguousarray(f[:, 1::2]))
+                           for f in self.fact]
+        return self._split
 
 
 def make_space(problem: Einsum, hier: Hierarchy, constraints: Constraints | None = None,
@@ -165,9 +173,12 @@ class Batch:
 def _sample(space: MapSpace, rng: np.random.Generator, n: int,
             keep: tuple[frozenset[str], ...]) -> Batch:
     ndim, nlev = len(space.dims), space.nlev
-    slots = np.stack([f[rng.integers(0, len(f), n)] for f in space.fact], axis=2)
-    tb = np.ascontiguousarray(slots[:, 0::2, :])
-    sb = np.ascontiguousarray(slots[:, 1::2, :])
+    tb = np.empty((n, nlev, ndim), dtype=np.int64)
+    sb = np.empty((n, nlev, ndim), dtype=np.int64)
+    for d, (ft, fs) in enumerate(space.fact_split()):
+        pick = rng.integers(0, len(ft), n)
+        tb[:, :, d] = ft[pick]
+        sb[:, :, d] = fs[pick]
     table = _perm_table(ndim)
     perm = table[rng.integers(0, len(table), (n, nlev))]
     for i, fixed in enumerate(space.perm_fixed):
@@ -327,6 +338,36 @@ def _score(out: dict[str, np.ndarray], objective: str, energy_scale: float = 0.0
     return np.where(out["feasible"], s, np.inf)
 
 
+#: Candidates kept per keep set as parents of the mutation batches.
+_ELITE = 64
+
+
+def _evaluate_bounded(space: MapSpace, batch: Batch, objective: str, worst: float
+                      ) -> dict[str, np.ndarray]:
+    """:func:`evaluate_batch` of the candidates whose score's lower bound is <= ``worst``;
+    the others are returned infeasible (their score would exceed ``worst``)."""
+    temporal = np.prod(batch.tb.reshape(batch.tb.shape[0], -1), axis=1).astype(float)
+    if objective == "latency":
+        bound = temporal
+    elif objective == "edp":
+        bound = float(space.hier.compute.energy_pj.get("compute", 0.0) * space.problem.macs) \
+            * 1e-12 * temporal
+    else:
+        return evaluate_batch(space, batch)
+    live = bound <= worst
+    if live.all():
+        return evaluate_batch(space, batch)
+    n = len(live)
+    out = {"energy_pj": np.zeros(n), "cycles": np.zeros(n, dtype=np.int64),
+           "feasible": np.zeros(n, dtype=np.bool_), "edp": np.full(n, np.inf)}
+    if live.any():
+        sub = evaluate_batch(space, Batch(batch.tb[live], batch.sb[live], batch.perm[live],
+                                          batch.keep))
+        for k, v in sub.items():
+            out[k][live] = v
+    return out
+
+
 @dataclass(frozen=True)
 class EinsumSearchResult:
     """Best mapping found, its exact re-evaluation, and the search's speed.
@@ -374,13 +415,19 @@ def _mutate(space: MapSpace, rng: np.random.Generator, elite: Batch, n: int) -> 
 def search(problem: Einsum, hier: Hierarchy, constraints: Constraints | None = None, *,
            objective: str = "energy", time_budget_s: float = 8.0, batch_size: int = 4096,
            seed: int = 0, keep: dict[str, frozenset[str]] | None = None,
-           max_evaluations: int | None = None) -> EinsumSearchResult:
+           max_evaluations: int | None = None, prune: bool = True) -> EinsumSearchResult:
     """Random sampling plus elite mutation, vectorised; returns the best feasible mapping.
 
     Args:
         objective: ``energy`` | ``edp`` | ``latency``.
         time_budget_s: wall-clock budget (one core). max_evaluations: optional cap.
         keep: pin keep sets per level name (otherwise every allowed bypass choice is tried).
+        prune: skip the access analysis of candidates whose score's lower bound (cycles >=
+            the product of the temporal bounds; energy >= the MAC energy) is already worse
+            than the best (when their keep set is not drawn again: a fixed
+            ``max_evaluations`` and no time budget) or than their keep set's worst elite:
+            they could enter neither the best nor an elite that is mutated later, so the
+            search's path and result stay those without pruning.
 
     Raises:
         ValueError: when no feasible mapping was found in the budget.
@@ -393,6 +440,8 @@ def search(problem: Einsum, hier: Hierarchy, constraints: Constraints | None = N
     evals = 0
     n_feasible = 0
     energy_scale = 0.0
+    n_iter = -(-max_evaluations // batch_size) if max_evaluations is not None and \
+        math.isinf(time_budget_s) else None
     t0 = time.perf_counter()
     it = 0
     while time.perf_counter() - t0 < time_budget_s and \
@@ -403,14 +452,24 @@ def search(problem: Einsum, hier: Hierarchy, constraints: Constraints | None = N
             cand = _mutate(space, rng, el[1], batch_size)
         else:
             cand = _sample(space, rng, batch_size, kc)
-        out = evaluate_batch(space, cand)
+        # a pruned candidate may neither become the best nor enter an elite that a later
+        # batch mutates: below the best when this keep set is not drawn again, else below
+        # its worst elite
+        worst = None
+        if prune and energy_scale and best is not None:
+            if n_iter is not None and it + len(keep_combos) >= n_iter:
+                worst = best[0]
+            elif el is not None and len(el[0]) == _ELITE:
+                worst = float(el[0].max())
+        out = evaluate_batch(space, cand) if worst is None else \
+            _evaluate_bounded(space, cand, objective, worst)
         if not energy_scale and out["feasible"].any():
             energy_scale = 100.0 * float(out["energy_pj"][out["feasible"]].max())
         sc = _score(out, objective, energy_scale)
         evals += batch_size
         n_feasible += int(out["feasible"].sum())
         it += 1
-        top = np.argsort(sc)[:64]
+        top = np.argsort(sc, kind="stable")[:_ELITE]
         top = top[np.isfinite(sc[top])]
         if len(top):
             prev = elites.get(kc)
@@ -418,7 +477,7 @@ def search(problem: Einsum, hier: Hierarchy, constraints: Constraints | None = N
             sb = np.concatenate([cand.sb[top]] + ([prev[1].sb] if prev else []))
             pm = np.concatenate([cand.perm[top]] + ([prev[1].perm] if prev else []))
             scores = np.concatenate([sc[top]] + ([prev[0]] if prev else []))
-            keep_idx = np.argsort(scores)[:64]
+            keep_idx = np.argsort(scores, kind="stable")[:_ELITE]
             elites[kc] = (scores[keep_idx], Batch(tb[keep_idx], sb[keep_idx], pm[keep_idx], kc))
             if best is None or sc[top[0]] < best[0]:
                 best = (float(sc[top[0]]), cand, int(top[0]))
