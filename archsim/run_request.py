@@ -145,13 +145,15 @@ def request_workload(req: RunRequest, acc: Accelerator) -> tuple[Workload, RunRe
 
 
 def evaluate_request(req: RunRequest, acc: Accelerator | None = None,
-                     before_simulation: Callable[[], None] | None = None) -> Result:
+                     before_simulation: Callable[[], None] | None = None,
+                     progress: Callable[[int, int], None] | None = None) -> Result:
     """Evaluate ``req`` (on ``acc`` if given, else ``load(req.config, req.overrides)``), with
     the format hint, the sparsity check and the provenance record.
 
     Args:
         before_simulation: called once before a cycle-level simulation starts (the command
             line says when the simulator kernels compile).
+        progress: called as ``progress(done, total)`` while the ops are mapped.
     Raises:
         ArchsimError: a bad design, workload, format or mapping (one message, its location).
     """
@@ -162,7 +164,7 @@ def evaluate_request(req: RunRequest, acc: Accelerator | None = None,
     try:
         res = evaluate(acc, wl, fidelity=req.fidelity, objective=req.objective, mapping=mode,
                        constraints=req.constraints, refine=req.refine,
-                       before_simulation=before_simulation)
+                       before_simulation=before_simulation, progress=progress)
     except MappingError as exc:
         nat = [f"{u.name}: {', '.join(u.native_formats())}" for u in acc.units
                if u.native_formats()]

@@ -42,7 +42,7 @@ from archsim.dataflow.nest import (
     analyse,
 )
 from archsim.mapper.factors import divisors
-from archsim.mapper.nest_kernel import evaluate_kernel
+from archsim.mapper.nest_kernel import evaluate_kernel, fill_factors
 from archsim.mapper.objective import OBJECTIVES
 
 __all__ = ["MapSpace", "Batch", "EinsumSearchResult", "make_space", "evaluate_batch", "search",
@@ -86,14 +86,15 @@ class MapSpace:
     keep_options: list[list[frozenset[str]]]
     split: list[int | None]
     split_order: list[tuple[str, ...]]
-    _split: list[tuple[np.ndarray, np.ndarray]] | None = None
+    _flat: tuple[np.ndarray, np.ndarray] | None = None
 
-    def fact_split(self) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Per dim, (temporal factors [n, nlev], spatial factors [n, nlev]) of ``fact``."""
-        if self._split is None:
-            self._split = [(np.ascontiguousarray(f[:, 0::2]), np.ascontiguousarray(f[:, 1::2]))
-                           for f in self.fact]
-        return self._split
+    def fact_flat(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every dim's ``fact`` table stacked into one array, and each dim's first row."""
+        if self._flat is None:
+            sizes = [len(f) for f in self.fact]
+            self._flat = (np.ascontiguousarray(np.concatenate(self.fact, axis=0)),
+                          np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64))
+        return self._flat
 
 
 def make_space(problem: Einsum, hier: Hierarchy, constraints: Constraints | None = None,
@@ -175,10 +176,12 @@ def _sample(space: MapSpace, rng: np.random.Generator, n: int,
     ndim, nlev = len(space.dims), space.nlev
     tb = np.empty((n, nlev, ndim), dtype=np.int64)
     sb = np.empty((n, nlev, ndim), dtype=np.int64)
-    for d, (ft, fs) in enumerate(space.fact_split()):
-        pick = rng.integers(0, len(ft), n)
-        tb[:, :, d] = ft[pick]
-        sb[:, :, d] = fs[pick]
+    flat, offsets = space.fact_flat()
+    rows = np.empty((ndim, n), dtype=np.int64)
+    for j, f in enumerate(space.fact):
+        rows[j] = rng.integers(0, len(f), n) + offsets[j]
+    fill: Any = fill_factors           # a numba Dispatcher (typed loosely for mypy)
+    fill(flat, rows, tb, sb)
     table = _perm_table(ndim)
     perm = table[rng.integers(0, len(table), (n, nlev))]
     for i, fixed in enumerate(space.perm_fixed):

@@ -23,7 +23,15 @@ from pathlib import Path
 from archsim.api import load
 from archsim.arch.accelerator import Accelerator
 from archsim.arch.cluster import find_cluster
-from archsim.cli.common import Parser, UsageError, nm, non_empty, non_negative_int, positive_int
+from archsim.cli.common import (
+    Parser,
+    ProgressBar,
+    UsageError,
+    nm,
+    non_empty,
+    non_negative_int,
+    positive_int,
+)
 from archsim.cli.plan import add_plan_flags, plan_flags_given, run_plan
 from archsim.run_request import (
     DEFAULT_CONFIG,
@@ -186,7 +194,9 @@ def evaluate_and_print(args: argparse.Namespace, req: RunRequest) -> int:
     """Evaluate ``req`` and print the result: JSON, the mapping table (``map``) or the
     result table (``run``/``gemm``); a workload that does not fit is a warning."""
     acc: Accelerator = load(req.config, req.overrides)
-    res = evaluate_request(req, acc, before_simulation=cold_start_note)
+    bar = ProgressBar("mapping ops")
+    res = evaluate_request(req, acc, before_simulation=cold_start_note, progress=bar.update)
+    bar.close()
     warn = memory_warning(res, acc)
     if warn:
         print(f"warning: {warn}", file=sys.stderr)
