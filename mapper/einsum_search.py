@@ -61,6 +61,35 @@ def _ordered_factorisations(n: int, slots: int) -> list[tuple[int, ...]]:
     return out
 
 
+#: Factor tables shared by every problem and layer: (bound, levels, fixed slots) -> table.
+_FACT_TABLES: dict[tuple[int, int, tuple[tuple[int, int, int], ...]], np.ndarray] = {}
+
+
+def _fact_table(n: int, nlev: int, fixed: tuple[tuple[int, int, int], ...]) -> np.ndarray:
+    """Every way to spread bound ``n`` over the (temporal, spatial) slots of ``nlev`` levels
+    with the ``(level, 0 temporal / 1 spatial, factor)`` slots pinned: [rows, 2 * nlev]
+    (t0, s0, t1, s1 ...). Built once per key and shared across layers (read-only)."""
+    key = (n, nlev, fixed)
+    table = _FACT_TABLES.get(key)
+    if table is None:
+        pinned = {(i, k): v for i, k, v in fixed}
+        free_slots = [(i, k) for i in range(nlev) for k in (0, 1) if (i, k) not in pinned]
+        fixed_prod = math.prod(pinned.values())
+        rows = []
+        if n % fixed_prod == 0:
+            for combo in _ordered_factorisations(n // fixed_prod, len(free_slots)):
+                row = [1] * (2 * nlev)
+                for (i, k), v in pinned.items():
+                    row[2 * i + k] = v
+                for (i, k), f in zip(free_slots, combo, strict=True):
+                    row[2 * i + k] = f
+                rows.append(row)
+        table = np.array(rows, dtype=np.int64).reshape(-1, 2 * nlev)
+        table.setflags(write=False)
+        _FACT_TABLES[key] = table
+    return table
+
+
 @dataclass
 class MapSpace:
     """The map space of one problem on one hierarchy (static arrays for the batch kernel).
@@ -140,22 +169,9 @@ def make_space(problem: Einsum, hier: Hierarchy, constraints: Constraints | None
                 for sub in itertools.combinations(free, r):
                     opts.append(must | frozenset(sub))
             keep_opts.append(opts)
-    fact = []
-    for d in dims:
-        n = problem.dims[d]
-        free_slots = [(i, k) for i in range(nlev) for k in (0, 1) if (i, k, d) not in fixed]
-        fixed_prod = math.prod(v for (i, k, dd), v in fixed.items() if dd == d)
-        rows = []
-        if n % fixed_prod == 0:
-            for combo in _ordered_factorisations(n // fixed_prod, len(free_slots)):
-                row = [1] * (2 * nlev)
-                for (i, k, dd), v in fixed.items():
-                    if dd == d:
-                        row[2 * i + k] = v
-                for (i, k), f in zip(free_slots, combo, strict=True):
-                    row[2 * i + k] = f
-                rows.append(row)
-        fact.append(np.array(rows, dtype=np.int64).reshape(-1, 2 * nlev))
+    fact = [_fact_table(problem.dims[d], nlev,
+                        tuple(sorted((i, k, v) for (i, k, dd), v in fixed.items() if dd == d)))
+            for d in dims]
     return MapSpace(problem, hier, dims, np.array([problem.dims[d] for d in dims]), nlev, fact,
                     perm_fixed, keep_opts, split, split_order)
 
