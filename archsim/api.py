@@ -308,7 +308,7 @@ class _EnergyCache:
 def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
              objective: str = "latency", mapping: str = "default",
              constraints: Any = None, refine: int = 0,
-             before_simulation: Any = None) -> Result:
+             before_simulation: Any = None, progress: Any = None) -> Result:
     """Evaluate ``wl`` on ``acc``: latency, energy and area with breakdowns.
 
     Latency is the makespan of the schedule (``mapper.map_workload``): ops on one unit run
@@ -332,6 +332,8 @@ def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
             of a constraints YAML file), or None.
         before_simulation: with ``fidelity="cycle"``, called once after the work-size check
             (:data:`MAX_SIM_CYCLES`) and before the first op is simulated.
+        progress: called as ``progress(done, total)`` while the ops are mapped
+            (:func:`mapper.map_workload`).
 
     Raises:
         ConfigError / WorkloadError / MappingError: bad input (never for infeasible-but-valid
@@ -350,7 +352,7 @@ def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
 
         constraints = load_constraints(constraints)
     sched = map_workload(acc, wl, objective, op_energy, search=(mapping == "search"),
-                         constraints=constraints, refine=refine)
+                         constraints=constraints, refine=refine, progress=progress)
     rows: list[OpResult] = []
     total_actions: dict[tuple[str, str], float] = {}
     ideal_s: dict[str, float] = {}

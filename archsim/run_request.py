@@ -170,13 +170,15 @@ def _warn_unused_refine(req: RunRequest) -> None:
 
 
 def evaluate_request(req: RunRequest, acc: Accelerator | None = None,
-                     before_simulation: Callable[[], None] | None = None) -> Result:
+                     before_simulation: Callable[[], None] | None = None,
+                     progress: Callable[[int, int], None] | None = None) -> Result:
     """Evaluate ``req`` (on ``acc`` if given, else ``load(req.config, req.overrides)``), with
     the format hint, the sparsity check and the provenance record.
 
     Args:
         before_simulation: called once before a cycle-level simulation starts (the command
             line says when the simulator kernels compile).
+        progress: called as ``progress(done, total)`` while the ops are mapped.
     Raises:
         ArchsimError: a bad design, workload, format or mapping (one message, its location).
     """
@@ -188,7 +190,7 @@ def evaluate_request(req: RunRequest, acc: Accelerator | None = None,
     try:
         res = evaluate(acc, wl, fidelity=req.fidelity, objective=req.objective, mapping=mode,
                        constraints=req.constraints, refine=req.refine,
-                       before_simulation=before_simulation)
+                       before_simulation=before_simulation, progress=progress)
     except MappingError as exc:
         hinted = with_format_hint(exc, acc)
         if hinted is exc:

@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from archsim.arch.timeloop import (
+    DerivedErt,
+    arch_ert,
     load_dir,
     read_arch,
     read_ert,
@@ -84,6 +86,8 @@ class TimeloopRun:
         hierarchy: the architecture's storage hierarchy.
         problem: the Einsum evaluated.
         search_note: one line about the mapping search ("" when the mapping was given).
+        derived_ert: the energy table derived by archsim's energy library when no ERT was
+            given (:func:`arch.timeloop.ert.derive_ert`), else None.
     """
 
     result: NestResult
@@ -91,6 +95,14 @@ class TimeloopRun:
     hierarchy: Hierarchy
     problem: Einsum
     search_note: str = ""
+    derived_ert: DerivedErt | None = None
+
+    def ert_text(self) -> str:
+        """The energy table used: the derived one with each value's source, or one line
+        saying that an ERT file gave it."""
+        if self.derived_ert is None:
+            return "Energy reference table: from the ERT file (--ert or the folder's *ERT*.yaml)"
+        return self.derived_ert.table_text()
 
     def stats_text(self) -> str:
         """The Timeloop-style report with the mapping (outermost first)."""
@@ -154,6 +166,7 @@ def evaluate_timeloop(arch: str | Path | None = None, problem: str | Path | None
         des = load_dir(resolve_design_dir(str(folder)), str(problem) if problem else None,
                        with_mapping=not search and not problem)
         hier, prob, mp, cons = des.hierarchy, des.problem, des.mapping, des.constraints
+        derived = des.derived_ert
         if prob is None:
             raise ConfigError(Problem("no problem YAML found (pass --problem)", "",
                                       f"timeloop:{folder}"))
@@ -161,11 +174,13 @@ def evaluate_timeloop(arch: str | Path | None = None, problem: str | Path | None
         if arch is None or problem is None:
             raise ConfigError(Problem("expected an architecture and a problem YAML",
                                       "--timeloop" if arch is None else "--problem"))
-        hier, cons = read_arch(arch, read_ert(ert) if ert else None)
+        derived = None if ert else arch_ert(arch)
+        energies = read_ert(ert) if ert else derived.energies()  # type: ignore[union-attr]
+        hier, cons = read_arch(arch, energies)
         prob = read_problem(problem)
         mp = read_mapping(mapping, hier, prob) if mapping and not search else None
     note = ""
     if mp is None:
         mp, note = _search(prob, hier, cons, objective, time_budget_s, seed)
     res = analyse(prob, hier, mp, stationary_breaks=stationary_resets == "pre-2025")
-    return TimeloopRun(res, mp, hier, prob, note)
+    return TimeloopRun(res, mp, hier, prob, note, derived)

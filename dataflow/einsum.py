@@ -80,6 +80,13 @@ class Einsum:
             n *= b
         return n
 
+    def signature(self) -> tuple[Any, ...]:
+        """Everything that defines the problem but its name: the bounds (in order) and each
+        data space's name, projections and read-write flag. Two problems with the same
+        signature have the same map space and the same counts for every mapping."""
+        return (tuple(self.dims.items()),
+                tuple((ds.name, ds.ranks, ds.read_write) for ds in self.data_spaces))
+
     def space(self, name: str) -> DataSpace:
         """The data space called ``name`` (KeyError if none)."""
         for ds in self.data_spaces:

@@ -42,7 +42,7 @@ from archsim.dataflow.nest import (
     analyse,
 )
 from archsim.mapper.factors import divisors
-from archsim.mapper.nest_kernel import evaluate_kernel
+from archsim.mapper.nest_kernel import evaluate_kernel, fill_factors
 from archsim.mapper.objective import OBJECTIVES
 
 __all__ = ["MapSpace", "Batch", "EinsumSearchResult", "make_space", "evaluate_batch", "search",
@@ -59,6 +59,35 @@ def _ordered_factorisations(n: int, slots: int) -> list[tuple[int, ...]]:
     for f in divisors(n):
         out += [(f, *rest) for rest in _ordered_factorisations(n // f, slots - 1)]
     return out
+
+
+#: Factor tables shared by every problem and layer: (bound, levels, fixed slots) -> table.
+_FACT_TABLES: dict[tuple[int, int, tuple[tuple[int, int, int], ...]], np.ndarray] = {}
+
+
+def _fact_table(n: int, nlev: int, fixed: tuple[tuple[int, int, int], ...]) -> np.ndarray:
+    """Every way to spread bound ``n`` over the (temporal, spatial) slots of ``nlev`` levels
+    with the ``(level, 0 temporal / 1 spatial, factor)`` slots pinned: [rows, 2 * nlev]
+    (t0, s0, t1, s1 ...). Built once per key and shared across layers (read-only)."""
+    key = (n, nlev, fixed)
+    table = _FACT_TABLES.get(key)
+    if table is None:
+        pinned = {(i, k): v for i, k, v in fixed}
+        free_slots = [(i, k) for i in range(nlev) for k in (0, 1) if (i, k) not in pinned]
+        fixed_prod = math.prod(pinned.values())
+        rows = []
+        if n % fixed_prod == 0:
+            for combo in _ordered_factorisations(n // fixed_prod, len(free_slots)):
+                row = [1] * (2 * nlev)
+                for (i, k), v in pinned.items():
+                    row[2 * i + k] = v
+                for (i, k), f in zip(free_slots, combo, strict=True):
+                    row[2 * i + k] = f
+                rows.append(row)
+        table = np.array(rows, dtype=np.int64).reshape(-1, 2 * nlev)
+        table.setflags(write=False)
+        _FACT_TABLES[key] = table
+    return table
 
 
 @dataclass
@@ -86,6 +115,15 @@ class MapSpace:
     keep_options: list[list[frozenset[str]]]
     split: list[int | None]
     split_order: list[tuple[str, ...]]
+    _flat: tuple[np.ndarray, np.ndarray] | None = None
+
+    def fact_flat(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every dim's ``fact`` table stacked into one array, and each dim's first row."""
+        if self._flat is None:
+            sizes = [len(f) for f in self.fact]
+            self._flat = (np.ascontiguousarray(np.concatenate(self.fact, axis=0)),
+                          np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64))
+        return self._flat
 
 
 def make_space(problem: Einsum, hier: Hierarchy, constraints: Constraints | None = None,
@@ -131,22 +169,9 @@ def make_space(problem: Einsum, hier: Hierarchy, constraints: Constraints | None
                 for sub in itertools.combinations(free, r):
                     opts.append(must | frozenset(sub))
             keep_opts.append(opts)
-    fact = []
-    for d in dims:
-        n = problem.dims[d]
-        free_slots = [(i, k) for i in range(nlev) for k in (0, 1) if (i, k, d) not in fixed]
-        fixed_prod = math.prod(v for (i, k, dd), v in fixed.items() if dd == d)
-        rows = []
-        if n % fixed_prod == 0:
-            for combo in _ordered_factorisations(n // fixed_prod, len(free_slots)):
-                row = [1] * (2 * nlev)
-                for (i, k, dd), v in fixed.items():
-                    if dd == d:
-                        row[2 * i + k] = v
-                for (i, k), f in zip(free_slots, combo, strict=True):
-                    row[2 * i + k] = f
-                rows.append(row)
-        fact.append(np.array(rows, dtype=np.int64).reshape(-1, 2 * nlev))
+    fact = [_fact_table(problem.dims[d], nlev,
+                        tuple(sorted((i, k, v) for (i, k, dd), v in fixed.items() if dd == d)))
+            for d in dims]
     return MapSpace(problem, hier, dims, np.array([problem.dims[d] for d in dims]), nlev, fact,
                     perm_fixed, keep_opts, split, split_order)
 
@@ -165,9 +190,14 @@ class Batch:
 def _sample(space: MapSpace, rng: np.random.Generator, n: int,
             keep: tuple[frozenset[str], ...]) -> Batch:
     ndim, nlev = len(space.dims), space.nlev
-    slots = np.stack([f[rng.integers(0, len(f), n)] for f in space.fact], axis=2)
-    tb = np.ascontiguousarray(slots[:, 0::2, :])
-    sb = np.ascontiguousarray(slots[:, 1::2, :])
+    tb = np.empty((n, nlev, ndim), dtype=np.int64)
+    sb = np.empty((n, nlev, ndim), dtype=np.int64)
+    flat, offsets = space.fact_flat()
+    rows = np.empty((ndim, n), dtype=np.int64)
+    for j, f in enumerate(space.fact):
+        rows[j] = rng.integers(0, len(f), n) + offsets[j]
+    fill: Any = fill_factors           # a numba Dispatcher (typed loosely for mypy)
+    fill(flat, rows, tb, sb)
     table = _perm_table(ndim)
     perm = table[rng.integers(0, len(table), (n, nlev))]
     for i, fixed in enumerate(space.perm_fixed):
@@ -327,6 +357,36 @@ def _score(out: dict[str, np.ndarray], objective: str, energy_scale: float = 0.0
     return np.where(out["feasible"], s, np.inf)
 
 
+#: Candidates kept per keep set as parents of the mutation batches.
+_ELITE = 64
+
+
+def _evaluate_bounded(space: MapSpace, batch: Batch, objective: str, worst: float
+                      ) -> dict[str, np.ndarray]:
+    """:func:`evaluate_batch` of the candidates whose score's lower bound is <= ``worst``;
+    the others are returned infeasible (their score would exceed ``worst``)."""
+    temporal = np.prod(batch.tb.reshape(batch.tb.shape[0], -1), axis=1).astype(float)
+    if objective == "latency":
+        bound = temporal
+    elif objective == "edp":
+        bound = float(space.hier.compute.energy_pj.get("compute", 0.0) * space.problem.macs) \
+            * 1e-12 * temporal
+    else:
+        return evaluate_batch(space, batch)
+    live = bound <= worst
+    if live.all():
+        return evaluate_batch(space, batch)
+    n = len(live)
+    out = {"energy_pj": np.zeros(n), "cycles": np.zeros(n, dtype=np.int64),
+           "feasible": np.zeros(n, dtype=np.bool_), "edp": np.full(n, np.inf)}
+    if live.any():
+        sub = evaluate_batch(space, Batch(batch.tb[live], batch.sb[live], batch.perm[live],
+                                          batch.keep))
+        for k, v in sub.items():
+            out[k][live] = v
+    return out
+
+
 @dataclass(frozen=True)
 class EinsumSearchResult:
     """Best mapping found, its exact re-evaluation, and the search's speed.
@@ -374,13 +434,19 @@ def _mutate(space: MapSpace, rng: np.random.Generator, elite: Batch, n: int) -> 
 def search(problem: Einsum, hier: Hierarchy, constraints: Constraints | None = None, *,
            objective: str = "energy", time_budget_s: float = 8.0, batch_size: int = 4096,
            seed: int = 0, keep: dict[str, frozenset[str]] | None = None,
-           max_evaluations: int | None = None) -> EinsumSearchResult:
+           max_evaluations: int | None = None, prune: bool = True) -> EinsumSearchResult:
     """Random sampling plus elite mutation, vectorised; returns the best feasible mapping.
 
     Args:
         objective: ``energy`` | ``edp`` | ``latency``.
         time_budget_s: wall-clock budget (one core). max_evaluations: optional cap.
         keep: pin keep sets per level name (otherwise every allowed bypass choice is tried).
+        prune: skip the access analysis of candidates whose score's lower bound (cycles >=
+            the product of the temporal bounds; energy >= the MAC energy) is already worse
+            than the best (when their keep set is not drawn again: a fixed
+            ``max_evaluations`` and no time budget) or than their keep set's worst elite:
+            they could enter neither the best nor an elite that is mutated later, so the
+            search's path and result stay those without pruning.
 
     Raises:
         ValueError: when no feasible mapping was found in the budget.
@@ -393,6 +459,8 @@ def search(problem: Einsum, hier: Hierarchy, constraints: Constraints | None = N
     evals = 0
     n_feasible = 0
     energy_scale = 0.0
+    n_iter = -(-max_evaluations // batch_size) if max_evaluations is not None and \
+        math.isinf(time_budget_s) else None
     t0 = time.perf_counter()
     it = 0
     while time.perf_counter() - t0 < time_budget_s and \
@@ -403,14 +471,24 @@ def search(problem: Einsum, hier: Hierarchy, constraints: Constraints | None = N
             cand = _mutate(space, rng, el[1], batch_size)
         else:
             cand = _sample(space, rng, batch_size, kc)
-        out = evaluate_batch(space, cand)
+        # a pruned candidate may neither become the best nor enter an elite that a later
+        # batch mutates: below the best when this keep set is not drawn again, else below
+        # its worst elite
+        worst = None
+        if prune and energy_scale and best is not None:
+            if n_iter is not None and it + len(keep_combos) >= n_iter:
+                worst = best[0]
+            elif el is not None and len(el[0]) == _ELITE:
+                worst = float(el[0].max())
+        out = evaluate_batch(space, cand) if worst is None else \
+            _evaluate_bounded(space, cand, objective, worst)
         if not energy_scale and out["feasible"].any():
             energy_scale = 100.0 * float(out["energy_pj"][out["feasible"]].max())
         sc = _score(out, objective, energy_scale)
         evals += batch_size
         n_feasible += int(out["feasible"].sum())
         it += 1
-        top = np.argsort(sc)[:64]
+        top = np.argsort(sc, kind="stable")[:_ELITE]
         top = top[np.isfinite(sc[top])]
         if len(top):
             prev = elites.get(kc)
@@ -418,7 +496,7 @@ def search(problem: Einsum, hier: Hierarchy, constraints: Constraints | None = N
             sb = np.concatenate([cand.sb[top]] + ([prev[1].sb] if prev else []))
             pm = np.concatenate([cand.perm[top]] + ([prev[1].perm] if prev else []))
             scores = np.concatenate([sc[top]] + ([prev[0]] if prev else []))
-            keep_idx = np.argsort(scores)[:64]
+            keep_idx = np.argsort(scores, kind="stable")[:_ELITE]
             elites[kc] = (scores[keep_idx], Batch(tb[keep_idx], sb[keep_idx], pm[keep_idx], kc))
             if best is None or sc[top[0]] < best[0]:
                 best = (float(sc[top[0]]), cand, int(top[0]))

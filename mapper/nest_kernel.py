@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["evaluate_kernel"]
+__all__ = ["evaluate_kernel", "fill_factors"]
 
 _NONE, _ZERO, _KAPPA, _VEC = 0, 1, 2, 3
 
@@ -362,3 +362,18 @@ def evaluate_kernel(tb: np.ndarray, sb: np.ndarray, perm: np.ndarray, netonly: n
         energy[c] = e
         cycles[c] = icyc
         feasible[c] = ok
+
+
+@njit(cache=True)
+def fill_factors(flat: np.ndarray, rows: np.ndarray, tb: np.ndarray, sb: np.ndarray) -> None:
+    """``tb[c, l, d] = flat[rows[d, c], 2l]`` and ``sb[c, l, d] = flat[rows[d, c], 2l + 1]``:
+    the sampled factorisation row of every dimension (``flat``: all dimensions' tables
+    stacked, ``rows``: [D, B] row indices into it) spread over the candidates' slots."""
+    ndim, nb_ = rows.shape
+    nlev = tb.shape[1]
+    for c in range(nb_):
+        for d in range(ndim):
+            r = rows[d, c]
+            for lv in range(nlev):
+                tb[c, lv, d] = flat[r, 2 * lv]
+                sb[c, lv, d] = flat[r, 2 * lv + 1]

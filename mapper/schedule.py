@@ -25,7 +25,7 @@ from archsim.workloads.graph import Workload
 from archsim.workloads.ops import Op
 
 __all__ = ["OBJECTIVES", "Assignment", "Schedule", "map_workload", "objective_value",
-           "link_of"]
+           "link_of", "clear_einsum_memo"]
 
 @dataclass(frozen=True)
 class Assignment:
@@ -91,7 +91,7 @@ def _dram_j_per_byte(acc: Accelerator) -> list[tuple[float, float]]:
 
 def _candidates(op: Op, unit: Unit, objective: str, search: bool, oc: Any,
                 op_energy: Callable[[Unit, Estimate], float] | None, refine: int = 0,
-                ) -> tuple[Assignment | None, str]:
+                memo: bool = True) -> tuple[Assignment | None, str]:
     """The best (unit, mapping) candidate of ``op`` on ``unit`` under constraints ``oc``,
     or (None, reason).
 
@@ -130,7 +130,7 @@ def _candidates(op: Op, unit: Unit, objective: str, search: bool, oc: Any,
         mappings = [unit.parse_mapping(r.mapping if r is not None else None)]
         es = unit.einsum_space(op) if oc is None and objective in OBJECTIVES else None
         if es is not None:              # the 7-D nest of a convolution competes with im2col
-            nm = _einsum_best(es, objective)
+            nm = _einsum_best(es, objective, memo)
             if nm is not None:
                 mappings.append(unit.parse_mapping(nm))
     elif search or dfs is not None:
@@ -160,32 +160,45 @@ def _candidates(op: Op, unit: Unit, objective: str, search: bool, oc: Any,
 #: Candidates the 7-D Einsum nest search judges per (problem, hierarchy, objective): a fixed
 #: count (not a time budget), so a search gives the same mapping on any machine.
 EINSUM_EVALUATIONS = 100_000
-_EINSUM_MEMO: dict[tuple[str, str, str], Any] = {}
+#: Searched mappings by (problem signature, hierarchy, constraints, objective): layers of
+#: the same shape on the same unit share one search (the name of the op is not in the key).
+_EINSUM_MEMO: dict[tuple[Any, ...], Any] = {}
 
 
-def _einsum_best(space: tuple[Any, Any], objective: str) -> Any:
+def clear_einsum_memo() -> None:
+    """Forget every memoised Einsum search (:func:`map_workload` with ``reuse_searches``)."""
+    _EINSUM_MEMO.clear()
+
+
+def _einsum_best(space: tuple[Any, Any], objective: str, memo: bool = True) -> Any:
     """Best ``dataflow.nest.NestMapping`` of ``(problem, hierarchy)`` for ``objective`` by
-    :func:`mapper.einsum_search.search` (seeded, :data:`EINSUM_EVALUATIONS` candidates,
-    memoised), or None when it finds no feasible mapping."""
+    :func:`mapper.einsum_search.search` (seeded, :data:`EINSUM_EVALUATIONS` candidates),
+    or None when it finds no feasible mapping. With ``memo``, one search per canonical
+    signature (:meth:`dataflow.einsum.Einsum.signature`, the hierarchy, no constraints,
+    the objective): the search is deterministic, so reuse changes no result."""
     problem, hier = space
-    key = (repr(problem), repr(hier), objective)
-    if key not in _EINSUM_MEMO:
-        # deferred: loads numba (only cycle-level runs and nest searches need it)
-        from archsim.mapper.einsum_search import search as einsum_search
+    key = (problem.signature(), repr(hier), None, objective)
+    if memo and key in _EINSUM_MEMO:
+        return _EINSUM_MEMO[key]
+    # deferred: loads numba (only cycle-level runs and nest searches need it)
+    from archsim.mapper.einsum_search import search as einsum_search
 
-        try:
-            r = einsum_search(problem, hier, objective=objective, time_budget_s=float("inf"),
-                            max_evaluations=EINSUM_EVALUATIONS, seed=0)
-            _EINSUM_MEMO[key] = r.mapping
-        except ValueError:              # nothing feasible among the candidates
-            _EINSUM_MEMO[key] = None
-    return _EINSUM_MEMO[key]
+    try:
+        found = einsum_search(problem, hier, objective=objective, time_budget_s=float("inf"),
+                              max_evaluations=EINSUM_EVALUATIONS, seed=0).mapping
+    except ValueError:              # nothing feasible among the candidates
+        found = None
+    if memo:
+        _EINSUM_MEMO[key] = found
+    return found
 
 
 def map_workload(acc: Accelerator, workload: Workload, objective: str = "latency",
                  op_energy: Callable[[Unit, Estimate], float] | None = None,
                  search: bool = False, constraints: Any = None,
-                 link: Link | None = None, refine: int = 0) -> Schedule:
+                 link: Link | None = None, refine: int = 0,
+                 progress: Callable[[int, int], None] | None = None,
+                 reuse_searches: bool = True) -> Schedule:
     """Assign each op to a unit and schedule the workload's DAG.
 
     With ``search=False`` every unit uses its default mapping (its configured dataflow);
@@ -204,6 +217,9 @@ def map_workload(acc: Accelerator, workload: Workload, objective: str = "latency
             shared memory).
         refine: with ``search``, re-rank each op's ``refine`` best loop-nest mappings by
             the cycle simulator (``mapper.gemm_search.refine_with_simulation``); 0 = off.
+        progress: called as ``progress(done, total)`` after each op's candidates.
+        reuse_searches: search each distinct (layer shape, unit, constraints, objective)
+            once and reuse the mapping (the searches are seeded: same result as without).
 
     Raises:
         MappingError: an op no unit supports (the message lists each unit's reason), or
@@ -218,12 +234,13 @@ def map_workload(acc: Accelerator, workload: Workload, objective: str = "latency
     ops = workload.ops()
     cand: list[list[Assignment]] = []
     problems: list[Problem] = []
-    for op in ops:
+    for n_done, op in enumerate(ops, 1):
         oc = cons.for_op(op) if cons is not None else None
         got: list[Assignment] = []
         reasons = []
         for unit in acc.units:
-            a, why = _candidates(op, unit, objective, search, oc, op_energy, refine)
+            a, why = _candidates(op, unit, objective, search, oc, op_energy, refine,
+                                 reuse_searches)
             if a is None:
                 reasons.append(f"{unit.name}: {why}")
             else:
@@ -238,6 +255,8 @@ def map_workload(acc: Accelerator, workload: Workload, objective: str = "latency
                 problems.append(Problem("no unit can run this op: " + "; ".join(reasons),
                                         f"{workload.name}:{op.name}"))
         cand.append(got)
+        if progress is not None:
+            progress(n_done, len(ops))
     if problems:
         raise _op_problems(problems)
     index = {op.name: i for i, op in enumerate(ops)}

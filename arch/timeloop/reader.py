@@ -25,6 +25,7 @@ from typing import Any
 
 import yaml
 
+from archsim.arch.timeloop.ert import DerivedErt, derive_ert
 from archsim.dataflow.einsum import Einsum, from_timeloop
 from archsim.dataflow.hierarchy import ComputeLevel, Hierarchy, StorageLevel
 from archsim.dataflow.nest import Constraints, LevelConstraint, LevelMapping, NestMapping
@@ -32,7 +33,7 @@ from archsim.workloads.errors import ConfigError, MappingError, Problem
 from archsim.workloads.yamlio import LocDict, _StrictLoader, line_of
 
 __all__ = ["TimeloopDesign", "Constraints", "LevelConstraint", "load_yaml_any", "read_arch",
-           "read_problem", "read_mapping", "read_ert", "load_dir", "write_mapping"]
+           "read_problem", "read_mapping", "read_ert", "load_dir", "write_mapping", "arch_ert"]
 
 _COMPUTE_CLASSES = {"intmac", "mac", "compute", "fpmac", "intmac_v2", "int_mac"}
 _STORAGE_CLASSES = {"DRAM", "SRAM", "smartbuffer_SRAM", "smartbuffer_RF", "storage", "regfile",
@@ -107,6 +108,7 @@ class TimeloopDesign:
     constraints: Constraints
     problem: Einsum | None = None
     mapping: NestMapping | None = None
+    derived_ert: DerivedErt | None = None
 
 
 def _factors(value: Any, where: str, file: str | None) -> dict[str, int]:
@@ -176,15 +178,8 @@ def _num(attrs: dict[str, Any], key: str, where: str, file: str | None) -> float
     return float(v)
 
 
-def read_arch(path: str | Path, ert: dict[str, dict[str, float]] | None = None
-              ) -> tuple[Hierarchy, Constraints]:
-    """Read a Timeloop v0.4 architecture YAML into a hierarchy and its constraints.
-
-    Args:
-        path: the arch file (``architecture:`` at top level).
-        ert: component name -> action -> pJ (from :func:`read_ert`); without it energies
-            are zero (counts and cycles are still exact).
-    """
+def _arch_doc(path: str | Path) -> Any:
+    """The architecture YAML, checked to be the v0.4 ``architecture: {nodes}`` form."""
     file = str(path)
     doc = load_yaml_any(path)
     arch = doc.get("architecture")
@@ -195,6 +190,29 @@ def read_arch(path: str | Path, ert: dict[str, dict[str, float]] | None = None
     if version != "0.4":
         raise ConfigError(Problem(f"unsupported version {version!r} (expected 0.4)",
                                   "architecture.version", file, line_of(arch, "version")))
+    return doc
+
+
+def arch_ert(path: str | Path) -> DerivedErt:
+    """The ERT of a Timeloop architecture derived by archsim's energy library."""
+    return derive_ert(_arch_doc(path), str(path))
+
+
+def read_arch(path: str | Path, ert: dict[str, dict[str, float]] | None = None
+              ) -> tuple[Hierarchy, Constraints]:
+    """Read a Timeloop v0.4 architecture YAML into a hierarchy and its constraints.
+
+    Args:
+        path: the arch file (``architecture:`` at top level).
+        ert: component name -> action -> pJ (from :func:`read_ert`); without it the
+            energies are derived by archsim's energy library
+            (:func:`arch.timeloop.ert.derive_ert`, Accelergy's job).
+    """
+    file = str(path)
+    doc = _arch_doc(path)
+    if ert is None:
+        ert = derive_ert(doc, file).energies()
+    arch = doc["architecture"]
     levels: list[StorageLevel] = []        # outermost first
     cons: dict[str, LevelConstraint] = {}
     compute: ComputeLevel | None = None
@@ -389,14 +407,16 @@ def read_ert(path: str | Path) -> dict[str, dict[str, float]]:
 
 def load_dir(directory: str | Path, problem: str | Path | None = None,
              with_mapping: bool = True) -> TimeloopDesign:
-    """Read a Timeloop example folder: ``arch.yaml``, an ERT/ERT_summary, a mapping
-    (``*map.yaml``, when ``with_mapping``) and the problem (``problem`` or the folder's/
-    parent's ``*problem*.yaml``)."""
+    """Read a Timeloop example folder: ``arch.yaml``, an ERT/ERT_summary (without one the
+    energies are derived by the energy library, :attr:`TimeloopDesign.derived_ert`), a
+    mapping (``*map.yaml``, when ``with_mapping``) and the problem (``problem`` or the
+    folder's/parent's ``*problem*.yaml``)."""
     d = Path(directory)
     if not (d / "arch.yaml").is_file():
         raise ConfigError(Problem("no arch.yaml in the folder", "", str(d)))
     erts = sorted(d.glob("*ERT*.yaml"))
-    ert = read_ert(erts[0]) if erts else None
+    derived = None if erts else arch_ert(d / "arch.yaml")
+    ert = read_ert(erts[0]) if erts else derived.energies()  # type: ignore[union-attr]
     hier, cons = read_arch(d / "arch.yaml", ert)
     prob_path = Path(problem) if problem else None
     if prob_path is None:
@@ -406,7 +426,7 @@ def load_dir(directory: str | Path, problem: str | Path | None = None,
     maps = sorted(d.glob("*map.yaml"))
     mapping = read_mapping(maps[0], hier, prob) if maps and prob is not None and with_mapping \
         else None
-    return TimeloopDesign(hier, cons, prob, mapping)
+    return TimeloopDesign(hier, cons, prob, mapping, derived)
 
 
 def write_mapping(mapping: NestMapping, hier: Hierarchy, problem: Einsum) -> str:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import sqlite3
 import sys
+import time
 import warnings
 from collections.abc import Callable
 from typing import NoReturn, TextIO
@@ -29,7 +30,7 @@ from archsim.arch.gpu.host import RUNTIMES
 from archsim.diagnostics import print_warnings
 from archsim.workloads.errors import ArchsimError
 
-__all__ = ["Parser", "add_runtime_flag", "UsageError", "positive_int", "non_negative_int", "positive_float",
+__all__ = ["Parser", "ProgressBar", "add_runtime_flag", "UsageError", "positive_int", "non_negative_int", "positive_float",
            "ratio_at_least_one", "nm", "non_empty", "guarded", "EXIT_USAGE",
            "EXIT_INTERRUPT"]
 
@@ -37,6 +38,35 @@ __all__ = ["Parser", "add_runtime_flag", "UsageError", "positive_int", "non_nega
 EXIT_USAGE = 2
 #: Exit code after Ctrl-C: 128 + SIGINT (2), the POSIX shells' convention.
 EXIT_INTERRUPT = 130
+
+
+class ProgressBar:
+    """``\r[#####     ] 12/174 mapping ops`` on stderr, redrawn as :meth:`update` is called,
+    once the work has taken longer than ``after_s`` seconds, and only on a terminal (logs
+    and pipes stay clean). :meth:`close` ends the line if one was drawn."""
+
+    def __init__(self, what: str, after_s: float = 2.0, stream: TextIO | None = None) -> None:
+        self.what = what
+        self.after_s = after_s
+        self.stream = stream or sys.stderr
+        self.t0 = time.perf_counter()
+        self.drawn = False
+
+    def update(self, done: int, total: int) -> None:
+        """Redraw with ``done`` of ``total`` finished."""
+        if time.perf_counter() - self.t0 < self.after_s or not self.stream.isatty():
+            return
+        frac = done / total if total else 1.0
+        self.stream.write(f"\r[{'#' * int(frac * 30):<30}] {done}/{total} {self.what}")
+        self.stream.flush()
+        self.drawn = True
+
+    def close(self) -> None:
+        """End the bar's line (if it was drawn)."""
+        if self.drawn:
+            self.stream.write("\n")
+            self.stream.flush()
+            self.drawn = False
 
 
 class UsageError(Exception):

@@ -25,6 +25,7 @@ from archsim.arch.accelerator import Accelerator
 from archsim.arch.cluster import find_cluster
 from archsim.cli.common import (
     Parser,
+    ProgressBar,
     UsageError,
     add_runtime_flag,
     nm,
@@ -46,8 +47,8 @@ from archsim.timeloop import evaluate_timeloop
 HELP = "evaluate a model on a design"
 
 #: The flags of Timeloop inputs (``--timeloop ARCH`` or ``timeloop:DIR``), by dest.
-TIMELOOP_DESTS = ("timeloop", "problem", "ert", "search", "time_budget", "seed", "save_mapping",
-                  "stationary_resets")
+TIMELOOP_DESTS = ("timeloop", "problem", "ert", "show_ert", "search", "time_budget", "seed",
+                  "save_mapping", "stationary_resets")
 #: Flags both kinds of input take.
 SHARED_DESTS = ("cmd", "config", "json", "objective", "mapping")
 MAPPING_MODES = ("default", "search")
@@ -96,7 +97,12 @@ def add_timeloop_flags(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("Timeloop inputs (docs/timeloop.md; CONFIG may be timeloop:DIR)")
     g.add_argument("--timeloop", metavar="ARCH", help="Timeloop architecture YAML")
     g.add_argument("--problem", metavar="PROB", help="Timeloop problem YAML")
-    g.add_argument("--ert", metavar="ERT", help="Accelergy ERT or ERT_summary YAML")
+    g.add_argument("--ert", metavar="ERT", help="Accelergy ERT or ERT_summary YAML (default: "
+                   "each component priced by archsim's energy library from its class and "
+                   "attributes)")
+    g.add_argument("--show-ert", action="store_true",
+                   help="print the energy reference table used (derived: with each value's "
+                        "source)")
     g.add_argument("--search", action="store_true",
                    help="search a mapping even if one is given or the folder has one")
     g.add_argument("--time-budget", type=float, default=8.0, metavar="S",
@@ -190,7 +196,9 @@ def evaluate_and_print(args: argparse.Namespace, req: RunRequest) -> int:
     """Evaluate ``req`` and print the result: JSON, the mapping table (``map``) or the
     result table (``run``/``gemm``); a workload that does not fit is a warning."""
     acc: Accelerator = load(req.config, req.overrides)
-    res = evaluate_request(req, acc, before_simulation=cold_start_note)
+    bar = ProgressBar("mapping ops")
+    res = evaluate_request(req, acc, before_simulation=cold_start_note, progress=bar.update)
+    bar.close()
     warn = memory_warning(res, acc)
     if warn:
         print(f"warning: {warn}", file=sys.stderr)
@@ -220,6 +228,8 @@ def run_timeloop(args: argparse.Namespace) -> int:
                            stationary_resets=args.stationary_resets)
     if args.save_mapping:
         Path(args.save_mapping).write_text(tl.mapping_yaml())
+    if args.show_ert and not args.json:
+        print(tl.ert_text() + "\n")
     if tl.search_note and not args.json:
         print(tl.search_note)
     print(tl.to_json() if args.json else tl.stats_text())
