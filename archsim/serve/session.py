@@ -44,8 +44,8 @@ from archsim.serve.requests import (
     synthesize,
     trace_path,
 )
-from archsim.serve.run import find_capacity as search_capacity
 from archsim.serve.run import benchmark_report, serve
+from archsim.serve.run import find_capacity as search_capacity
 from archsim.workloads.errors import Problem, WorkloadError
 
 __all__ = ["run_serving", "ServingRun", "request_source", "closed_loop_requests"]
@@ -241,9 +241,9 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
                        memory_fraction, fidelity, constraints, decode_constraints)
     raw: dict[str, Any] = {}
     if concurrency is not None:
-        res = serve(acc, setup, closed, slo_, seed=seed, progress=progress, raw_out=raw,
-                    concurrency=concurrency)
-        return ServingRun(res, None, raw, benchmark_report(raw, concurrency))
+        closed_res = serve(acc, setup, closed, slo_, seed=seed, progress=progress,
+                           raw_out=raw, concurrency=concurrency)
+        return ServingRun(closed_res, None, raw, benchmark_report(raw, concurrency))
     if find_capacity:
         found, res = search_capacity(acc, setup, slo_, make, progress=note)
         if res is None:
