@@ -3,7 +3,8 @@
 
     archsim serve DESIGN --model M [--tp N --replicas R --router kv-aware]
                   [--decode-replicas R --decode-tp N --kv-link nvlink4]
-                  (--rate R --duration S [--prompt LEN --output LEN] | --trace FILE)
+                  (--rate R --duration S [--prompt LEN --output LEN] | --trace FILE
+                   | --concurrency N --isl LEN --osl LEN [--requests K])
                   [--scheduler vllm|orca|sarathi --chunk 512] [--slo ttft=2s,tpot=100ms]
                   [--json] [--timeline out.json] [--plot out.png] [--find-capacity]
 
@@ -12,7 +13,10 @@ JSONL file or a shipped trace name (``sharegpt_like``, ``azure_conv_like``,
 ``azure_code_like``); with ``--rate`` its arrivals are rescaled to that mean rate, with
 ``--duration`` cut to that window. Disaggregated serving (Splitwise/DistServe) is on when
 ``--decode-replicas`` is given: ``--replicas``/``--tp`` then describe the prefill pool.
-Output files are written atomically (temporary file + rename). User mistakes print one
+``--concurrency N`` is closed-loop load as serving benchmarks run it (N clients, each sending
+its next request when its previous one finishes); it prints the result block of vLLM's
+``benchmark_serving`` (TTFT, TPOT, ITL, E2EL: mean, median, P90, P99; throughputs) above
+the rest. Output files are written atomically (temporary file + rename). User mistakes print one
 line and exit 2; no rate that meets the SLO (``--find-capacity``) exits 1.
 """
 
@@ -71,6 +75,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     r.add_argument("--cv", type=positive_float, default=1.0, help="gamma arrivals: CV of the gaps")
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--max-requests", type=positive_int)
+    c = p.add_argument_group("closed-loop load (instead of --rate/--trace)")
+    c.add_argument("--concurrency", type=positive_int, metavar="N",
+                   help="N clients, each sending its next request when its previous one "
+                   "finishes (vLLM benchmark_serving --max-concurrency)")
+    c.add_argument("--isl", metavar="LEN", help="input length: N, uniform:A:B, "
+                   "lognormal:MEDIAN:SIGMA")
+    c.add_argument("--osl", metavar="LEN", help="output length (same forms)")
+    c.add_argument("--requests", type=positive_int, metavar="K",
+                   help="requests sent in all (default 10 per client)")
     s = p.add_argument_group("scheduler")
     s.add_argument("--scheduler", choices=POLICIES, default="vllm")
     s.add_argument("--chunk", type=positive_int, default=512, help="Sarathi token budget")
@@ -131,7 +144,8 @@ def run(args: argparse.Namespace) -> int:
         attainment=args.attainment, find_capacity=args.find_capacity, fidelity=args.fidelity,
         constraints=args.constraints, decode_constraints=args.decode_constraints,
         a_format=args.a_format, w_format=args.w_format, kv_format=args.kv_format,
-        progress=None if quiet else stderr_progress, note=note)
+        progress=None if quiet else stderr_progress, note=note,
+        concurrency=args.concurrency, isl=args.isl, osl=args.osl, requests=args.requests)
     res = sr.result
     if res is None:
         print("no tested rate meets the SLO (the lowest tried was 0.25 req/s)",
@@ -147,6 +161,14 @@ def run(args: argparse.Namespace) -> int:
             print(f"capacity   {rate:.4g} req/s ({rate / res.devices:.4g} req/s per device) "
                   f"meets the SLO\n")
             print(res.table())
+    elif sr.benchmark is not None:
+        if args.json:
+            d = res.to_dict()
+            d["benchmark"] = sr.benchmark.to_dict()
+            print(json.dumps(d, indent=2))
+        else:
+            print(sr.benchmark.table() + "\n")
+            print(res.table(latencies=False))
     else:
         print(res.to_json() if args.json else res.table())
     if args.timeline:

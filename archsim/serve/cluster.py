@@ -14,6 +14,12 @@ events nothing happens: an idle replica starts its next iteration as soon as it 
   replica is serialised on its link (FIFO); each of the ``min(tp_prefill, tp_decode)``
   device pairs carries its shard in parallel.
 
+Closed-loop load (``run(..., concurrency=N)``): ``N`` clients; the first ``N`` requests are
+sent at t = 0 and each later one at the instant a client's previous request finishes (or is
+rejected), so never more than ``N`` requests are in the system (the way vLLM's
+``benchmark_serving --max-concurrency``, SGLang's ``bench_serving`` and genai-perf load a
+server). A request's ``arrival_s`` becomes its send time.
+
 Routers are registered classes (:mod:`archsim.serve.router`, :data:`ROUTERS`):
 ``round-robin``; ``least-outstanding`` (fewest queued + running requests); ``kv-aware``
 (most free KV blocks after the waiting requests' demand). Ties go to the lowest replica
@@ -28,7 +34,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from archsim import energy
@@ -218,9 +224,13 @@ class Simulation:
         return self._routers[which].pick(pool)
 
     # ---- the loop ------------------------------------------------------------------------
-    def run(self, requests: list[Request], progress: Callable[[int, int], None] | None = None
-            ) -> dict[str, Any]:
-        """Simulate until every request finished; returns the raw records for metrics."""
+    def run(self, requests: list[Request], progress: Callable[[int, int], None] | None = None,
+            concurrency: int | None = None) -> dict[str, Any]:
+        """Simulate until every request finished; returns the raw records for metrics.
+
+        With ``concurrency`` (closed-loop load, module doc) the requests' ``arrival_s`` are
+        ignored: they are sent in list order as clients free up.
+        """
         ctx = self.replicas[0].ctx
         states: list[State] = []
         clipped = 0
@@ -235,10 +245,16 @@ class Simulation:
             states.append(s)
         heap: list[tuple[float, int, int, int, Any]] = []
         seq = 0
-        for s in states:
+        # closed loop: the first ``concurrency`` requests now, the rest when clients free up
+        sent = len(states) if concurrency is None else min(concurrency, len(states))
+        for s in states[:sent]:
+            if concurrency is not None:
+                s.req = replace(s.req, arrival_s=0.0)
             heap.append((s.req.arrival_s, _ARRIVE, seq, 0, s))
             seq += 1
         heapq.heapify(heap)
+        peak_sys = 0
+        to_start: list[Replica] = []      # closed loop: replicas given same-instant arrivals
         tbt: list[float] = []
         timeline: list[tuple[int, float, float, int, int, int, float]] = []
         n_sys = 0
@@ -252,6 +268,17 @@ class Simulation:
         kv_tok_full = self.cost_model(1).kv_bytes_per_token if self.back else 0.0
         total = len(states)
         next_report = max(1, total // 20)
+
+        def send_next(now: float) -> None:
+            """Closed loop: a client freed up at ``now`` sends the next request."""
+            nonlocal seq, sent
+            if concurrency is None or sent >= len(states):
+                return
+            s = states[sent]
+            sent += 1
+            s.req = replace(s.req, arrival_s=now)
+            heapq.heappush(heap, (now, _ARRIVE, seq, 0, s))
+            seq += 1
 
         def start(rep: Replica, now: float) -> None:
             nonlocal seq, n_sys
@@ -272,6 +299,7 @@ class Simulation:
                     _, s = heapq.heappop(rep.waiting)
                     rejected.append(s)
                     n_sys -= 1
+                    send_next(now)
                     continue
                 break
             rep.busy = False
@@ -282,6 +310,7 @@ class Simulation:
             s.served += 1
             n_sys -= 1
             finished += 1
+            send_next(now)
 
         while heap:
             now, kind, _, ri, payload = heapq.heappop(heap)
@@ -290,10 +319,21 @@ class Simulation:
             if kind == _ARRIVE:
                 s = payload
                 n_sys += 1
+                peak_sys = max(peak_sys, n_sys)
                 rep = self._route(self.front, "front")
                 rep.enqueue(s)
-                if not rep.busy:
-                    start(rep, now)
+                if concurrency is None:
+                    if not rep.busy:
+                        start(rep, now)
+                    continue
+                # closed loop: requests sent at the same instant reach the schedulers together
+                if rep not in to_start:
+                    to_start.append(rep)
+                if not (heap and heap[0][0] == now and heap[0][1] == _ARRIVE):
+                    for r in to_start:
+                        if not r.busy:
+                            start(r, now)
+                    to_start.clear()
                 continue
             if kind == _XFER:
                 s = payload
@@ -361,4 +401,4 @@ class Simulation:
             progress(finished, total)
         return {"states": states, "tbt": tbt, "timeline": timeline, "area_sys": area_sys,
                 "end_s": t_prev, "rejected": rejected, "clipped": clipped,
-                "xfer_s": xfer_s, "xfer_bytes": xfer_bytes}
+                "xfer_s": xfer_s, "xfer_bytes": xfer_bytes, "peak_in_system": peak_sys}

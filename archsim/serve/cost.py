@@ -46,6 +46,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_left
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from archsim.api import device_build, evaluate, memory_check
@@ -53,6 +54,7 @@ from archsim.arch.accelerator import Accelerator
 from archsim.mapper.constraints import load_constraints
 from archsim.workloads.errors import ConfigError, Problem, WorkloadError
 from archsim.workloads.graph import Workload
+from archsim.workloads.hf import shape_from_hf_config
 from archsim.workloads.models.transformer import TransformerShape
 from archsim.workloads.parallel import DeviceBuild
 from archsim.workloads.tags import ATTENTION_CORE_ROLES
@@ -110,12 +112,15 @@ class Batch:
 
 
 def model_shape(model: str) -> TransformerShape:
-    """The zoo decoder shape of ``model``.
+    """The decoder shape of ``model``: a zoo name, or a Hugging Face ``config.json`` (a
+    ``.json`` path, or a folder holding one; :func:`workloads.hf.shape_from_hf_config`).
 
     Raises:
-        WorkloadError: not a zoo decoder (path ``--model``).
+        WorkloadError: not a zoo decoder or a readable config (path ``--model``).
     """
-
+    p = Path(model)
+    if p.suffix == ".json" or p.is_dir():
+        return shape_from_hf_config(p / "config.json" if p.is_dir() else p)
     try:
         s = transformer_shape(model)
     except WorkloadError:

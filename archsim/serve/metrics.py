@@ -19,6 +19,13 @@ Definitions (as in the serving papers):
   overloaded system completes at its service rate while its queue grows;
   ``completion_ratio`` is completions / expected). The capacity search requires it, so a
   run cannot pass on a transient before the queue has grown;
+* benchmark report (:class:`BenchmarkReport`) — what vLLM's ``benchmark_serving``, SGLang's
+  ``bench_serving`` and genai-perf print for a run: TTFT, TPOT (``(E2E - TTFT) / (output -
+  1)`` per request with more than one output token), ITL (every gap between successive
+  tokens of a request, pooled over requests) and E2E latency, each as mean, median, standard
+  deviation, p90 and p99 (``numpy.percentile``, linear interpolation, as those tools
+  compute them), and request, output-token and total-token throughput over the benchmark
+  duration (first send to last finish);
 * energy — iteration energies (dynamic + leakage, from ``archsim.evaluate``) plus the
   leakage of idle devices; per output token and per request; average power over the span.
 """
@@ -34,7 +41,8 @@ import numpy as np
 
 from archsim.workloads.errors import Problem, WorkloadError
 
-__all__ = ["SLO", "parse_slo", "ServeResult", "percentiles"]
+__all__ = ["SLO", "parse_slo", "ServeResult", "percentiles", "BenchmarkReport",
+           "latency_stats"]
 
 _UNITS = {"ms": 1e-3, "us": 1e-6, "s": 1.0}
 
@@ -133,6 +141,117 @@ def percentiles(x: Any) -> dict[str, float]:
     return {"mean": float(a.mean()), "p50": float(p50), "p90": float(p90), "p99": float(p99)}
 
 
+#: The percentiles a benchmark report gives (besides mean, median and standard deviation).
+BENCH_PERCENTILES = (90.0, 99.0)
+#: (key, section title, label) of each latency in a benchmark report, in vLLM's order.
+_BENCH_METRICS = (("ttft", "Time to First Token", "TTFT"),
+                  ("tpot", "Time per Output Token (excl. 1st token)", "TPOT"),
+                  ("itl", "Inter-token Latency", "ITL"),
+                  ("e2el", "End-to-end Latency", "E2EL"))
+
+
+def latency_stats(x_s: Any) -> dict[str, float]:
+    """mean, median, std, p90, p99 of latencies ``x_s`` (s) in ms (zeros when empty), as
+    vLLM's ``benchmark_serving`` computes them (``numpy.mean/median/std/percentile``)."""
+    a = np.asarray(x_s, dtype=float) * 1e3
+    if a.size == 0:
+        a = np.zeros(1)
+    out = {"mean": float(a.mean()), "median": float(np.median(a)), "std": float(a.std())}
+    for q in BENCH_PERCENTILES:
+        out[f"p{q:g}"] = float(np.percentile(a, q))
+    return out
+
+
+@dataclass(frozen=True)
+class BenchmarkReport:
+    """A run reported the way serving benchmark tools report one (module doc).
+
+    Attributes:
+        concurrency: closed-loop clients (None: open-loop arrivals).
+        completed, failed: finished requests; requests that could not be served.
+        duration_s: first send to last finish (s).
+        total_input_tokens, total_output_tokens: over the completed requests.
+        request_throughput, output_throughput, total_token_throughput: per second of
+            ``duration_s`` (req/s, tok/s).
+        ttft_ms, tpot_ms, itl_ms, e2el_ms: :func:`latency_stats` of each latency (ms).
+    """
+
+    concurrency: int | None
+    completed: int
+    failed: int
+    duration_s: float
+    total_input_tokens: int
+    total_output_tokens: int
+    request_throughput: float
+    output_throughput: float
+    total_token_throughput: float
+    ttft_ms: dict[str, float]
+    tpot_ms: dict[str, float]
+    itl_ms: dict[str, float]
+    e2el_ms: dict[str, float]
+
+    @classmethod
+    def from_times(cls, concurrency: int | None, duration_s: float, send_s: Any,
+                   first_s: Any, finish_s: Any, input_tokens: Any, output_tokens: Any,
+                   itl_s: Any, failed: int = 0) -> BenchmarkReport:
+        """The report of completed requests' send, first-token and finish times (s) and
+        lengths (tokens), the pooled token gaps ``itl_s`` (s) and the run's duration (s)."""
+        send, first, fin = (np.asarray(v, dtype=float) for v in (send_s, first_s, finish_s))
+        n_in = np.asarray(input_tokens, dtype=np.int64)
+        n_out = np.asarray(output_tokens, dtype=np.int64)
+        ttft = first - send
+        e2e = fin - send
+        multi = n_out > 1
+        tpot = (e2e[multi] - ttft[multi]) / (n_out[multi] - 1)
+        dur = max(float(duration_s), 1e-12)
+        tin, tout = int(n_in.sum()), int(n_out.sum())
+        return cls(concurrency, int(send.size), failed, dur, tin, tout, send.size / dur,
+                   tout / dur, (tin + tout) / dur, latency_stats(ttft), latency_stats(tpot),
+                   latency_stats(itl_s), latency_stats(e2e))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Flat, with vLLM ``benchmark_serving --save-result`` key names (``mean_ttft_ms``,
+        ``median_tpot_ms``, ``p99_itl_ms``, ``request_throughput`` ...)."""
+        d: dict[str, Any] = {"max_concurrency": self.concurrency, "completed": self.completed,
+                             "failed": self.failed, "duration": self.duration_s,
+                             "total_input_tokens": self.total_input_tokens,
+                             "total_output_tokens": self.total_output_tokens,
+                             "request_throughput": self.request_throughput,
+                             "output_throughput": self.output_throughput,
+                             "total_token_throughput": self.total_token_throughput}
+        for key, _, _ in _BENCH_METRICS:
+            for stat, v in getattr(self, f"{key}_ms").items():
+                d[f"{stat}_{key}_ms"] = v
+        return d
+
+    def table(self) -> str:
+        """The result block vLLM's ``benchmark_serving`` prints (same labels, same order,
+        P90 and P99 as with ``--metric-percentiles 90,99``)."""
+        def row(label: str, v: float | int, fmt: str = ".2f") -> str:
+            return f"{label:<40} {v:<10{fmt}}".rstrip()
+        lines = [f"{' Serving Benchmark Result ':=^50}",
+                 row("Successful requests:", self.completed, "")]
+        if self.failed:
+            lines.append(row("Failed requests:", self.failed, ""))
+        if self.concurrency is not None:
+            lines.append(row("Maximum request concurrency:", self.concurrency, ""))
+        lines += [row("Benchmark duration (s):", self.duration_s),
+                  row("Total input tokens:", self.total_input_tokens, ""),
+                  row("Total generated tokens:", self.total_output_tokens, ""),
+                  row("Request throughput (req/s):", self.request_throughput),
+                  row("Output token throughput (tok/s):", self.output_throughput),
+                  row("Total Token throughput (tok/s):", self.total_token_throughput)]
+        for key, title, label in _BENCH_METRICS:
+            st = getattr(self, f"{key}_ms")
+            lines.append(f"{' ' + title + ' ':-^50}")
+            lines.append(row(f"Mean {label} (ms):", st["mean"]))
+            lines.append(row(f"Median {label} (ms):", st["median"]))
+            for q in BENCH_PERCENTILES:
+                lines.append(row(f"P{q:g} {label} (ms):", st[f"p{q:g}"]))
+        lines.append("=" * 50)
+        return "\n".join(lines)
+
+
 @dataclass(frozen=True)
 class ServeResult:
     """One serving run, Result-shaped: latencies, rates, energy, area, provenance."""
@@ -182,15 +301,17 @@ class ServeResult:
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent)
 
-    def table(self) -> str:
-        """Readable summary."""
+    def table(self, latencies: bool = True) -> str:
+        """Readable summary (``latencies=False``: without the request, latency and
+        throughput lines, e.g. under a :class:`BenchmarkReport` that gives them)."""
         def ms(d: dict[str, float]) -> str:
             return (f"p50 {d['p50'] * 1e3:9.2f}  p90 {d['p90'] * 1e3:9.2f}  "
                     f"p99 {d['p99'] * 1e3:9.2f}  mean {d['mean'] * 1e3:9.2f} ms")
         dep = self.deployment
         lines = [
             f"design     {self.design} x {self.devices} devices ({dep.get('summary', '')})",
-            f"model      {self.model}   scheduler {dep.get('scheduler', '')}",
+            f"model      {self.model}   scheduler {dep.get('scheduler', '')}"]
+        lat = [
             f"requests   {self.finished}/{self.requests} finished"
             + (f", {self.rejected} rejected (do not fit an empty KV cache)" if self.rejected
                else "") + (f", {self.clipped} clipped to the model context" if self.clipped
@@ -202,6 +323,8 @@ class ServeResult:
             f"throughput {self.requests_per_s:.3f} req/s   {self.output_tokens_per_s:,.1f} "
             f"output tok/s   {self.total_tokens_per_s:,.1f} tok/s (prompt + output)",
         ]
+        if latencies:
+            lines += lat
         if self.slo:
             lines.append(f"SLO        {self._slo_text()}: attainment "
                          f"{self.slo_attainment:.1%}, goodput {self.goodput_rps:.3f} req/s "

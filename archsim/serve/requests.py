@@ -6,6 +6,10 @@ A :class:`Request` is (arrival time, prompt tokens, output tokens, priority). So
   renewal process (gaps ``Gamma(k, 1/(k rate))``: mean ``1/rate``, coefficient of variation
   ``1/sqrt(k)``; ``k < 1`` is burstier than Poisson), prompt and output lengths from a
   :class:`LengthDist` (fixed, uniform or lognormal with given median and sigma);
+* :func:`closed_loop` — the requests of a closed-loop benchmark (``N`` clients, each sending
+  its next request when its previous one finishes, as vLLM's ``benchmark_serving
+  --max-concurrency``, SGLang's ``bench_serving`` and genai-perf run it): lengths only, every
+  ``arrival_s`` 0; the simulation sets each request's issue time when a client frees up;
 * :func:`load_trace` — a CSV (header ``arrival_s,prompt_tokens,output_tokens[,priority]``)
   or JSONL file (one object per line with those keys). Parsing is strict: the first bad
   line raises one :class:`~workloads.errors.WorkloadError` naming ``file:line`` and what
@@ -29,7 +33,7 @@ import numpy as np
 
 from archsim.workloads.errors import Problem, WorkloadError
 
-__all__ = ["Request", "LengthDist", "synthesize", "load_trace", "write_trace", "parse_length",
+__all__ = ["Request", "LengthDist", "synthesize", "closed_loop", "load_trace", "write_trace", "parse_length",
            "shipped_traces", "trace_path", "DATA_DIR"]
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -154,6 +158,27 @@ def synthesize(rate: float, duration_s: float, prompt: LengthDist, output: Lengt
     p = prompt.sample(rng, n)
     o = output.sample(rng, n)
     return [Request(i, float(t[i]), int(p[i]), int(o[i])) for i in range(n)]
+
+
+def closed_loop(count: int, prompt: LengthDist, output: LengthDist, seed: int = 0
+                ) -> list[Request]:
+    """``count`` requests of a closed-loop run, in the order the clients send them.
+
+    Lengths are drawn as :func:`synthesize` draws them (prompts, then outputs, from
+    ``numpy.random.default_rng(seed)``); ``arrival_s`` is 0: the simulation issues request
+    ``i`` when a client is free (:class:`~archsim.serve.cluster.Simulation`,
+    ``concurrency``).
+
+    Raises:
+        WorkloadError: ``count`` < 1 (names ``--requests``).
+    """
+    if count < 1:
+        raise WorkloadError(Problem(f"expected a request count >= 1, got {count!r}",
+                                    "--requests"))
+    rng = np.random.default_rng(seed)
+    p = prompt.sample(rng, count)
+    o = output.sample(rng, count)
+    return [Request(i, 0.0, int(p[i]), int(o[i])) for i in range(count)]
 
 
 def _bad(file: str, line: int, msg: str) -> WorkloadError:

@@ -24,33 +24,37 @@ from archsim.api import VERSION
 from archsim.arch.accelerator import Accelerator
 from archsim.serve.cluster import ServeSetup, Simulation
 from archsim.serve.cost import IterationCost
-from archsim.serve.metrics import SLO, ServeResult, percentiles
+from archsim.serve.metrics import SLO, BenchmarkReport, ServeResult, percentiles
 from archsim.serve.replica import policy_for
 from archsim.serve.requests import Request
 
-__all__ = ["serve", "find_capacity", "simulate"]
+__all__ = ["serve", "find_capacity", "simulate", "benchmark_report"]
 
 
 def simulate(acc: Accelerator, setup: ServeSetup, requests: list[Request],
              costs: dict[int, IterationCost] | None = None,
-             progress: Callable[[int, int], None] | None = None
-             ) -> tuple[Simulation, dict[str, Any]]:
-    """The simulation object and its raw records (``states``, ``tbt``, ``timeline`` ...)."""
+             progress: Callable[[int, int], None] | None = None,
+             concurrency: int | None = None) -> tuple[Simulation, dict[str, Any]]:
+    """The simulation object and its raw records (``states``, ``tbt``, ``timeline`` ...);
+    ``concurrency``: closed-loop load with that many clients (:meth:`Simulation.run`)."""
     sim = Simulation(acc, setup, costs)
-    raw = sim.run(requests, progress)
+    raw = sim.run(requests, progress, concurrency)
     return sim, raw
 
 
 def serve(acc: Accelerator, setup: ServeSetup, requests: list[Request], slo: SLO | None = None,
           seed: int | None = None, costs: dict[int, IterationCost] | None = None,
           progress: Callable[[int, int], None] | None = None,
-          raw_out: dict[str, Any] | None = None) -> ServeResult:
+          raw_out: dict[str, Any] | None = None, concurrency: int | None = None
+          ) -> ServeResult:
     """Simulate ``requests`` and return the metrics (:class:`ServeResult`).
 
     ``costs`` may carry iteration-cost models between runs of the same design and model
-    (the capacity search does); ``raw_out`` receives the raw records when given.
+    (the capacity search does); ``raw_out`` receives the raw records when given;
+    ``concurrency``: closed-loop load (the requests are sent as clients free up, their
+    ``arrival_s`` ignored).
     """
-    sim, raw = simulate(acc, setup, requests, costs, progress)
+    sim, raw = simulate(acc, setup, requests, costs, progress, concurrency)
     if raw_out is not None:
         raw_out.update(raw)
         raw_out["sim"] = sim
@@ -146,6 +150,18 @@ def summarise(sim: Simulation, raw: dict[str, Any], setup: ServeSetup, slo: SLO,
                      "mean_s": raw["xfer_s"] / xn if xn else 0.0},
         evaluations=sum(c.evaluations for c in {id(r.cost): r.cost for r in reps}.values()),
         archsim_version=VERSION, seed=seed, replicas=[r.info() for r in reps])
+
+
+def benchmark_report(raw: dict[str, Any], concurrency: int | None = None) -> BenchmarkReport:
+    """A serving-benchmark report (:class:`BenchmarkReport`) of a run's raw records: the
+    finished requests' send, first-token and finish times and lengths, every token gap
+    (ITL), over the span from the first send to the last event."""
+    st = [s for s in raw["states"] if s.finish_t >= 0]
+    t0 = float(min((s.req.arrival_s for s in raw["states"]), default=0.0))
+    return BenchmarkReport.from_times(
+        concurrency, raw["end_s"] - t0, [s.req.arrival_s for s in st],
+        [s.first_t for s in st], [s.finish_t for s in st], [s.prompt for s in st],
+        [s.output for s in st], raw["tbt"], len(raw["states"]) - len(st))
 
 
 def _area(cost: IterationCost) -> float:

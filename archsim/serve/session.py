@@ -13,6 +13,16 @@ shipped trace name (``sharegpt_like``, ``azure_conv_like``, ``azure_code_like``)
 ``rate`` its arrivals are rescaled to that mean rate, with ``duration`` cut to that window.
 Disaggregated serving (Splitwise/DistServe) is on when ``decode_replicas`` is given:
 ``replicas``/``tp`` then describe the prefill pool.
+
+Closed-loop load, as serving benchmarks run it (vLLM ``benchmark_serving
+--max-concurrency``, SGLang ``bench_serving``, genai-perf): ``concurrency=N`` clients send
+``requests`` requests of ``isl`` input and ``osl`` output tokens (same length forms), each
+client its next request when its previous one finishes; no rate, duration or trace. The
+run then also carries :attr:`ServingRun.benchmark`, the report those tools print:
+
+    run = run_serving("gpu/h100", "llama3-70b", tp=4, concurrency=16, isl="1024",
+                      osl="1024", requests=256)
+    print(run.benchmark.table())
 """
 
 from __future__ import annotations
@@ -24,14 +34,24 @@ from typing import Any
 from archsim.api import device_build, load
 from archsim.arch.accelerator import Accelerator
 from archsim.serve.cluster import PoolSpec, ServeSetup, parse_link
-from archsim.serve.metrics import SLO, ServeResult, parse_slo
+from archsim.serve.metrics import SLO, BenchmarkReport, ServeResult, parse_slo
 from archsim.serve.replica import SchedulerSpec
-from archsim.serve.requests import Request, load_trace, parse_length, synthesize, trace_path
+from archsim.serve.requests import (
+    Request,
+    closed_loop,
+    load_trace,
+    parse_length,
+    synthesize,
+    trace_path,
+)
+from archsim.serve.run import benchmark_report, serve
 from archsim.serve.run import find_capacity as search_capacity
-from archsim.serve.run import serve
 from archsim.workloads.errors import Problem, WorkloadError
 
-__all__ = ["run_serving", "ServingRun", "request_source"]
+__all__ = ["run_serving", "ServingRun", "request_source", "closed_loop_requests"]
+
+#: Closed-loop runs without a request count send this many requests per client.
+REQUESTS_PER_CLIENT = 10
 
 #: A function from an arrival rate (req/s; None: the given one) to the requests.
 RequestSource = Callable[[float | None], list[Request]]
@@ -46,11 +66,13 @@ class ServingRun:
             None when a capacity search found no rate that meets the SLO.
         capacity_rps: the rate found by ``find_capacity`` (req/s), else None.
         raw: the raw records (``states``, ``tbt``, ``timeline`` ...) for timelines and plots.
+        benchmark: closed-loop runs: the report serving benchmark tools print, else None.
     """
 
     result: ServeResult | None
     capacity_rps: float | None = None
     raw: dict[str, Any] = field(default_factory=dict)
+    benchmark: BenchmarkReport | None = None
 
 
 def request_source(*, trace: str | None = None, rate: float | None = None,
@@ -98,6 +120,52 @@ def request_source(*, trace: str | None = None, rate: float | None = None,
     return synth
 
 
+def closed_loop_requests(concurrency: int, isl: str | None, osl: str | None,
+                         requests: int | None, seed: int = 0, *, rate: float | None = None,
+                         duration: float | None = None, trace: str | None = None,
+                         max_requests: int | None = None, find_capacity: bool = False
+                         ) -> list[Request]:
+    """The requests of a closed-loop run (lengths ``isl``/``osl``: ``N``, ``uniform:A:B``,
+    ``lognormal:MEDIAN:SIGMA``; ``requests`` of them, default
+    :data:`REQUESTS_PER_CLIENT` x ``concurrency``), after checking that no open-loop
+    setting is given with it.
+
+    Raises:
+        WorkloadError: one line naming the flag: an open-loop setting (``--rate``,
+            ``--duration``, ``--trace``, ``--max-requests``, ``--find-capacity``) with
+            ``--concurrency``, a missing ``--isl``/``--osl``, a bad length or count.
+    """
+    for flag, given in (("--rate", rate is not None), ("--trace", bool(trace)),
+                        ("--duration", duration is not None),
+                        ("--max-requests", max_requests is not None),
+                        ("--find-capacity", find_capacity)):
+        if given:
+            raise WorkloadError(Problem("closed-loop load (--concurrency) sends each request "
+                                        "when a client frees up; it takes no arrival "
+                                        "settings (--rate, --duration, --trace, "
+                                        "--max-requests, --find-capacity); use --requests",
+                                        flag))
+    if concurrency < 1:
+        raise WorkloadError(Problem(f"expected a client count >= 1, got {concurrency!r}",
+                                    "--concurrency"))
+    for flag, text in (("--isl", isl), ("--osl", osl)):
+        if text is None:
+            raise WorkloadError(Problem("closed-loop load needs --isl and --osl (N, "
+                                        "uniform:A:B or lognormal:MEDIAN:SIGMA tokens)", flag))
+    count = REQUESTS_PER_CLIENT * concurrency if requests is None else requests
+    return closed_loop(count, parse_length(isl or "", "--isl"),
+                       parse_length(osl or "", "--osl"), seed)
+
+
+def _open_loop_only(isl: str | None, osl: str | None, requests: int | None) -> None:
+    """``--isl``/``--osl``/``--requests`` belong to closed-loop load (one line otherwise)."""
+    for flag, v in (("--isl", isl), ("--osl", osl), ("--requests", requests)):
+        if v is not None:
+            raise WorkloadError(Problem("closed-loop setting without --concurrency N; "
+                                        "open-loop lengths are --prompt/--output, the count "
+                                        "--max-requests", flag))
+
+
 def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[str] = (),
                 tp: int = 1, replicas: int = 1, router: str = "round-robin",
                 decode_replicas: int | None = None, decode_tp: int | None = None,
@@ -115,7 +183,9 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
                 a_format: str | None = None, w_format: str | None = None,
                 kv_format: str | None = None,
                 progress: Callable[[int, int], None] | None = None,
-                note: Callable[[str], None] | None = None) -> ServingRun:
+                note: Callable[[str], None] | None = None, concurrency: int | None = None,
+                isl: str | None = None, osl: str | None = None,
+                requests: int | None = None) -> ServingRun:
     """Simulate serving ``model`` on ``design`` (docs/serving.md).
 
     Args:
@@ -136,6 +206,9 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
             weights, KV cache; ``archsim.api.device_build``: default the design's).
         progress: called with (finished, total) requests during a run.
         note: called with one line per capacity-search step.
+        concurrency, isl, osl, requests: closed-loop load (module doc): clients, input and
+            output lengths, request count (default 10 per client); excludes ``rate``,
+            ``duration``, ``trace``, ``max_requests`` and ``find_capacity``.
     Raises:
         WorkloadError: inconsistent settings (naming the flag), bad lengths or traces.
         ConfigError: a bad design or override.
@@ -147,9 +220,16 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
     if find_capacity and not slo_.any():
         raise WorkloadError(Problem("--find-capacity needs an SLO (e.g. --slo "
                                     "ttft=2s,tpot=100ms)", "--slo"))
-    make = request_source(trace=trace, rate=rate, duration=duration, prompt=prompt,
-                          output=output, arrival=arrival, cv=cv, seed=seed,
-                          max_requests=max_requests, rate_searched=find_capacity)
+    closed: list[Request] = []
+    if concurrency is not None:
+        closed = closed_loop_requests(concurrency, isl, osl, requests, seed, rate=rate,
+                                      duration=duration, trace=trace,
+                                      max_requests=max_requests, find_capacity=find_capacity)
+    else:
+        _open_loop_only(isl, osl, requests)
+        make = request_source(trace=trace, rate=rate, duration=duration, prompt=prompt,
+                              output=output, arrival=arrival, cv=cv, seed=seed,
+                              max_requests=max_requests, rate_searched=find_capacity)
     acc = design if isinstance(design, Accelerator) else load(design, overrides)
     sch = SchedulerSpec(scheduler, chunk, max_num_seqs, max_batched_tokens or 0, order,
                         preemption, block_size, overhead_s=iteration_overhead_ms * 1e-3)
@@ -165,6 +245,10 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
                        memory_fraction, fidelity, constraints, decode_constraints,
                        device_build(acc, a_format, w_format, kv_format=kv_format))
     raw: dict[str, Any] = {}
+    if concurrency is not None:
+        closed_res = serve(acc, setup, closed, slo_, seed=seed, progress=progress,
+                           raw_out=raw, concurrency=concurrency)
+        return ServingRun(closed_res, None, raw, benchmark_report(raw, concurrency))
     if find_capacity:
         found, res = search_capacity(acc, setup, slo_, make, progress=note)
         if res is None:

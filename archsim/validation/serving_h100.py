@@ -1,0 +1,184 @@
+"""Measured serving deployments on H100 SXM nodes against ``archsim serve``'s closed loop.
+
+Data: ``shared/reference/serving_h100/deployments.csv`` (its README: 917 benchmarks of
+vLLM, TensorRT-LLM and SGLang deployments, closed-loop ``concurrency`` clients with fixed
+``isl``/``osl``, mean TTFT and TPOT as measured; H100 rows only — the held-out devices are
+never read here). Each row archsim can express is run as the same closed-loop benchmark
+(:func:`archsim.serve.session.run_serving` with ``concurrency``, ``isl``, ``osl``) on
+``gpu/h100`` and its mean TTFT and TPOT are set against the measured ones.
+
+A row is expressible when its model is a zoo decoder or a shipped config (:data:`ZOO`), its precision is the
+checkpoint's bf16 (``--w-format`` in serve is issue 27 item 2), it is aggregated (one pool)
+with pipeline degree 1 and no attention data parallelism or expert parallelism;
+:func:`unsupported` says why another is not. Splits for fit/check are by model or by
+backend (:func:`group`), never at random (docs/serving.md, "Measured deployments").
+"""
+
+from __future__ import annotations
+
+import csv
+import statistics
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from archsim.arch.accelerator import Accelerator
+from archsim.arch.reference import reference_dir
+from archsim.serve.session import REQUESTS_PER_CLIENT, run_serving
+
+__all__ = ["Deployment", "Prediction", "ZOO", "deployments_path", "load_deployments",
+           "unsupported", "predict", "median_errors", "render_markdown"]
+
+_HF = Path(__file__).resolve().parents[2] / "tests" / "data" / "hf_dense"
+
+#: Hugging Face model id -> the ``--model`` archsim serves it as: a zoo decoder of the same
+#: shape (Llama 3.1 8B/70B have the layers, widths, heads and vocabulary of Llama 3 8B/70B;
+#: the longer RoPE context does not change the work of a 1-8k-token request) or the
+#: checkpoint's ``config.json`` (hyper-parameters as published on the model's HF page).
+ZOO = {"meta-llama/Llama-3.1-8B-Instruct": "llama3-8b", "meta-llama/Llama-3.1-70B": "llama3-70b",
+       "Qwen/Qwen3-32B": str(_HF / "qwen3-32b.json")}
+
+#: Tokens per engine iteration, the three engines' default: TensorRT-LLM ``max_num_tokens``
+#: 8192, vLLM V1 ``max_num_batched_tokens`` 8192 (online serving), SGLang
+#: ``chunked_prefill_size`` 8192 (H100-class GPUs).
+ENGINE_TOKENS = 8192
+
+#: Each engine's default batching, as a registered policy (archsim.serve.policy):
+#: TensorRT-LLM's in-flight batching and vLLM V1's chunked prefill put the waiting prompts'
+#: tokens into the running decodes' iteration (``sarathi``, budget :data:`ENGINE_TOKENS`);
+#: SGLang runs a prefill-only batch whenever prompts wait (mixed chunks are off unless
+#: ``--enable-mixed-chunk``), decodes otherwise: ``vllm`` (vLLM v0's prefill-first rule)
+#: with :data:`ENGINE_TOKENS` tokens per prefill batch.
+BACKEND_POLICY = {"trtllm": "sarathi", "vllm": "sarathi", "sglang": "vllm"}
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """One measured row (the columns used; lengths in tokens, times in ms)."""
+
+    backend: str
+    model_path: str
+    precision: str
+    mode: str
+    isl: int
+    osl: int
+    concurrency: int
+    tp: int
+    pp: int
+    attention_dp: int
+    moe_ep: int
+    ttft_ms: float
+    tpot_ms: float
+    line: int
+
+    @property
+    def model(self) -> str:
+        """The model's short name (``Llama-3.1-8B-Instruct``)."""
+        return self.model_path.split("/")[-1]
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """archsim's closed-loop run of one deployment: mean TTFT and TPOT (ms)."""
+
+    deployment: Deployment
+    ttft_ms: float
+    tpot_ms: float
+
+    @property
+    def ttft_error(self) -> float:
+        """(predicted - measured) / measured."""
+        return self.ttft_ms / self.deployment.ttft_ms - 1
+
+    @property
+    def tpot_error(self) -> float:
+        """(predicted - measured) / measured."""
+        return self.tpot_ms / self.deployment.tpot_ms - 1
+
+
+def deployments_path() -> Path:
+    """``shared/reference/serving_h100/deployments.csv``."""
+    return reference_dir() / "serving_h100" / "deployments.csv"
+
+
+def _int(v: str) -> int:
+    return int(v) if v.strip() else 0
+
+
+def load_deployments(path: str | Path | None = None) -> list[Deployment]:
+    """Every row of the measured H100 deployments (line numbers 2, 3, ... of the file)."""
+    p = Path(path) if path is not None else deployments_path()
+    out: list[Deployment] = []
+    with open(p, encoding="utf-8", newline="") as f:
+        for line, r in enumerate(csv.DictReader(f), start=2):
+            out.append(Deployment(
+                r["backend"], r["model_path"], r["precision"], r["mode"], _int(r["isl"]),
+                _int(r["osl"]), _int(r["concurrency"]), _int(r["tp_size"]),
+                _int(r["pp_size"]), _int(r["attention_dp_size"]), _int(r["moe_ep_size"]),
+                float(r["silicon_ttft_ms"]), float(r["silicon_tpot_ms"]), line))
+    return out
+
+
+def unsupported(d: Deployment) -> str | None:
+    """Why archsim cannot run ``d`` as measured today, or None when it can."""
+    if d.mode != "agg":
+        return "disaggregated workers with their own batch sizes (not compared yet)"
+    if d.model_path not in ZOO:
+        return "model neither in the zoo nor a shipped config (MoE, MLA: issue 27 item 3)"
+    if d.precision:
+        return f"{d.precision} weights: serve has no --w-format yet (issue 27 item 2)"
+    if d.pp > 1 or d.attention_dp > 1 or d.moe_ep > 1:
+        return "pipeline, attention-DP or expert parallelism inside a replica"
+    if d.concurrency < 1 or d.tp < 1:
+        return "no closed-loop concurrency or TP degree"
+    return None
+
+
+def predict(d: Deployment, acc: Accelerator | str = "gpu/h100", requests_per_client: int = REQUESTS_PER_CLIENT,
+            iteration_overhead_ms: float = 0.0, scheduler: str | None = None
+            ) -> Prediction:
+    """Run ``d`` as its benchmark ran (``concurrency`` clients, ``requests_per_client`` x
+    ``concurrency`` requests of ``isl``/``osl`` tokens, TP ``tp``, the backend's batching
+    (:data:`BACKEND_POLICY`, or ``scheduler``) with :data:`ENGINE_TOKENS` tokens per
+    iteration) and return the mean TTFT and TPOT. The first requests of a closed loop all arrive at once, so the means depend
+    on the count: 10 per client (``archsim serve``'s default) is used throughout.
+
+    Raises:
+        WorkloadError: ``d`` is not expressible (:func:`unsupported`).
+    """
+    run = run_serving(acc, ZOO[d.model_path], tp=d.tp, concurrency=d.concurrency,
+                      isl=str(d.isl), osl=str(d.osl),
+                      requests=requests_per_client * d.concurrency,
+                      iteration_overhead_ms=iteration_overhead_ms,
+                      scheduler=scheduler or BACKEND_POLICY[d.backend], chunk=ENGINE_TOKENS,
+                      max_batched_tokens=ENGINE_TOKENS)
+    b = run.benchmark
+    assert b is not None            # closed-loop runs always carry the report
+    return Prediction(d, b.ttft_ms["mean"], b.tpot_ms["mean"])
+
+
+def median_errors(preds: Iterable[Prediction],
+                  key: Callable[[Deployment], str] = lambda d: f"{d.model} / {d.backend}"
+                  ) -> dict[str, tuple[int, float, float, float, float]]:
+    """Per group (``key``): (rows, median |TTFT error|, median |TPOT error|, median signed
+    TTFT error, median signed TPOT error), errors as fractions."""
+    groups: dict[str, list[Prediction]] = {}
+    for p in preds:
+        groups.setdefault(key(p.deployment), []).append(p)
+    out = {}
+    for k, ps in sorted(groups.items()):
+        out[k] = (len(ps), statistics.median(abs(p.ttft_error) for p in ps),
+                  statistics.median(abs(p.tpot_error) for p in ps),
+                  statistics.median(p.ttft_error for p in ps),
+                  statistics.median(p.tpot_error for p in ps))
+    return out
+
+
+def render_markdown(halves: Sequence[tuple[str, Sequence[Prediction]]]) -> str:
+    """A table per half: group, rows, median |error| (and signed median) of TTFT and TPOT."""
+    lines = ["| half | model / backend | rows | TTFT median \\|err\\| (signed) | "
+             "TPOT median \\|err\\| (signed) |", "|---|---|---:|---:|---:|"]
+    for name, preds in halves:
+        for k, (n, at, ap, st, sp) in median_errors(preds).items():
+            lines.append(f"| {name} | {k} | {n} | {at:.0%} ({st:+.0%}) | {ap:.0%} ({sp:+.0%}) |")
+    return "\n".join(lines)

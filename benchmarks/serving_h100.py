@@ -1,0 +1,53 @@
+"""archsim serve's closed loop against the measured H100 deployments (docs/serving.md,
+"Measured deployments").
+
+    python3 benchmarks/serving_h100.py [REQUESTS_PER_CLIENT]
+
+Runs every row of ``shared/reference/serving_h100/deployments.csv`` that archsim can express
+(:func:`archsim.validation.serving_h100.unsupported` says why the others are not) as the
+same closed-loop benchmark on ``gpu/h100`` and prints, per row, the measured and predicted
+mean TTFT and TPOT, then the median |error| per model and backend, and the count of rows
+left out by reason. Deterministic; about 1 s per row on one core.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import archsim  # noqa: E402
+from archsim.validation.serving_h100 import (  # noqa: E402
+    load_deployments,
+    predict,
+    render_markdown,
+    unsupported,
+)
+
+
+def main(argv: list[str]) -> int:
+    per_client = int(argv[0]) if argv else 10
+    rows = load_deployments()
+    why = Counter(r for r in (unsupported(d) for d in rows) if r)
+    ok = [d for d in rows if unsupported(d) is None]
+    acc = archsim.load("gpu/h100")
+    preds = []
+    print("line backend model tp isl osl conc | TTFT meas pred err | TPOT meas pred err")
+    for d in ok:
+        p = predict(d, acc, requests_per_client=per_client)
+        preds.append(p)
+        print(f"{d.line} {d.backend} {d.model} {d.tp} {d.isl} {d.osl} {d.concurrency} | "
+              f"{d.ttft_ms:.1f} {p.ttft_ms:.1f} {p.ttft_error:+.0%} | {d.tpot_ms:.2f} "
+              f"{p.tpot_ms:.2f} {p.tpot_error:+.0%}", flush=True)
+    print(f"\n{len(ok)} of {len(rows)} rows expressible; {per_client} requests per client\n")
+    print(render_markdown([("all (no constant fitted)", preds)]))
+    print("\nleft out:")
+    for reason, n in why.most_common():
+        print(f"  {n:4d}  {reason}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
