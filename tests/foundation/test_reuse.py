@@ -4,17 +4,32 @@ bit as pricing every op (``evaluate(..., reuse=False)``)."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 
 import pytest
 
 import archsim
+from archsim import parallel
 from archsim.mapper import schedule
 from archsim.mapper.constraints import parse_constraints
 from archsim.mapper.schedule import op_signature
+from archsim.parallel import evaluate_plan
+from archsim.plans import load_cluster_for
+from archsim.serve import (
+    LengthDist,
+    PoolSpec,
+    SchedulerSpec,
+    ServeSetup,
+    parse_slo,
+    serve,
+    synthesize,
+)
+from archsim.serve import cost as serve_cost
 from archsim.workloads.formats import get_format
 from archsim.workloads.graph import Workload
 from archsim.workloads.ops import Gemm, Sparsity
+from archsim.workloads.parallel import ParallelPlan
 
 #: rules by op name (layer1.* only) and by kind: ops of one shape get different constraints
 CONSTRAINTS = """\
@@ -143,3 +158,33 @@ def test_cycle_fidelity_simulates_each_distinct_op_once(monkeypatch: pytest.Monk
     assert calls == ["blocks.0.up", "head"]
     assert reused == fresh and reused.to_json() == fresh.to_json()
     assert reused.ops[0].cycles == reused.ops[1].cycles
+
+
+def _no_reuse(monkeypatch: pytest.MonkeyPatch, module: object) -> None:
+    """``module``'s ``evaluate`` prices every op (``reuse=False``)."""
+    monkeypatch.setattr(module, "evaluate", functools.partial(archsim.evaluate, reuse=False))
+
+
+def test_plans_are_identical_with_reuse(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plan (``archsim.parallel.evaluate_plan``: TP x PP training of Llama-2-7B) prices
+    its graphs with ``evaluate``: the same plan result with and without reuse."""
+    cluster = load_cluster_for("h100", 8)
+    plan = ParallelPlan(tp=2, pp=2, microbatches=4)
+    reused = evaluate_plan(cluster, "llama2-7b", plan, "train", 8, 1024)
+    _no_reuse(monkeypatch, parallel)
+    fresh = evaluate_plan(cluster, "llama2-7b", plan, "train", 8, 1024)
+    assert reused == fresh
+
+
+def test_serving_is_identical_with_reuse(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A serving simulation (``archsim.serve``: 60 requests of Llama-2-7B on one H100) prices
+    each iteration's groups with ``evaluate``: the same report with and without reuse."""
+    acc = archsim.load("h100")
+    reqs = synthesize(4.0, 15.0, LengthDist("lognormal", 100.0, 0.8, 1000),
+                      LengthDist("lognormal", 60.0, 0.5, 400), seed=0, max_requests=60)
+    setup = ServeSetup("llama2-7b", PoolSpec(1, 1, SchedulerSpec("sarathi", chunk=256)))
+    slo = parse_slo("ttft=2s,tpot=100ms")
+    reused = serve(acc, setup, reqs, slo)
+    _no_reuse(monkeypatch, serve_cost)
+    fresh = serve(acc, setup, reqs, slo)
+    assert reused == fresh
