@@ -236,6 +236,7 @@ def compile_notice(callback: Callable[[], None] | None,
     if callback is None:
         yield
         return
+    notify: Callable[[], None] = callback       # narrowed for the listener below
     # deferred: loads numba (only cycle-level runs need it)
     from numba.core import event
 
@@ -246,7 +247,7 @@ def compile_notice(callback: Callable[[], None] | None,
             func = getattr(ev.data["dispatcher"], "py_func", None)
             if not self.fired and getattr(func, "__module__", "").startswith(modules):
                 self.fired = True
-                callback()
+                notify()
 
         def on_end(self, ev: Any) -> None:
             pass
