@@ -22,7 +22,7 @@ from archsim.arch.shipped import configs_dir
 from archsim.mapper import map_workload
 from archsim.mapper.constraints import load_constraints
 from archsim.mapper.hetero import retime
-from archsim.mapper.schedule import link_of
+from archsim.mapper.schedule import link_of, op_signature
 from archsim.result import OpResult, Result
 from archsim.workloads.errors import ConfigError, MappingError, Problem, WorkloadError
 from archsim.workloads.formats import NumberFormat, get_format
@@ -308,7 +308,8 @@ class _EnergyCache:
 def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
              objective: str = "latency", mapping: str = "default",
              constraints: Any = None, refine: int = 0,
-             before_simulation: Any = None, progress: Any = None) -> Result:
+             before_simulation: Any = None, progress: Any = None,
+             reuse: bool = True) -> Result:
     """Evaluate ``wl`` on ``acc``: latency, energy and area with breakdowns.
 
     Latency is the makespan of the schedule (``mapper.map_workload``): ops on one unit run
@@ -334,6 +335,11 @@ def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
             (:data:`MAX_SIM_CYCLES`) and before the first op is simulated.
         progress: called as ``progress(done, total)`` while the ops are mapped
             (:func:`mapper.map_workload`).
+        reuse: price (and at ``cycle`` simulate) each distinct (op signature, unit,
+            mapping, constraints) once and reuse it for identical ops: the signature
+            (:func:`mapper.schedule.op_signature`) ignores an op's name and its
+            ``layer`` / ``block`` tags (the result rows keep them). The result is the same
+            bit for bit as with ``reuse=False`` (``tests/foundation/test_reuse.py``).
 
     Raises:
         ConfigError / WorkloadError / MappingError: bad input (never for infeasible-but-valid
@@ -352,7 +358,8 @@ def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
 
         constraints = load_constraints(constraints)
     sched = map_workload(acc, wl, objective, op_energy, search=(mapping == "search"),
-                         constraints=constraints, refine=refine, progress=progress)
+                         constraints=constraints, refine=refine, progress=progress,
+                         reuse_estimates=reuse)
     rows: list[OpResult] = []
     total_actions: dict[tuple[str, str], float] = {}
     ideal_s: dict[str, float] = {}
@@ -364,11 +371,12 @@ def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
         _check_sim_size(sched.assignments)
         if before_simulation is not None:   # e.g. the CLI's "compiling kernels" note
             before_simulation()
+    simulated: dict[tuple[Any, ...], int] = {}
     for a in sched.assignments:
         est = a.estimate
         cycles = est.cycles
         if fidelity == "cycle":
-            cycles = _simulate(a.unit, a.op, a.mapping)
+            cycles = _simulate(a.unit, a.op, a.mapping, simulated if reuse else None)
         lat = cycles / est.clock_hz
         durations.append(lat)
         e_op = op_energy(a.unit, est, cycles)
@@ -560,11 +568,21 @@ def _check_sim_size(assignments: Any) -> None:
             f"or a smaller shape", "--fidelity"))
 
 
-def _simulate(unit: Unit, op: Op, mapping: Any) -> int:
+def _simulate(unit: Unit, op: Op, mapping: Any,
+              memo: dict[tuple[Any, ...], int] | None = None) -> int:
+    """``unit.simulate(op, mapping)``; with ``memo``, once per (op signature, unit, mapping
+    object): a unit's simulation is a function of the op's fields and the mapping, and the
+    schedule gives identical ops the same mapping object (``map_workload``'s reuse)."""
+    key = (op_signature(op), unit.name, id(mapping))
+    if memo is not None and key in memo:
+        return memo[key]
     try:
-        return unit.simulate(op, mapping)
+        cycles = unit.simulate(op, mapping)
     except NotImplementedError as exc:
         raise ConfigError(Problem(f"{exc}; use --fidelity analytical", f"units.{unit.name}")) from None
+    if memo is not None:
+        memo[key] = cycles
+    return cycles
 
 
 def input_hash(acc: Accelerator, wl: Workload, fidelity: str, objective: str) -> str:

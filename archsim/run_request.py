@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -44,7 +45,7 @@ from archsim.workloads.formats import get_format
 from archsim.workloads.graph import Workload
 
 __all__ = ["RunRequest", "RunWarning", "evaluate_request", "request_workload",
-           "numba_cache_cold", "memory_warning", "DEFAULT_CONFIG", "DEFAULT_MODEL"]
+           "numba_cache_cold", "compile_notice", "memory_warning", "DEFAULT_CONFIG", "DEFAULT_MODEL"]
 
 #: Design and model of ``archsim run`` without arguments.
 DEFAULT_CONFIG = "tpu_like"
@@ -171,7 +172,8 @@ def _warn_unused_refine(req: RunRequest) -> None:
 
 def evaluate_request(req: RunRequest, acc: Accelerator | None = None,
                      before_simulation: Callable[[], None] | None = None,
-                     progress: Callable[[int, int], None] | None = None) -> Result:
+                     progress: Callable[[int, int], None] | None = None,
+                     on_compile: Callable[[], None] | None = None) -> Result:
     """Evaluate ``req`` (on ``acc`` if given, else ``load(req.config, req.overrides)``), with
     the format hint, the sparsity check and the provenance record.
 
@@ -179,6 +181,9 @@ def evaluate_request(req: RunRequest, acc: Accelerator | None = None,
         before_simulation: called once before a cycle-level simulation starts (the command
             line says when the simulator kernels compile).
         progress: called as ``progress(done, total)`` while the ops are mapped.
+        on_compile: at ``cycle`` fidelity, called once when Numba starts compiling a
+            simulator kernel (a cache miss; never when every kernel loads from the cache):
+            :func:`compile_notice`.
     Raises:
         ArchsimError: a bad design, workload, format or mapping (one message, its location).
     """
@@ -188,9 +193,10 @@ def evaluate_request(req: RunRequest, acc: Accelerator | None = None,
     _warn_unused_refine(req)
     mode = req.mapping_mode
     try:
-        res = evaluate(acc, wl, fidelity=req.fidelity, objective=req.objective, mapping=mode,
-                       constraints=req.constraints, refine=req.refine,
-                       before_simulation=before_simulation, progress=progress)
+        with compile_notice(on_compile if req.fidelity == "cycle" else None):
+            res = evaluate(acc, wl, fidelity=req.fidelity, objective=req.objective,
+                           mapping=mode, constraints=req.constraints, refine=req.refine,
+                           before_simulation=before_simulation, progress=progress)
     except MappingError as exc:
         hinted = with_format_hint(exc, acc)
         if hinted is exc:
@@ -215,9 +221,46 @@ def memory_warning(res: Result, acc: Accelerator) -> str | None:
             f"it fits")
 
 
+@contextmanager
+def compile_notice(callback: Callable[[], None] | None,
+                   modules: tuple[str, ...] = ("archsim.",)) -> Iterator[None]:
+    """While active, call ``callback`` once, when Numba starts compiling a kernel defined in
+    one of ``modules`` (module-name prefixes: archsim's own kernels; Numba's helpers, e.g.
+    the small ``typed.List`` constructors it compiles in every process, do not count).
+
+    Numba announces a compilation (its ``numba:compile`` event) only on a cache miss, after
+    it failed to load the kernel from its cache (wherever its cache locator put it, stale
+    entries included), so ``callback`` runs exactly when a run compiles: never on a warm
+    cache or with ``NUMBA_DISABLE_JIT=1``. ``None``: nothing is installed (and Numba is
+    not imported)."""
+    if callback is None:
+        yield
+        return
+    notify: Callable[[], None] = callback       # narrowed for the listener below
+    # deferred: loads numba (only cycle-level runs need it)
+    from numba.core import event
+
+    class _First(event.Listener):
+        fired = False
+
+        def on_start(self, ev: Any) -> None:
+            func = getattr(ev.data["dispatcher"], "py_func", None)
+            if not self.fired and getattr(func, "__module__", "").startswith(modules):
+                self.fired = True
+                notify()
+
+        def on_end(self, ev: Any) -> None:
+            pass
+
+    with event.install_listener("numba:compile", _First()):
+        yield
+
+
 def numba_cache_cold() -> bool:
-    """True when no compiled simulator kernel is cached yet (Numba writes ``*.nbi`` index
-    files next to ``sim/`` or under ``NUMBA_CACHE_DIR``): the next cycle run compiles."""
+    """True when no compiled event-engine kernel is cached yet (Numba writes ``*.nbi``
+    index files next to ``sim/`` or under ``NUMBA_CACHE_DIR``): a guess made before the
+    run (a stale or relocated cache fools it); :func:`compile_notice` says when a run
+    actually compiles."""
     base = Path(os.environ["NUMBA_CACHE_DIR"]) if os.environ.get("NUMBA_CACHE_DIR") else \
         Path(sim.__file__).resolve().parent / "__pycache__"
     try:

@@ -10,7 +10,7 @@ units). A one-unit design runs its ops back to back in topological order.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from archsim import energy
@@ -25,7 +25,7 @@ from archsim.workloads.graph import Workload
 from archsim.workloads.ops import Op
 
 __all__ = ["OBJECTIVES", "Assignment", "Schedule", "map_workload", "objective_value",
-           "link_of", "clear_einsum_memo"]
+           "op_signature", "link_of", "clear_einsum_memo"]
 
 @dataclass(frozen=True)
 class Assignment:
@@ -198,7 +198,7 @@ def map_workload(acc: Accelerator, workload: Workload, objective: str = "latency
                  search: bool = False, constraints: Any = None,
                  link: Link | None = None, refine: int = 0,
                  progress: Callable[[int, int], None] | None = None,
-                 reuse_searches: bool = True) -> Schedule:
+                 reuse_searches: bool = True, reuse_estimates: bool | None = None) -> Schedule:
     """Assign each op to a unit and schedule the workload's DAG.
 
     With ``search=False`` every unit uses its default mapping (its configured dataflow);
@@ -220,6 +220,11 @@ def map_workload(acc: Accelerator, workload: Workload, objective: str = "latency
         progress: called as ``progress(done, total)`` after each op's candidates.
         reuse_searches: search each distinct (layer shape, unit, constraints, objective)
             once and reuse the mapping (the searches are seeded: same result as without).
+        reuse_estimates: price each distinct (:func:`op_signature`, unit, constraints) once
+            and give every identical op the same candidate under its own name (identical
+            transformer blocks, repeated convolutions): the same schedule bit for bit as
+            without, since a unit's estimate reads only what the signature holds.
+            None: as ``reuse_searches`` (``reuse_searches=False`` alone prices every op).
 
     Raises:
         MappingError: an op no unit supports (the message lists each unit's reason), or
@@ -234,13 +239,23 @@ def map_workload(acc: Accelerator, workload: Workload, objective: str = "latency
     ops = workload.ops()
     cand: list[list[Assignment]] = []
     problems: list[Problem] = []
+    priced: dict[tuple[Any, ...], tuple[Assignment | None, str, str]] = {}
+    if reuse_estimates is None:
+        reuse_estimates = reuse_searches
     for n_done, op in enumerate(ops, 1):
         oc = cons.for_op(op) if cons is not None else None
+        sig = op_signature(op) if reuse_estimates else None
         got: list[Assignment] = []
         reasons = []
-        for unit in acc.units:
-            a, why = _candidates(op, unit, objective, search, oc, op_energy, refine,
-                                 reuse_searches)
+        for i, unit in enumerate(acc.units):
+            key = (sig, i, _constraint_key(oc))
+            hit = priced.get(key) if sig is not None else None
+            a, why = _reuse(hit, op) if hit is not None else (None, "")
+            if hit is None or (a is None and not why):
+                a, why = _candidates(op, unit, objective, search, oc, op_energy, refine,
+                                     reuse_searches)
+                if sig is not None:
+                    priced[key] = (a, why, op.name)
             if a is None:
                 reasons.append(f"{unit.name}: {why}")
             else:
@@ -268,6 +283,42 @@ def map_workload(acc: Accelerator, workload: Workload, objective: str = "latency
                          len(acc.units), _dram_j_per_byte(acc) if link.copies else None)
     assignments = tuple(cand[i][c] for i, c in enumerate(plan.choice))
     return Schedule(assignments, plan.start_s, plan.end_s, plan.transfers, link, plan, edges)
+
+
+#: Op fields that label an op in its network but never change what it costs: its name and
+#: its ``layer`` / ``block`` tags (the result rows keep them; plans select by ``block``).
+_LABEL_FIELDS = ("name", "layer", "block")
+
+
+def op_signature(op: Op) -> tuple[Any, ...]:
+    """The canonical signature of ``op`` for pricing: its type and every field except its
+    name and its ``layer`` / ``block`` tags (shapes, formats, sparsity, pass, role and the
+    kind-specific fields all stay). Two ops with the same signature get the same estimate
+    on a unit (:meth:`arch.base.Unit.estimate` reads the op's fields, and the estimate
+    names the op only in ``op_name``)."""
+    return (type(op), tuple((f, getattr(op, f)) for f in op.__dataclass_fields__
+                            if f not in _LABEL_FIELDS))
+
+
+def _constraint_key(oc: Any) -> Any:
+    """What the merged constraints of an op say (not which rules said it, nor where)."""
+    if oc is None:
+        return None
+    return (oc.units, oc.dataflows, oc.fixed, oc.order_glb, oc.order_dram)
+
+
+def _reuse(hit: tuple[Assignment | None, str, str], op: Op
+           ) -> tuple[Assignment | None, str]:
+    """The candidate ``hit`` priced for an identical op (its name last), given to ``op``
+    under its own name; (None, "") when the text of the estimate or of the reason names the
+    op it was priced for (then ``op`` is priced afresh, so no message names the wrong op)."""
+    a, why, priced_for = hit
+    if a is None:
+        return (None, "") if priced_for in why else (None, why)
+    e = a.estimate
+    if any(priced_for in t for t in (e.mapping, e.reason, e.dataflow)):
+        return None, ""
+    return Assignment(op, a.unit, a.mapping, replace(e, op_name=op.name), a.energy_j), ""
 
 
 def _constraints(constraints: Any, acc: Accelerator) -> Any:

@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
                                     "rerun verifies only results of 'archsim run', 'map' and "
                                     "'gemm'", "", args.result))
     req = request_of(argv)
-    res = evaluate_request(req, before_simulation=run_command.cold_start_note)
+    res = evaluate_request(req, on_compile=run_command.cold_start_note)
     bad = provenance_mismatches(old, res)
     if bad:
         raise WorkloadError(Problem(f"the recorded inputs do not match: {bad[0]}"

@@ -40,7 +40,6 @@ from archsim.run_request import (
     RunRequest,
     evaluate_request,
     memory_warning,
-    numba_cache_cold,
 )
 from archsim.timeloop import evaluate_timeloop
 
@@ -186,10 +185,10 @@ def request_from_args(args: argparse.Namespace) -> RunRequest:
 
 
 def cold_start_note() -> None:
-    """Say on stderr that the first cycle-level run compiles the simulator kernels."""
-    if numba_cache_cold():
-        print("note: first cycle-level run: compiling the simulator kernels (up to ~1.5 "
-              "min on 2 cores with DRAM timing; cached for later runs)", file=sys.stderr)
+    """Say on stderr that the simulator kernels compile (called when Numba starts
+    compiling one: ``run_request.compile_notice``)."""
+    print("note: first cycle-level run: compiling the simulator kernels (up to ~1.5 "
+          "min on 2 cores with DRAM timing; cached for later runs)", file=sys.stderr)
 
 
 def evaluate_and_print(args: argparse.Namespace, req: RunRequest) -> int:
@@ -197,7 +196,7 @@ def evaluate_and_print(args: argparse.Namespace, req: RunRequest) -> int:
     result table (``run``/``gemm``); a workload that does not fit is a warning."""
     acc: Accelerator = load(req.config, req.overrides)
     bar = ProgressBar("mapping ops")
-    res = evaluate_request(req, acc, before_simulation=cold_start_note, progress=bar.update)
+    res = evaluate_request(req, acc, on_compile=cold_start_note, progress=bar.update)
     bar.close()
     warn = memory_warning(res, acc)
     if warn:
