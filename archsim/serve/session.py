@@ -38,6 +38,7 @@ from archsim.serve.metrics import SLO, BenchmarkReport, ServeResult, parse_slo
 from archsim.serve.replica import SchedulerSpec
 from archsim.serve.requests import (
     Request,
+    check_work,
     closed_loop,
     load_trace,
     parse_length,
@@ -88,7 +89,7 @@ def request_source(*, trace: str | None = None, rate: float | None = None,
         WorkloadError: neither a trace nor a rate, or no duration with a rate.
     """
     if trace:
-        base = load_trace(trace_path(trace))
+        base = load_trace(trace_path(trace), max_rows=max_requests)
         span = base[-1].arrival_s - base[0].arrival_s
         mean_rate = (len(base) - 1) / span if span > 0 else None
 
@@ -104,6 +105,10 @@ def request_source(*, trace: str | None = None, rate: float | None = None,
                 out.append(replace(q, rid=len(out), arrival_s=t))
                 if max_requests and len(out) >= max_requests:
                     break
+            if out:
+                check_work(len(out), sum(q.output_tokens for q in out) / len(out),
+                           f"--trace {trace}" + (f" (--rate {r:g})" if r is not None else "")
+                           + (f" (--duration {duration:g})" if duration is not None else ""))
             return out
         return from_trace
     if rate is None and not rate_searched:
