@@ -5,7 +5,7 @@ given, on one cheap design/model where it may not apply, and must either change 
 error line on stderr. Values: every non-default choice; ``store_true`` flags alone; other
 flags from :data:`VALUES` (a flag missing there fails the walk, so a new flag needs a probe).
 
-The gemm walk is fast; the run and serve walks are marked slow. Commands not walked yet are
+The gemm, plan and compare walks are fast; the run and serve walks are marked slow. Commands not walked yet are
 listed in :data:`NOT_WALKED` (the walk over them is issue 29's remaining work)."""
 
 from __future__ import annotations
@@ -26,23 +26,31 @@ BASES: dict[str, list[str]] = {
              "--w-format", "int8", "--json"],
     "run": ["tpu_like", "--model", "resnet18", "--a-format", "int8", "--w-format", "int8",
             "--json"],
+    "plan": ["gpu/h100", "--model", "gpt2-small", "--devices", "2", "--json"],
+    "compare": ["tpu_like", "gpu/h100", "--model", "resnet18", "--csv"],
     # loaded enough (40 requests in 2 s) that batching and arrival settings matter
     "serve": ["gpu/h100", "--model", "gpt2-small", "--rate", "20", "--duration", "2",
               "--prompt", "64", "--output", "8", "--quiet", "--json"],
 }
 #: Commands whose flags are not walked yet (each still has its own bad-input tests).
-NOT_WALKED = {"map", "validate", "validation", "sweep", "results", "trace", "plan",
-              "calibrate", "cosearch", "plot", "report", "rerun", "compare", "list"}
+NOT_WALKED = {"map", "validate", "validation", "sweep", "results", "trace", "calibrate",
+              "cosearch", "plot", "report", "rerun", "list"}
 #: Flags whose only effect is the output's form, already given by the base.
-FORM = {"--json", "--quiet"}
+FORM = {"--json", "--quiet", "--csv"}
 #: Probes that spell out what the command does by default on the base (not inert flags).
 SAME_AS_DEFAULT = {"run": {"--phase inference", "--objective latency"},
+                   "compare": {"--phase inference"},
                    "serve": {"--runtime ideal"}}     # configs/gpu/h100.yaml runtime: ideal
 #: Probe values of flags that take a free-form value (``{tmp}``: the test's folder).
 VALUES: dict[str, dict[str, list[str]]] = {
     "gemm": {"--m": ["128"], "--n": ["128"], "--k": ["128"], "--batch": ["2"],
              "--set": ["units[0].rows=64"], "--a-format": ["bf16"], "--w-format": ["bf16"],
              "--refine": ["2"], "--sparsity": ["2:4"], "--constraints": ["{tmp}/c.yaml"]},
+    "plan": {"--model": ["gpt2-medium"], "--devices": ["4"], "--batch": ["4"], "--seq": ["256"],
+             "--context": ["64"], "--top": ["1"], "--a-format": ["fp8_e4m3"],
+             "--w-format": ["fp8_e4m3"], "--kv-format": ["fp8_e4m3"]},
+    "compare": {"--model": ["resnet50"], "--batch": ["2"], "--seq": ["512"], "--context": ["64"],
+                "--a-format": ["bf16"], "--w-format": ["bf16"]},
     "run": {"--model": ["resnet50"], "--batch": ["2"], "--seq": ["512"], "--context": ["64"],
             "--tp": ["2"], "--max-ops": ["3"], "--set": ["units[0].rows=64"],
             "--mapping": ["search"], "--a-format": ["bf16"], "--w-format": ["bf16"],
@@ -133,8 +141,10 @@ def test_every_command_is_walked_or_listed():
     assert not set(BASES) & NOT_WALKED
 
 
-def test_gemm_flags_are_heard(capsys, tmp_path):
-    assert unheard(capsys, "gemm", tmp_path) == []
+@pytest.mark.parametrize("cmd", ["gemm", "plan", "compare"])
+def test_fast_flags_are_heard(capsys, tmp_path, cmd):
+    silent = unheard(capsys, cmd, tmp_path)
+    assert silent == [], "; ".join(silent)
 
 
 @pytest.mark.slow
