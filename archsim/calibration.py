@@ -45,7 +45,7 @@ from archsim.api import find_config, load
 from archsim.workloads.errors import ConfigError, Problem
 from archsim.workloads.formats import FORMATS
 
-__all__ = ["calibrate", "write_calibrated", "Calibration"]
+__all__ = ["calibrate", "write_calibrated", "Calibration", "check_device", "MIN_ROWS_PER_CONSTANT"]
 
 
 @dataclass(frozen=True)
@@ -101,26 +101,74 @@ def _table(title: str, scores: dict[str, Any]) -> list[str]:
     return out
 
 
-def calibrate(data: str | Path, config: str | Path) -> Calibration:
+#: Rows each fitted constant needs at least (a least-squares fit of c constants needs
+#: ``c * MIN_ROWS_PER_CONSTANT``); a constant with fewer is left as it is.
+MIN_ROWS_PER_CONSTANT = 1
+
+
+def _device_tokens(name: str) -> set[str]:
+    return set(re.findall(r"[a-z0-9]+", name.lower()))
+
+
+def check_device(rows: list[silicon.Row], design: str, where: str) -> None:
+    """Every row that names a ``device`` names ``design`` (the config's name, e.g. ``h100``,
+    as a word of "NVIDIA H100 80GB HBM3"); ConfigError naming ``file:line`` otherwise."""
+    want = _device_tokens(design)
+    for r in rows:
+        dev = r.data.get("device")
+        if dev is not None and not want <= _device_tokens(str(dev)):
+            raise ConfigError(Problem(
+                f"row measured on {str(dev)!r}, not on the design {design!r}; "
+                "calibrate against the matching config or pass --force", f"{where}:{r.line}"))
+
+
+def calibrate(data: str | Path, config: str | Path, *, force: bool = False) -> Calibration:
     """Fit the constants of the GPU config ``config`` to the measured rows in ``data``.
 
+    Args:
+        force: accept rows whose ``device`` is not the config's design.
+
     Raises:
-        ConfigError: not a tensor-core GPU config, no ``power:`` section, a key missing.
-        WorkloadError: unreadable or malformed measurement rows.
+        ConfigError: not a tensor-core GPU config, no ``power:`` section, a key missing, no
+            rows, rows of another device (without ``force``), or no constant with its
+            :data:`MIN_ROWS_PER_CONSTANT` rows: nothing to write.
     """
     rows = silicon.load_rows(data)
+    if not rows:
+        raise ConfigError(Problem("no measurement rows; nothing to calibrate", str(data)))
     path = find_config(config)
-    if kernel_tables.is_kernel_table(data):
-        return _calibrate_kernel_table(rows, path)
     acc = load(path)
-    unit = acc.units[0]
-    spec = getattr(unit, "spec", None)
+    _check_gpu(acc, path, power=not kernel_tables.is_kernel_table(data))
+    if not force:
+        check_device(rows, acc.name, str(data))
+    if kernel_tables.is_kernel_table(data):
+        cal = _calibrate_kernel_table(rows, path)
+    else:
+        cal = _calibrate_rows(rows, acc, path)
+    if not cal.values:
+        raise ConfigError(Problem(
+            f"no constant could be fitted (each needs {MIN_ROWS_PER_CONSTANT} usable row(s) "
+            f"per constant; {len(rows)} rows of kinds "
+            f"{', '.join(sorted({r.kind for r in rows}))}); no calibrated config written",
+            str(data)))
+    return cal
+
+
+def _check_gpu(acc: Any, path: Path, *, power: bool) -> None:
+    """A tensor-core GPU config, with a ``power:`` section when ``power`` (ConfigError)."""
+    spec = getattr(acc.units[0], "spec", None)
     if spec is None or not hasattr(spec, "tensor_core"):
         raise ConfigError(Problem("expected a tensor_core_gpu config", str(path)))
-    if spec.power is None:
+    if power and spec.power is None:
         raise ConfigError(Problem("the config has no power: section (power_limit_w, vf_mhz, "
                                   "vf_volts, active_pj_per_cycle); see docs/gpu.md",
                                   f"{path} units[0].power"))
+
+
+def _calibrate_rows(rows: list[silicon.Row], acc: Any, path: Path) -> Calibration:
+    """Fit the JSON-lines measurement rows (module docstring, steps 1-4)."""
+    unit = acc.units[0]
+    spec = unit.spec
     text = Path(path).read_text()
     report = _table(f"before ({path.name}, {len(rows)} rows):", silicon.score(unit, rows))
     values: dict[str, float] = {}
@@ -129,7 +177,7 @@ def calibrate(data: str | Path, config: str | Path) -> Calibration:
     idle_w = float(idle[0]["avg_w"]) if idle else spec.static_power_w
     energy = [r for r in rows if r.kind == "energy" and silicon.row_op(r.data) is not None
               and "mj_per_call" in r.data and "sm_mhz" in r.data]
-    if len(energy) >= 2:
+    if len(energy) >= 2 * MIN_ROWS_PER_CONSTANT and len(energy) >= 2:
         fit = silicon.fit_power(unit, energy, idle_w)
         values["static_power_w"] = idle_w
         values["power.active_pj_per_cycle"] = fit.active_pj_per_cycle
@@ -151,7 +199,7 @@ def calibrate(data: str | Path, config: str | Path) -> Calibration:
         op = silicon.row_op(d)
         assert op is not None
         ratios.append(raw.estimate(op).latency_s / (float(d["ms"]) * 1e-3))
-    if ratios:
+    if len(ratios) >= MIN_ROWS_PER_CONSTANT:
         eta = min(1.0, spec.tensor_core.mma_efficiency * statistics.median(ratios))
         values["tensor_core.mma_efficiency"] = eta
         notes.append(f"  mma_efficiency: {len(ratios)} sustained GEMM rows, time ratios "
@@ -162,7 +210,7 @@ def calibrate(data: str | Path, config: str | Path) -> Calibration:
     for fmt in sorted(spec.tensor_core.library_rate_fraction):
         frows = [r.data for r in rows if r.kind == "gemm" and r.data.get("dtype") == inv.get(fmt)
                  and min(r.data["m"], r.data["n"]) > 64]
-        if not frows or fmt not in FORMATS:
+        if len(frows) < MIN_ROWS_PER_CONSTANT or fmt not in FORMATS:
             continue
         best: tuple[float, float] | None = None
         for i in range(6, 21):
@@ -206,10 +254,7 @@ def _calibrate_kernel_table(rows: list[silicon.Row], path: Path) -> Calibration:
     quantisation kernel's constants on the fit half (K a power of two), report both halves
     per class (every
     :data:`KERNEL_TABLE_STRIDE`-th row)."""
-    acc = load(path)
-    unit = acc.units[0]
-    if not hasattr(getattr(unit, "spec", None), "tensor_core"):
-        raise ConfigError(Problem("expected a tensor_core_gpu config", str(path)))
+    unit = load(path).units[0]
     data = [r.data for r in rows]
     text = Path(path).read_text()
     fit = kernel_tables.fit_launch_b2b_us(unit, data)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+import math
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -93,8 +94,9 @@ def load_kernel_rows(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
         except (KeyError, ValueError, TypeError) as e:
             raise ConfigError(Problem(f"expected integer m, n, k, a float ms and a dtype in "
                                       f"{sorted(_DTYPE)} ({e!s})", f"{p}:{i}")) from None
-        if min(d["m"], d["k"], d.get("n", 1)) < 1 or d["ms"] <= 0:
-            raise ConfigError(Problem("expected positive m, n, k and ms", f"{p}:{i}"))
+        if min(d["m"], d["k"], d.get("n", 1)) < 1 or not math.isfinite(d["ms"]) or d["ms"] <= 0:
+            raise ConfigError(Problem(f"expected positive m, n, k and a finite ms > 0, got "
+                                      f"ms={r['ms']}", f"{p}:{i}"))
         rows.append((i, d))
     return rows
 

@@ -39,6 +39,8 @@ from archsim.api import (
 )
 from archsim.api import workload as build_model_workload
 from archsim.arch.accelerator import Accelerator
+from archsim.arch.gpu.precision import plan_mma
+from archsim.arch.gpu.spec import GpuSpec
 from archsim.result import Result
 from archsim.workloads.errors import MappingError
 from archsim.workloads.formats import get_format
@@ -170,6 +172,17 @@ def _warn_unused_refine(req: RunRequest) -> None:
                       f"search or 'archsim map'); ignored", RunWarning, stacklevel=3)
 
 
+def _warn_unused_objective(req: RunRequest, acc: Accelerator) -> None:
+    """``--objective`` picks each op's unit and steers a mapping search (and the choice among
+    a constrained unit's dataflows); on a one-unit design without either it has nothing to
+    choose (``mapper.schedule._candidates``: one default mapping)."""
+    if req.objective != "latency" and len(acc.units) == 1 and req.mapping_mode != "search" \
+            and not req.constraints:
+        warnings.warn(f"--objective {req.objective} changes nothing on {acc.name}: it picks "
+                      f"each op's unit (one unit here) and steers a mapping search (--mapping "
+                      f"search or 'archsim map'); ignored", RunWarning, stacklevel=3)
+
+
 def evaluate_request(req: RunRequest, acc: Accelerator | None = None,
                      before_simulation: Callable[[], None] | None = None,
                      progress: Callable[[int, int], None] | None = None,
@@ -191,6 +204,7 @@ def evaluate_request(req: RunRequest, acc: Accelerator | None = None,
         acc = load(req.config, req.overrides)
     wl, req = request_workload(req, acc)
     _warn_unused_refine(req)
+    _warn_unused_objective(req, acc)
     mode = req.mapping_mode
     try:
         with compile_notice(on_compile if req.fidelity == "cycle" else None):
@@ -205,6 +219,7 @@ def evaluate_request(req: RunRequest, acc: Accelerator | None = None,
     if req.sparsity and req.sparsity[0] < req.sparsity[1]:
         _check_sparsity_effect(req, acc, wl, res)
     _check_substituted_formats(req, acc, res)
+    _check_tensor_core_path(req, acc, res)
     res.extra["provenance"] = _provenance(req, acc, wl, res)
     return res
 
@@ -285,6 +300,29 @@ def _check_substituted_formats(req: RunRequest, acc: Accelerator, res: Result) -
                 warnings.warn(f"{flag} {f.name}: {acc.name}'s {u.name} computes in "
                               f"{nat[0].name}; {f.name} operands are modelled as {nat[0].name} "
                               f"(same width)", RunWarning, stacklevel=2)
+
+
+def _check_tensor_core_path(req: RunRequest, acc: Accelerator, res: Result) -> None:
+    """Warn when both operand formats lack a tensor-core rate of their own on a tensor-core
+    GPU and the MMAs run in a wider format (int4 x int4 on Hopper runs on the int8 tensor
+    cores: int4 storage and traffic, int8 MMA time; fp8 x fp8 on Ampere runs as fp16);
+    weight-only plans whose activation format has tensor cores (fp16 x int4, Marlin-style)
+    and fp32 on the CUDA cores are the design's own paths and are not warned about."""
+    if not (req.a_format and req.w_format):
+        return
+    a, b = get_format(req.a_format), get_format(req.w_format)
+    used = {o.unit for o in res.ops}
+    for u in acc.units:
+        spec = getattr(u, "spec", None)
+        if u.name not in used or not isinstance(spec, GpuSpec):
+            continue
+        plan = plan_mma(spec, a, b, spec.dequant_ops_per_weight)
+        if plan is not None and plan.tensor and plan.tc_format not in (a.name, b.name):
+            warnings.warn(f"--a-format {a.name} --w-format {b.name}: {acc.name}'s {u.name} has "
+                          f"no {a.name} x {b.name} tensor-core path (rates for "
+                          f"{', '.join(spec.tensor_core.fma_per_clock)}); the MMAs run as "
+                          f"{plan.tc_format}{f' x{plan.passes}' if plan.passes > 1 else ''} "
+                          f"(storage and traffic stay {b.name})", RunWarning, stacklevel=2)
 
 
 def _check_sparsity_effect(req: RunRequest, acc: Accelerator, wl: Workload,

@@ -36,7 +36,8 @@ from archsim.workloads.graph import Workload
 from archsim.workloads.ops import Attention, Elementwise, Gemm, Norm, Op, Softmax
 
 __all__ = ["Row", "load_rows", "row_class", "row_op", "predict_ms", "score", "ClassScore", "model_rows",
-           "fit_power", "PowerFit", "energy_prediction", "fit_reduce_pass_rate"]
+           "fit_power", "PowerFit", "energy_prediction", "fit_reduce_pass_rate", "ROW_KINDS",
+           "MEASURED_FIELDS"]
 
 _DTYPES = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8_e4m3", "int8": "int8"}
 #: Kernel classes scored (the issue's "Must show" list).
@@ -77,8 +78,34 @@ def load_rows(path: str | Path) -> list[Row]:
                                       f"{p}:{i}")) from None
         if not isinstance(d, dict) or "kind" not in d:
             raise ConfigError(Problem("expected a JSON object with a 'kind' field", f"{p}:{i}"))
+        _check_row(d, f"{p}:{i}")
         rows.append(Row(i, d))
     return rows
+
+
+#: Row kinds a measurement file may hold (``../shared/reference/silicon/README.md``, plus the
+#: harness's ``device``/``done``/``protocol``/``kernel_profile`` records and the kernel tables'
+#: ``fp8_quant_delta``).
+ROW_KINDS = ("gemm", "bmm", "attn_prefill", "attn_decode", "vector", "copy", "launch", "energy",
+             "train_step", "cnn_infer", "cnn_train", "device", "done", "protocol",
+             "kernel_profile", "fp8_quant_delta")
+#: Measured times, energies, powers and clocks: each, where a row has it, a finite number > 0.
+MEASURED_FIELDS = ("ms", "kernel_ms", "mj_per_call", "avg_w", "inst_w", "sm_mhz",
+                   "eager_us_per_kernel", "graph_us_per_kernel")
+
+
+def _check_row(d: dict[str, Any], where: str) -> None:
+    """A row of a known kind whose measured values are finite and positive (ConfigError)."""
+    if d["kind"] not in ROW_KINDS:
+        raise ConfigError(Problem(f"unknown row kind {d['kind']!r}; expected one of "
+                                  f"{', '.join(ROW_KINDS)}", where))
+    for key in MEASURED_FIELDS:
+        if key not in d:
+            continue
+        v = d[key]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) \
+                or v <= 0:
+            raise ConfigError(Problem(f"{key}: expected a finite number > 0, got {v!r}", where))
 
 
 def _fmt(row: dict[str, Any]) -> Any:

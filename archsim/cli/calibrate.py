@@ -21,12 +21,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "shared/reference/kernels_h100/gemm.csv.gz)")
     p.add_argument("--config", required=True, help="GPU config YAML or reference name "
                    "(e.g. gpu/h100); it must have a power: section")
+    p.add_argument("--force", action="store_true", help="accept rows measured on another "
+                   "device than the config's design")
     p.add_argument("--out", help="calibrated config to write (default: <name>_calibrated.yaml)")
 
 
 def run(args: argparse.Namespace) -> int:
     """Fit, write the config (only if it loads), print the report."""
-    cal = calibrate(args.data, args.config)
+    cal = calibrate(args.data, args.config, force=args.force)
     out = write_calibrated(cal, args.out)
     print("\n".join(cal.report))
     print(f"wrote {out}")

@@ -135,7 +135,8 @@ def add_arguments(r: argparse.ArgumentParser) -> None:
                         "parameters, as a Hugging Face script runs them: casts, fp32 norms, "
                         "dropout, the activation op by op, the loss; --a-format is the "
                         "autocast format, default bf16)")
-    r.add_argument("--max-ops", type=positive_int, default=40, help="op rows in the text table")
+    r.add_argument("--max-ops", type=positive_int, default=None,
+                   help="op rows in the text table (default 40; 'run' only, not with --json)")
     add_evaluation_flags(r, timeloop_inputs=True)
     add_plan_flags(r)
     add_timeloop_flags(r)
@@ -201,12 +202,16 @@ def evaluate_and_print(args: argparse.Namespace, req: RunRequest) -> int:
     warn = memory_warning(res, acc)
     if warn:
         print(f"warning: {warn}", file=sys.stderr)
+    max_ops = getattr(args, "max_ops", None)
+    if max_ops is not None and (args.json or req.cmd == "map"):
+        print(f"warning: --max-ops {max_ops} sets the rows of run's text table; "
+              f"{'--json' if args.json else 'map'} prints every op; ignored", file=sys.stderr)
     if args.json:
         print(res.to_json())
     elif req.cmd == "map":
         print(res.mapping_table())
     else:
-        print(res.table(getattr(args, "max_ops", 40)))
+        print(res.table(max_ops or 40))
     return 0
 
 

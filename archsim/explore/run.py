@@ -230,6 +230,9 @@ def run_tasks(tasks: list[Task], db: str | Path, *, backend: str = "local",
     ``poll_s`` seconds) and taken over if that driver dies."""
     if backend not in BACKENDS:
         raise ArchsimError(f"unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}")
+    if scheduler and backend != "dask":
+        raise ArchsimError(f"--scheduler {scheduler} applies only to --backend dask (the "
+                           f"{backend} backend has no scheduler); drop it or add --backend dask")
     t0 = time.perf_counter()
     workers = workers or os.cpu_count() or 1
     store = ResultStore(db)

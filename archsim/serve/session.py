@@ -27,17 +27,20 @@ run then also carries :attr:`ServingRun.benchmark`, the report those tools print
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from archsim.api import device_build, load
 from archsim.arch.accelerator import Accelerator
+from archsim.run_request import RunWarning
 from archsim.serve.cluster import PoolSpec, ServeSetup, parse_link
 from archsim.serve.metrics import SLO, BenchmarkReport, ServeResult, parse_slo
 from archsim.serve.replica import SchedulerSpec
 from archsim.serve.requests import (
     Request,
+    check_work,
     closed_loop,
     load_trace,
     parse_length,
@@ -88,7 +91,7 @@ def request_source(*, trace: str | None = None, rate: float | None = None,
         WorkloadError: neither a trace nor a rate, or no duration with a rate.
     """
     if trace:
-        base = load_trace(trace_path(trace))
+        base = load_trace(trace_path(trace), max_rows=max_requests)
         span = base[-1].arrival_s - base[0].arrival_s
         mean_rate = (len(base) - 1) / span if span > 0 else None
 
@@ -104,6 +107,10 @@ def request_source(*, trace: str | None = None, rate: float | None = None,
                 out.append(replace(q, rid=len(out), arrival_s=t))
                 if max_requests and len(out) >= max_requests:
                     break
+            if out:
+                check_work(len(out), sum(q.output_tokens for q in out) / len(out),
+                           f"--trace {trace}" + (f" (--rate {r:g})" if r is not None else "")
+                           + (f" (--duration {duration:g})" if duration is not None else ""))
             return out
         return from_trace
     if rate is None and not rate_searched:
@@ -166,6 +173,36 @@ def _open_loop_only(isl: str | None, osl: str | None, requests: int | None) -> N
                                         "--max-requests", flag))
 
 
+def _warn_inert(*, arrival: str, cv: float, scheduler: str, chunk: int,
+                max_batched_tokens: int | None, attainment: float, slo: SLO,
+                trace: str | None, concurrency: int | None) -> None:
+    """A serving setting the run has no use for is said (RunWarning), not dropped: each
+    compares with its default, so a flag left at its default is quiet."""
+    synthetic = not trace and concurrency is None
+    inert = [
+        (cv != 1.0 and (arrival != "gamma" or not synthetic),
+         f"--cv {cv:g} applies only to --arrival gamma (synthetic arrivals)"),
+        (arrival == "gamma" and cv == 1.0 and synthetic,
+         "--arrival gamma with --cv 1 (the default) has exponential gaps: it is the poisson "
+         "process; give --cv"),
+        (arrival != "poisson" and not synthetic,
+         f"--arrival {arrival} applies only to synthetic arrivals (--rate, no --trace or "
+         "--concurrency)"),
+        (chunk != 512 and scheduler != "sarathi",
+         f"--chunk {chunk} is the sarathi token budget; --scheduler {scheduler} does not use "
+         "it"),
+        (bool(max_batched_tokens) and scheduler == "sarathi",
+         f"--max-batched-tokens {max_batched_tokens} is the vllm/orca budget; sarathi's is "
+         "--chunk"),
+        (attainment != 0.9 and not slo.any(),
+         f"--attainment {attainment:g} needs an SLO (--slo ttft=2s,...)"),
+    ]
+    for hit, msg in inert:
+        if hit:
+            warnings.warn(msg if msg.endswith("--cv") else f"{msg}; ignored", RunWarning,
+                          stacklevel=3)
+
+
 def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[str] = (),
                 tp: int = 1, replicas: int = 1, router: str = "round-robin",
                 decode_replicas: int | None = None, decode_tp: int | None = None,
@@ -217,6 +254,9 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
         raise WorkloadError(Problem(f"expected a fraction in (0, 1], got "
                                     f"{memory_fraction}", "--memory-fraction"))
     slo_ = slo if isinstance(slo, SLO) else parse_slo(slo, attainment)
+    _warn_inert(arrival=arrival, cv=cv, scheduler=scheduler, chunk=chunk,
+                max_batched_tokens=max_batched_tokens, attainment=attainment, slo=slo_,
+                trace=trace, concurrency=concurrency)
     if find_capacity and not slo_.any():
         raise WorkloadError(Problem("--find-capacity needs an SLO (e.g. --slo "
                                     "ttft=2s,tpot=100ms)", "--slo"))

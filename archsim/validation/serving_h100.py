@@ -146,12 +146,15 @@ def predict(d: Deployment, acc: Accelerator | str = "gpu/h100", requests_per_cli
     Raises:
         WorkloadError: ``d`` is not expressible (:func:`unsupported`).
     """
+    policy = scheduler or BACKEND_POLICY[d.backend]
+    # the engine's per-iteration token budget, in the setting the policy reads
+    budget = {"chunk": ENGINE_TOKENS} if policy == "sarathi" else {
+        "max_batched_tokens": ENGINE_TOKENS}
     run = run_serving(acc, ZOO[d.model_path], tp=d.tp, concurrency=d.concurrency,
                       isl=str(d.isl), osl=str(d.osl),
                       requests=requests_per_client * d.concurrency,
-                      iteration_overhead_ms=iteration_overhead_ms,
-                      scheduler=scheduler or BACKEND_POLICY[d.backend], chunk=ENGINE_TOKENS,
-                      max_batched_tokens=ENGINE_TOKENS)
+                      iteration_overhead_ms=iteration_overhead_ms, scheduler=policy,
+                      **budget)  # type: ignore[arg-type]
     b = run.benchmark
     assert b is not None            # closed-loop runs always carry the report
     return Prediction(d, b.ttft_ms["mean"], b.tpot_ms["mean"])
