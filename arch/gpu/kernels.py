@@ -23,6 +23,21 @@ FlashAttention (``workloads.ops.Attention``), as PyTorch SDPA runs it:
 
       T = 2 x launch + dram_latency + (K + V + Q + O bytes) / BW
 
+FlashAttention as vLLM calls it (FA3 through the paged-KV backend; ``paged_attention_time``,
+constants in ``GpuSpec.paged_attention``, fitted on kernels_h100's attention tables): one
+framework call is several kernels (KV-cache write, attention, split-KV combine), timed back
+to back::
+
+    prefill: T = call + [fp8 KV: fp8_call] + tokens x token_ns [x fp8_token_factor]
+                 + CTAs x cta_us / SMs + max(t_sm, t_hbm)
+             t_sm  = max(total tile work / SMs, the largest CTA's work)   (causal imbalance)
+                     per (query, key) pair: 2 head_dim / (MMA rate per SM x mma_efficiency)
+                     + 1 / SFU rate per SM (FA3 overlaps little of the exp at one CTA per SM)
+             work  = 128 x 128 tiles each 128-query CTA visits (diagonal and window-edge
+                     tiles computed whole)
+    decode:  T = decode_call + [fp8_call] + batch x seq_ns + batch x kv_heads x
+                 decode_cta_us / SMs + K,V bytes of max(keys seen, min_keys) / BW
+
 Vector kernels (softmax, norms) read their input ``vector_read_passes`` times.
 
 Causal masking skips the masked triangle (``Attention.pairs``).
@@ -49,7 +64,7 @@ if TYPE_CHECKING:
     from archsim.arch.gpu.unit import TensorCoreGpu
 from archsim.workloads.ops import Attention, Norm, Op, Softmax
 
-__all__ = ["row_quant_s", "ROW_CHUNK_ELEMS", "AttentionTime", "attention_time", "cta_imbalance", "cta_pairs", "vector_read_passes",
+__all__ = ["paged_attention_time", "fa_tile_work", "row_quant_s", "ROW_CHUNK_ELEMS", "AttentionTime", "attention_time", "cta_imbalance", "cta_pairs", "vector_read_passes",
            "estimate_attention", "softmax_reread_s", "unit_attention_time"]
 
 #: PyTorch keeps a softmax row in registers (one read) up to this many columns
@@ -107,7 +122,7 @@ def attention_time(spec: GpuSpec, op: Attention, mma_per_clock_sm: float) -> Att
     bpe = op.a_format.bytes_per_element
     pairs = float(op.batch * op.heads * op.pairs())
     q_b = op.batch * op.heads * op.q_len * op.head_dim * bpe
-    kv_b = 2.0 * op.batch * op.kv_heads * op.kv_len * op.head_dim * bpe
+    kv_b = 2.0 * op.batch * op.kv_heads * op.kv_len * op.head_dim * op.kv_bytes_per_element
     o_b = op.output_bytes()
     sfu_rate = spec.sm_count * spec.cuda_core.sfu_per_sm * f
     alu_rate = spec.sm_count * spec.cuda_core.fp32_lanes_per_sm * f
@@ -115,7 +130,7 @@ def attention_time(spec: GpuSpec, op: Attention, mma_per_clock_sm: float) -> Att
     t_soft = max(pairs / sfu_rate, 4.0 * pairs / alu_rate)   # SFU and FP32 pipes overlap
     t_mma = op.macs() / mma_rate
     if op.q_len <= _DECODE_Q_MAX:
-        read = q_b + kv_b
+        read = q_b + kv_b * op.keys_seen() / op.kv_len
         return AttentionTime(2 * launch + spec.dram_latency_ns * 1e-9, t_mma + t_soft,
                              (read + o_b) / bw, read, o_b, pairs, 4.0 * pairs, True)
     # K/V of one (batch, kv head) are re-read by every query block unless they stay in L2
@@ -183,6 +198,53 @@ def _imbalance(sizes_t: tuple[int, ...], heads: int, sm_count: int, lpt_max: int
     for size in sorted(sizes * heads, reverse=True):
         heapq.heapreplace(loads, loads[0] + size)
     return max(loads) / balanced
+
+
+def fa_tile_work(op: Attention) -> list[int]:
+    """(query, key) pairs each prefill CTA of one (batch, head) computes at tile granularity:
+    a CTA of up to 128 query rows visits every 128-key tile holding a key one of its rows
+    sees (causal: up to its last row; window: from its first row's window start), and
+    computes those tiles whole (masking is per element, the MMA is per tile)."""
+    q, kv, w, B = op.q_len, op.kv_len, op.window, FA_BLOCK_Q
+    out = []
+    for j in range(-(-q // B)):
+        lo, hi = j * B, min(q, (j + 1) * B)
+        last = kv - q + hi - 1 if op.causal else kv - 1
+        first = max(0, kv - q + lo - w + 1) if w > 0 else 0
+        out.append((hi - lo) * (last // B - first // B + 1) * B)
+    return out
+
+
+def paged_attention_time(spec: GpuSpec, op: Attention) -> float:
+    """Seconds of one framework attention call through a paged-KV FlashAttention backend
+    (module docstring; ``spec.paged_attention``), back to back. Prefill when ``q_len`` >
+    16, else split-KV decode."""
+    c = spec.paged_attention
+    if c is None:
+        raise ValueError("this GPU has no paged_attention constants")
+    sms = spec.sm_count
+    bw = spec.memory.sustained_bytes_per_s
+    fp8 = op.kv_bytes_per_element < op.a_format.bytes_per_element
+    fixed = c.fp8_call_us * 1e-6 if fp8 else 0.0
+    kv_bpe = op.kv_bytes_per_element
+    if op.q_len <= _DECODE_Q_MAX:
+        keys = max(op.keys_seen(), c.min_keys)
+        stream = 2.0 * op.batch * op.kv_heads * keys * op.head_dim * kv_bpe / bw
+        return (c.decode_call_us * 1e-6 + fixed + op.batch * c.seq_ns * 1e-9
+                + op.batch * op.kv_heads * c.decode_cta_us * 1e-6 / sms + stream)
+    f = spec.tensor_clock_mhz * 1e6
+    fmt = "fp16" if op.a_format.name in ("fp16", "fp32") else op.a_format.name
+    mma = float(spec.tc_rate_per_sm(fmt)) * c.mma_efficiency * f
+    pair_s = 2.0 * op.head_dim / mma + 1.0 / (spec.cuda_core.sfu_per_sm * f)
+    work = fa_tile_work(op)
+    heads = op.batch * op.heads
+    t_sm = max(sum(work) * heads / sms, max(work)) * pair_s
+    tokens = op.batch * op.q_len
+    t_hbm = (2.0 * tokens * op.heads * op.head_dim * op.a_format.bytes_per_element
+             + 2.0 * tokens * op.kv_heads * op.head_dim * kv_bpe) / bw
+    tok = c.token_ns * (c.fp8_token_factor if fp8 else 1.0) * 1e-9
+    return (c.prefill_call_us * 1e-6 + fixed + tokens * tok
+            + heads * len(work) * c.cta_us * 1e-6 / sms + max(t_sm, t_hbm))
 
 
 def softmax_reread_s(spec: GpuSpec, op: Op) -> float:
