@@ -20,7 +20,8 @@ no shared power window). Files read:
   sequence, causal) or decode (one new token after ``step`` cached ones). Rows of the FA3
   kernel (Hopper) are read; FA4 rows and rows whose KV heads do not divide the query heads
   are skipped. Predicted by ``arch.gpu.kernels.paged_attention_time``; classes
-  ``vllm_attn_prefill`` and ``vllm_attn_decode``, split by head_dim: 128 fit, others check.
+  ``vllm_attn_prefill`` and ``vllm_attn_decode``, split by head_dim: 64 and 256 fit, 128
+  and 192 check.
 
 Rows become dicts with ``kind`` ``gemm`` (``"protocol": "b2b"``, ``"quant"`` for fp8)
 or ``fp8_quant_delta``. Classes scored: ``vllm_gemm_bf16``, ``vllm_gemm_fp8`` (m > 64) and
@@ -46,7 +47,7 @@ from archsim.workloads.ops import Attention, Gemm
 __all__ = ["load_kernel_rows", "is_kernel_table", "kernel_class", "predict_b2b_ms",
            "shape_half", "back_to_back", "fit_launch_b2b_us", "fit_row_quant_us", "sample",
            "TINY_MNK", "VLLM_SCALED_MM_TILES", "scaled_mm_mapping", "attention_op",
-           "ATTN_FIT_HEAD_DIM"]
+           "ATTN_FIT_HEAD_DIMS"]
 
 _GEMM_COLS = ("dtype", "kernel", "m", "n", "k", "ms")
 _QUANT_COLS = ("kernel", "quant_dtype", "m", "k", "ms")
@@ -55,8 +56,8 @@ _ATTN_COLS = ("kernel", "batch_size", "isl", "step", "num_heads", "num_key_value
 _DTYPE = {"bfloat16": "bf16", "float16": "fp16", "fp8": "fp8"}
 #: the FlashAttention kernel the attention rows are modelled for (FA3: Hopper)
 _FA_KERNEL = "vllm_flash_attn_fa3"
-#: head_dim of the attention rows' fit half (the others are the check half)
-ATTN_FIT_HEAD_DIM = 128
+#: head_dims of the attention rows' fit half (the extremes; 128 and 192 are the check half)
+ATTN_FIT_HEAD_DIMS = (64, 256)
 
 
 def is_kernel_table(path: str | Path) -> bool:
@@ -172,9 +173,9 @@ def kernel_class(row: dict[str, Any]) -> str:
 
 def shape_half(row: dict[str, Any]) -> str:
     """``fit`` when K is a power of two, else ``check`` (split by shape family); attention
-    rows: ``fit`` at head_dim :data:`ATTN_FIT_HEAD_DIM`, else ``check``."""
+    rows: ``fit`` at the head_dims :data:`ATTN_FIT_HEAD_DIMS`, else ``check``."""
     if str(row.get("kind", "")).startswith("attn_"):
-        return "fit" if int(row["d"]) == ATTN_FIT_HEAD_DIM else "check"
+        return "fit" if int(row["d"]) in ATTN_FIT_HEAD_DIMS else "check"
     k = int(row["k"])
     return "fit" if k & (k - 1) == 0 else "check"
 

@@ -28,15 +28,17 @@ constants in ``GpuSpec.paged_attention``, fitted on kernels_h100's attention tab
 framework call is several kernels (KV-cache write, attention, split-KV combine), timed back
 to back::
 
-    prefill: T = call + [fp8 KV: fp8_call] + tokens x token_ns [x fp8_token_factor]
-                 + CTAs x cta_us / SMs + max(t_sm, t_hbm)
+    prefill: T = call + [fp8 KV: fp8_call]
+                 + tokens x (token_ns + K,V bytes per token / cache_write) [x fp8_token_factor]
+                 + max(1, CTAs / SMs) x (cta_us + head_dim x cta_dim_ns) + max(t_sm, t_hbm)
              t_sm  = max(total tile work / SMs, the largest CTA's work)   (causal imbalance)
                      per (query, key) pair: 2 head_dim / (MMA rate per SM x mma_efficiency)
                      + 1 / SFU rate per SM (FA3 overlaps little of the exp at one CTA per SM)
              work  = 128 x 128 tiles each 128-query CTA visits (diagonal and window-edge
                      tiles computed whole)
-    decode:  T = decode_call + [fp8_call] + batch x seq_ns + batch x kv_heads x
-                 decode_cta_us / SMs + K,V bytes of max(keys seen, min_keys) / BW
+    decode:  T = decode_call + [fp8_call] + batch x seq_ns
+                 + max(1, batch x kv_heads / SMs) x (decode_cta_us + head_dim x cta_dim_ns)
+                 + K,V bytes of max(keys seen, min_keys) / BW
 
 Vector kernels (softmax, norms) read their input ``vector_read_passes`` times.
 
@@ -227,11 +229,13 @@ def paged_attention_time(spec: GpuSpec, op: Attention) -> float:
     fp8 = op.kv_bytes_per_element < op.a_format.bytes_per_element
     fixed = c.fp8_call_us * 1e-6 if fp8 else 0.0
     kv_bpe = op.kv_bytes_per_element
+    dim_s = op.head_dim * c.cta_dim_ns * 1e-9
     if op.q_len <= _DECODE_Q_MAX:
         keys = max(op.keys_seen(), c.min_keys)
         stream = 2.0 * op.batch * op.kv_heads * keys * op.head_dim * kv_bpe / bw
+        ctas = op.batch * op.kv_heads
         return (c.decode_call_us * 1e-6 + fixed + op.batch * c.seq_ns * 1e-9
-                + op.batch * op.kv_heads * c.decode_cta_us * 1e-6 / sms + stream)
+                + max(1.0, ctas / sms) * (c.decode_cta_us * 1e-6 + dim_s) + stream)
     f = spec.tensor_clock_mhz * 1e6
     fmt = "fp16" if op.a_format.name in ("fp16", "fp32") else op.a_format.name
     mma = float(spec.tc_rate_per_sm(fmt)) * c.mma_efficiency * f
@@ -242,9 +246,12 @@ def paged_attention_time(spec: GpuSpec, op: Attention) -> float:
     tokens = op.batch * op.q_len
     t_hbm = (2.0 * tokens * op.heads * op.head_dim * op.a_format.bytes_per_element
              + 2.0 * tokens * op.kv_heads * op.head_dim * kv_bpe) / bw
-    tok = c.token_ns * (c.fp8_token_factor if fp8 else 1.0) * 1e-9
+    kv_tok_b = 2.0 * op.kv_heads * op.head_dim * kv_bpe          # K and V of one token
+    tok = (c.token_ns * 1e-9 + kv_tok_b / (c.cache_write_gbps * 1e9)) \
+        * (c.fp8_token_factor if fp8 else 1.0)
+    ctas = heads * len(work)
     return (c.prefill_call_us * 1e-6 + fixed + tokens * tok
-            + heads * len(work) * c.cta_us * 1e-6 / sms + max(t_sm, t_hbm))
+            + max(1.0, ctas / sms) * (c.cta_us * 1e-6 + dim_s) + max(t_sm, t_hbm))
 
 
 def softmax_reread_s(spec: GpuSpec, op: Op) -> float:

@@ -155,16 +155,23 @@ class PagedAttentionSpec:
                                   unit="us", min=0)
     token_ns: float = param(doc="per new token: writing its K and V into the paged cache "
                                 "(one CTA per token, reshape_and_cache)", unit="ns", min=0)
-    cta_us: float = param(doc="SM time of one prefill CTA beyond its MMAs (Q tile load, page "
-                              "table walk, O and LSE write)", unit="us", min=0)
+    cache_write_gbps: float = param(doc="rate of the per-token K/V bytes written into the "
+                                        "paged cache (on top of token_ns)", unit="GB/s",
+                                    min=0, min_exclusive=True)
+    cta_us: float = param(doc="SM time of one prefill CTA beyond its MMAs (page table walk, "
+                              "pipeline prologue and epilogue), per wave of CTAs", unit="us",
+                          min=0)
+    cta_dim_ns: float = param(doc="per unit of head_dim added to every CTA's fixed time "
+                                  "(prefill and decode: its Q tile load, O and LSE write)",
+                              unit="ns", min=0)
     mma_efficiency: float = param(doc="achieved fraction of the dense MMA rate in the prefill "
                                       "main loop (FA3 warp-specialised ping-pong)",
                                   min=0, max=1, min_exclusive=True)
     seq_ns: float = param(doc="decode: per sequence (block-table and sequence-length reads, "
                               "split scheduling)", unit="ns", min=0)
     decode_cta_us: float = param(doc="decode: SM time of one (sequence, KV head) CTA's "
-                                     "dependent loads (page table, Q, first K/V tile) and "
-                                     "its partial-result write", unit="us", min=0)
+                                     "dependent loads (page table, Q, first K/V tile) beyond "
+                                     "cta_dim_ns x head_dim", unit="us", min=0)
     min_keys: float = param(doc="decode: keys a CTA loads at least (its first K/V tiles, "
                                 "whatever the context)", min=1)
     fp8_call_us: float = param(0.0, doc="extra fixed work with an fp8 KV cache (the query's "

@@ -25,7 +25,8 @@ from tests.gpu.gpu_helpers import SHARED_REF
 
 REF = SHARED_REF / "kernels_h100"
 FIT_STRIDE = 5
-PRE = ("prefill_call_us", "token_ns", "cta_us", "mma_efficiency", "fp8_token_factor")
+PRE = ("prefill_call_us", "token_ns", "cache_write_gbps", "cta_us", "cta_dim_ns",
+       "mma_efficiency", "fp8_token_factor")
 DEC = ("decode_call_us", "seq_ns", "decode_cta_us", "min_keys")
 
 
