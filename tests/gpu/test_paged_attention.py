@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import archsim.calibration as cal_mod
 from archsim import silicon
 from archsim.api import load
 from archsim.arch.gpu.kernels import fa_tile_work, paged_attention_time, unit_attention_time
@@ -184,3 +185,12 @@ def test_kernels_h100_attention_per_class_both_halves(table: str) -> None:
         for cls, sc in scores.items():
             assert len(sc.errors) > 3000
             assert sc.median_abs <= limits[cls], (half, cls, sc.median_abs)
+
+
+@needs_tables
+def test_calibrate_reports_attention_classes_per_half(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``archsim calibrate`` on an attention table reports the class on both halves."""
+    monkeypatch.setattr(cal_mod, "KERNEL_TABLE_STRIDE", 400)
+    text = "\n".join(cal_mod.calibrate(KERNELS / "attention_generation.csv.gz",
+                                       "gpu/h100").report)
+    assert "check half" in text and "vllm_attn_decode" in text
