@@ -153,17 +153,22 @@ def attention_time(spec: GpuSpec, op: Attention, mma_per_clock_sm: float) -> Att
 
 def cta_pairs(op: Attention) -> list[int]:
     """(query, key) pairs of each prefill CTA of one (batch, head): one CTA per 128-query
-    block; causal row ``r`` sees ``kv_len - q_len + r + 1`` keys. Sums to ``op.pairs()``."""
-    q, kv, B = op.q_len, op.kv_len, FA_BLOCK_Q
+    block; causal row ``r`` sees ``kv_len - q_len + r + 1`` keys (at most ``window``). Sums
+    to ``op.pairs()``."""
+    q, kv, B, w = op.q_len, op.kv_len, FA_BLOCK_Q, op.window
     sizes = []
     for j in range(-(-q // B)):
         lo, hi = j * B, min(q, (j + 1) * B)
         rows = hi - lo
         if op.causal:
             first = kv - q + lo + 1                      # keys seen by the block's first row
-            sizes.append(rows * first + rows * (rows - 1) // 2)
+            if w > 0:       # rows seeing first, first + 1, ... keys, each capped at w
+                short = max(0, min(rows, w - first))
+                sizes.append(short * first + short * (short - 1) // 2 + (rows - short) * w)
+            else:
+                sizes.append(rows * first + rows * (rows - 1) // 2)
         else:
-            sizes.append(rows * kv)
+            sizes.append(rows * (min(kv, w) if w > 0 else kv))
     return sizes
 
 

@@ -15,7 +15,12 @@ import pytest
 import archsim.calibration as cal_mod
 from archsim import silicon
 from archsim.api import load
-from archsim.arch.gpu.kernels import fa_tile_work, paged_attention_time, unit_attention_time
+from archsim.arch.gpu.kernels import (
+    cta_pairs,
+    fa_tile_work,
+    paged_attention_time,
+    unit_attention_time,
+)
 from archsim.kernel_tables import attention_op, load_kernel_rows, shape_half
 from archsim.workloads.errors import ConfigError, WorkloadError
 from archsim.workloads.formats import FORMATS
@@ -68,6 +73,16 @@ def test_sdpa_model_unchanged_without_window_or_kv_format() -> None:
 
 
 # ---------------------------------------------------------------- tile-level FA work
+
+@pytest.mark.parametrize(("q", "kv", "w", "causal"), [
+    (300, 300, 0, True), (300, 300, 100, True), (300, 900, 200, True), (5, 400, 130, True),
+    (300, 500, 128, False), (1000, 1000, 4096, True)])
+def test_cta_pairs_sum_to_the_ops_pairs_with_a_window(q: int, kv: int, w: int,
+                                                        causal: bool) -> None:
+    """The SDPA model's per-CTA work (imbalance, cycle lowering) counts the same pairs as
+    Attention.pairs(), window included."""
+    op = _attn(q_len=q, kv_len=kv, window=w, causal=causal)
+    assert sum(cta_pairs(op)) == op.pairs()
 
 def test_fa_tile_work_causal_and_window_by_tiles() -> None:
     """128 x 128 tiles: causal 256 tokens = block 0 one tile, block 1 two; a 128-key window
