@@ -14,6 +14,15 @@ no shared power window). Files read:
   dynamic and the static quantisation kernel (the per-token absmax's extra time); read, not
   scored (it is not one kernel's time).
 
+* ``attention_context.csv(.gz)`` / ``attention_generation.csv(.gz)`` — ``kernel,batch_size,
+  isl,step,num_heads,num_key_value_heads,head_dim,attn_dtype,kv_cache_dtype,window_size,ms``:
+  one vLLM FlashAttention call through the paged-KV backend, prefill (``isl`` new tokens per
+  sequence, causal) or decode (one new token after ``step`` cached ones). Rows of the FA3
+  kernel (Hopper) are read; FA4 rows and rows whose KV heads do not divide the query heads
+  are skipped. Predicted by ``arch.gpu.kernels.paged_attention_time``; classes
+  ``vllm_attn_prefill`` and ``vllm_attn_decode``, split by head_dim: 64 and 256 fit, 128
+  and 192 check.
+
 Rows become dicts with ``kind`` ``gemm`` (``"protocol": "b2b"``, ``"quant"`` for fp8)
 or ``fp8_quant_delta``. Classes scored: ``vllm_gemm_bf16``, ``vllm_gemm_fp8`` (m > 64) and
 ``vllm_gemm_small_m`` (m <= 64, both dtypes). The fit/check split is by shape family:
@@ -31,18 +40,25 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from archsim.arch.gpu.kernels import ROW_CHUNK_ELEMS, row_quant_s
+from archsim.arch.gpu.kernels import ROW_CHUNK_ELEMS, paged_attention_time, row_quant_s
 from archsim.workloads.errors import ConfigError, Problem
 from archsim.workloads.formats import FORMATS
-from archsim.workloads.ops import Gemm
+from archsim.workloads.ops import Attention, Gemm
 
 __all__ = ["load_kernel_rows", "is_kernel_table", "kernel_class", "predict_b2b_ms",
            "shape_half", "back_to_back", "fit_launch_b2b_us", "fit_row_quant_us", "sample",
-           "TINY_MNK", "VLLM_SCALED_MM_TILES", "scaled_mm_mapping"]
+           "TINY_MNK", "VLLM_SCALED_MM_TILES", "scaled_mm_mapping", "attention_op",
+           "ATTN_FIT_HEAD_DIMS"]
 
 _GEMM_COLS = ("dtype", "kernel", "m", "n", "k", "ms")
 _QUANT_COLS = ("kernel", "quant_dtype", "m", "k", "ms")
+_ATTN_COLS = ("kernel", "batch_size", "isl", "step", "num_heads", "num_key_value_heads",
+              "head_dim", "attn_dtype", "kv_cache_dtype", "window_size", "ms")
 _DTYPE = {"bfloat16": "bf16", "float16": "fp16", "fp8": "fp8"}
+#: the FlashAttention kernel the attention rows are modelled for (FA3: Hopper)
+_FA_KERNEL = "vllm_flash_attn_fa3"
+#: head_dims of the attention rows' fit half (the extremes; 128 and 192 are the check half)
+ATTN_FIT_HEAD_DIMS = (64, 256)
 
 
 def is_kernel_table(path: str | Path) -> bool:
@@ -73,13 +89,16 @@ def load_kernel_rows(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
     p = Path(path)
     reader = csv.DictReader(io.StringIO(_read_text(p)))
     cols = tuple(reader.fieldnames or ())
+    if cols == _ATTN_COLS:
+        return _attention_rows(reader, p)
     if cols == _GEMM_COLS:
         gemm = True
     elif cols == _QUANT_COLS:
         gemm = False
     else:
-        raise ConfigError(Problem(f"expected the columns {','.join(_GEMM_COLS)} (gemm) or "
-                                  f"{','.join(_QUANT_COLS)} (fp8_quantize), got "
+        raise ConfigError(Problem(f"expected the columns {','.join(_GEMM_COLS)} (gemm), "
+                                  f"{','.join(_QUANT_COLS)} (fp8_quantize) or "
+                                  f"{','.join(_ATTN_COLS)} (attention), got "
                                   f"{','.join(cols) or 'none'}", f"{p}:1"))
     rows = []
     for i, r in enumerate(reader, 2):
@@ -101,8 +120,52 @@ def load_kernel_rows(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
     return rows
 
 
+def _attention_rows(reader: csv.DictReader, p: Path) -> list[tuple[int, dict[str, Any]]]:
+    rows = []
+    for i, r in enumerate(reader, 2):
+        try:
+            if r["kernel"] != _FA_KERNEL:
+                continue
+            d: dict[str, Any] = {
+                k: int(r[c]) for k, c in (("b", "batch_size"), ("isl", "isl"), ("step", "step"),
+                                          ("h", "num_heads"), ("kv", "num_key_value_heads"),
+                                          ("d", "head_dim"), ("window", "window_size"))}
+            d.update(ms=float(r["ms"]), protocol="b2b", dtype=_DTYPE[r["attn_dtype"]],
+                     kv_dtype=_DTYPE[r["kv_cache_dtype"]])
+        except (KeyError, ValueError, TypeError) as e:
+            raise ConfigError(Problem(f"expected integer shape columns, a float ms and dtypes "
+                                      f"in {sorted(_DTYPE)} ({e!s})", f"{p}:{i}")) from None
+        if min(d["b"], d["isl"], d["h"], d["kv"], d["d"]) < 1 or d["ms"] <= 0 \
+                or d["window"] < 0 or d["step"] < 0:
+            raise ConfigError(Problem("expected positive shapes and ms", f"{p}:{i}"))
+        if d["h"] % d["kv"]:
+            continue
+        d["kind"] = "attn_generation" if d["step"] > 0 else "attn_context"
+        rows.append((i, d))
+    return rows
+
+
+def attention_op(row: dict[str, Any]) -> Attention:
+    """The ``Attention`` op of an attention-table row: prefill = ``isl`` causal queries over
+    ``isl`` keys; decode = one query over ``step + 1`` keys (the new token's own K/V is
+    written to the cache first)."""
+    f = FORMATS[row["dtype"]]
+    kvf = FORMATS["fp8_e4m3" if row["kv_dtype"] == "fp8" else row["kv_dtype"]]
+    prefill = row["kind"] == "attn_context"
+    q = int(row["isl"]) if prefill else 1
+    keys = int(row["isl"]) if prefill else int(row["step"]) + 1
+    return Attention(name="attn", batch=int(row["b"]), heads=int(row["h"]),
+                     kv_heads=int(row["kv"]), q_len=q, kv_len=keys, head_dim=int(row["d"]),
+                     causal=prefill, window=int(row["window"]),
+                     kv_format=kvf if kvf is not f else None, a_format=f, w_format=f)
+
+
 def kernel_class(row: dict[str, Any]) -> str:
-    """Scoring class of a back-to-back GEMM row ('' for other rows)."""
+    """Scoring class of a back-to-back GEMM or attention row ('' for other rows)."""
+    if row.get("protocol") == "b2b" and row.get("kind") == "attn_context":
+        return "vllm_attn_prefill"
+    if row.get("protocol") == "b2b" and row.get("kind") == "attn_generation":
+        return "vllm_attn_decode"
     if row.get("kind") != "gemm" or row.get("protocol") != "b2b":
         return ""
     if int(row["m"]) <= 64:
@@ -111,7 +174,10 @@ def kernel_class(row: dict[str, Any]) -> str:
 
 
 def shape_half(row: dict[str, Any]) -> str:
-    """``fit`` when K is a power of two, else ``check`` (split by shape family)."""
+    """``fit`` when K is a power of two, else ``check`` (split by shape family); attention
+    rows: ``fit`` at the head_dims :data:`ATTN_FIT_HEAD_DIMS`, else ``check``."""
+    if str(row.get("kind", "")).startswith("attn_"):
+        return "fit" if int(row["d"]) in ATTN_FIT_HEAD_DIMS else "check"
     k = int(row["k"])
     return "fit" if k & (k - 1) == 0 else "check"
 
@@ -140,8 +206,13 @@ def predict_b2b_ms(unit: Any, row: dict[str, Any]) -> float | None:
     """Predicted time (ms) of one back-to-back framework call of a ``gemm`` row: bf16
     ``F.linear`` = the library's GEMM; vLLM's fp8 linear = the dynamic per-token activation
     quantisation kernel (``arch.gpu.kernels.row_quant_s``) + the CUTLASS scaled-mm with
-    vLLM's tile for the M bucket (:func:`scaled_mm_mapping`). ``unit`` should be
-    :func:`back_to_back`."""
+    vLLM's tile for the M bucket (:func:`scaled_mm_mapping`). Attention rows:
+    ``arch.gpu.kernels.paged_attention_time`` (None without ``paged_attention`` constants).
+    ``unit`` should be :func:`back_to_back`."""
+    if str(row.get("kind", "")).startswith("attn_"):
+        if getattr(unit.spec, "paged_attention", None) is None:
+            return None
+        return paged_attention_time(unit.spec, attention_op(row)) * 1e3
     if row.get("kind") != "gemm":
         return None
     m, n, k = int(row["m"]), int(row["n"]), int(row["k"])

@@ -568,6 +568,9 @@ class Attention(Op):
     head_dim`` (grouped-query attention when ``kv_heads < heads``). ``causal``: query ``i``
     (of the last ``q_len`` positions) sees keys ``0 .. kv_len - q_len + i``. Units may run it
     fused (FlashAttention: the scores never leave the chip) or as QK, softmax and AV kernels.
+    ``window`` > 0: sliding-window attention, query ``i`` sees only its last ``window`` keys
+    (``kv_len - q_len + i - window + 1 ..``); 0 = full attention. ``kv_format``: format of
+    the cached K and V (an fp8 KV cache); None = ``a_format``.
     """
 
     kind: ClassVar[str] = "attention"
@@ -578,25 +581,47 @@ class Attention(Op):
     kv_len: int
     head_dim: int
     causal: bool = False
+    window: int = 0
+    kv_format: NumberFormat | None = None
     role: str = "attention"
 
     def _positive_fields(self) -> tuple[str, ...]:
         return ("batch", "heads", "kv_heads", "q_len", "kv_len", "head_dim")
+
+    @property
+    def kv_bytes_per_element(self) -> float:
+        """Bytes of one cached K or V element (``kv_format``, else ``a_format``)."""
+        return (self.kv_format or self.a_format).bytes_per_element
+
+    def keys_seen(self) -> int:
+        """Keys one decode query (the last position) attends to: ``kv_len``, or ``window``
+        when a sliding window is shorter."""
+        return min(self.kv_len, self.window) if self.window > 0 else self.kv_len
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.heads % self.kv_heads:
             raise WorkloadError(Problem(f"kv_heads ({self.kv_heads}) must divide heads "
                                         f"({self.heads})", self.name))
+        if self.window < 0:
+            raise WorkloadError(Problem(f"window ({self.window}) must be >= 0 (0 = full "
+                                        "attention)", self.name))
         if self.causal and self.q_len > self.kv_len:
             raise WorkloadError(Problem(f"causal attention needs q_len ({self.q_len}) <= "
                                         f"kv_len ({self.kv_len})", self.name))
 
     def pairs(self) -> int:
         """(query, key) score pairs per head computed: q*kv, or with the causal mask
-        q*kv - q(q-1)/2 (the masked triangle is skipped)."""
-        q, kv = self.q_len, self.kv_len
-        return q * kv - (q * (q - 1) // 2 if self.causal else 0)
+        q*kv - q(q-1)/2 (the masked triangle is skipped); a sliding ``window`` caps each
+        query row at ``window`` keys (causal: the last ``window`` positions up to its own)."""
+        q, kv, w = self.q_len, self.kv_len, self.window
+        if not self.causal:
+            return q * min(kv, w) if w > 0 else q * kv
+        if w <= 0 or w >= kv:
+            return q * kv - q * (q - 1) // 2
+        first = kv - q + 1                     # keys row 0 sees without a window
+        short = max(0, min(q, w - first))      # rows that see fewer than w keys
+        return short * first + short * (short - 1) // 2 + (q - short) * w
 
     def macs(self) -> int:
         # forward: QK^T and PV, head_dim MACs per score pair each. Backward (pass bwd_data,
@@ -616,7 +641,7 @@ class Attention(Op):
         bpe = self.a_format.bytes_per_element
         q = self.batch * self.heads * self.q_len * self.head_dim
         kv = 2 * self.batch * self.kv_heads * self.kv_len * self.head_dim
-        return ((3 * q if self.pass_ == "bwd_data" else q) + kv) * bpe
+        return (3 * q if self.pass_ == "bwd_data" else q) * bpe + kv * self.kv_bytes_per_element
 
     def output_bytes(self) -> float:
         # forward: O; backward: dQ, dK, dV
@@ -627,8 +652,10 @@ class Attention(Op):
 
     def describe(self) -> str:
         c = " causal" if self.causal else ""
+        w = f" window{self.window}" if self.window else ""
+        f = f" kv:{self.kv_format.name}" if self.kv_format else ""
         return (f"b{self.batch} h{self.heads}/{self.kv_heads} q{self.q_len} kv{self.kv_len} "
-                f"d{self.head_dim}{c}")
+                f"d{self.head_dim}{c}{w}{f}")
 
 
 MATRIX_OPS = (Gemm, Conv2d)

@@ -23,6 +23,23 @@ FlashAttention (``workloads.ops.Attention``), as PyTorch SDPA runs it:
 
       T = 2 x launch + dram_latency + (K + V + Q + O bytes) / BW
 
+FlashAttention as vLLM calls it (FA3 through the paged-KV backend; ``paged_attention_time``,
+constants in ``GpuSpec.paged_attention``, fitted on kernels_h100's attention tables): one
+framework call is several kernels (KV-cache write, attention, split-KV combine), timed back
+to back::
+
+    prefill: T = call + [fp8 KV: fp8_call]
+                 + tokens x (token_ns + K,V bytes per token / cache_write) [x fp8_token_factor]
+                 + max(1, CTAs / SMs) x (cta_us + head_dim x cta_dim_ns) + max(t_sm, t_hbm)
+             t_sm  = max(total tile work / SMs, the largest CTA's work)   (causal imbalance)
+                     per (query, key) pair: 2 head_dim / (MMA rate per SM x mma_efficiency)
+                     + 1 / SFU rate per SM (FA3 overlaps little of the exp at one CTA per SM)
+             work  = 128 x 128 tiles each 128-query CTA visits (diagonal and window-edge
+                     tiles computed whole)
+    decode:  T = decode_call + [fp8_call] + batch x seq_ns
+                 + max(1, batch x kv_heads / SMs) x (decode_cta_us + head_dim x cta_dim_ns)
+                 + K,V bytes of max(keys seen, min_keys) / BW
+
 Vector kernels (softmax, norms) read their input ``vector_read_passes`` times.
 
 Causal masking skips the masked triangle (``Attention.pairs``).
@@ -49,7 +66,7 @@ if TYPE_CHECKING:
     from archsim.arch.gpu.unit import TensorCoreGpu
 from archsim.workloads.ops import Attention, Norm, Op, Softmax
 
-__all__ = ["row_quant_s", "ROW_CHUNK_ELEMS", "AttentionTime", "attention_time", "cta_imbalance", "cta_pairs", "vector_read_passes",
+__all__ = ["paged_attention_time", "fa_tile_work", "row_quant_s", "ROW_CHUNK_ELEMS", "AttentionTime", "attention_time", "cta_imbalance", "cta_pairs", "vector_read_passes",
            "estimate_attention", "softmax_reread_s", "unit_attention_time"]
 
 #: PyTorch keeps a softmax row in registers (one read) up to this many columns
@@ -107,7 +124,7 @@ def attention_time(spec: GpuSpec, op: Attention, mma_per_clock_sm: float) -> Att
     bpe = op.a_format.bytes_per_element
     pairs = float(op.batch * op.heads * op.pairs())
     q_b = op.batch * op.heads * op.q_len * op.head_dim * bpe
-    kv_b = 2.0 * op.batch * op.kv_heads * op.kv_len * op.head_dim * bpe
+    kv_b = 2.0 * op.batch * op.kv_heads * op.kv_len * op.head_dim * op.kv_bytes_per_element
     o_b = op.output_bytes()
     sfu_rate = spec.sm_count * spec.cuda_core.sfu_per_sm * f
     alu_rate = spec.sm_count * spec.cuda_core.fp32_lanes_per_sm * f
@@ -115,7 +132,7 @@ def attention_time(spec: GpuSpec, op: Attention, mma_per_clock_sm: float) -> Att
     t_soft = max(pairs / sfu_rate, 4.0 * pairs / alu_rate)   # SFU and FP32 pipes overlap
     t_mma = op.macs() / mma_rate
     if op.q_len <= _DECODE_Q_MAX:
-        read = q_b + kv_b
+        read = q_b + kv_b * op.keys_seen() / op.kv_len
         return AttentionTime(2 * launch + spec.dram_latency_ns * 1e-9, t_mma + t_soft,
                              (read + o_b) / bw, read, o_b, pairs, 4.0 * pairs, True)
     # K/V of one (batch, kv head) are re-read by every query block unless they stay in L2
@@ -136,17 +153,22 @@ def attention_time(spec: GpuSpec, op: Attention, mma_per_clock_sm: float) -> Att
 
 def cta_pairs(op: Attention) -> list[int]:
     """(query, key) pairs of each prefill CTA of one (batch, head): one CTA per 128-query
-    block; causal row ``r`` sees ``kv_len - q_len + r + 1`` keys. Sums to ``op.pairs()``."""
-    q, kv, B = op.q_len, op.kv_len, FA_BLOCK_Q
+    block; causal row ``r`` sees ``kv_len - q_len + r + 1`` keys (at most ``window``). Sums
+    to ``op.pairs()``."""
+    q, kv, B, w = op.q_len, op.kv_len, FA_BLOCK_Q, op.window
     sizes = []
     for j in range(-(-q // B)):
         lo, hi = j * B, min(q, (j + 1) * B)
         rows = hi - lo
         if op.causal:
             first = kv - q + lo + 1                      # keys seen by the block's first row
-            sizes.append(rows * first + rows * (rows - 1) // 2)
+            if w > 0:       # rows seeing first, first + 1, ... keys, each capped at w
+                short = max(0, min(rows, w - first))
+                sizes.append(short * first + short * (short - 1) // 2 + (rows - short) * w)
+            else:
+                sizes.append(rows * first + rows * (rows - 1) // 2)
         else:
-            sizes.append(rows * kv)
+            sizes.append(rows * (min(kv, w) if w > 0 else kv))
     return sizes
 
 
@@ -183,6 +205,58 @@ def _imbalance(sizes_t: tuple[int, ...], heads: int, sm_count: int, lpt_max: int
     for size in sorted(sizes * heads, reverse=True):
         heapq.heapreplace(loads, loads[0] + size)
     return max(loads) / balanced
+
+
+def fa_tile_work(op: Attention) -> list[int]:
+    """(query, key) pairs each prefill CTA of one (batch, head) computes at tile granularity:
+    a CTA of up to 128 query rows visits every 128-key tile holding a key one of its rows
+    sees (causal: up to its last row; window: from its first row's window start), and
+    computes those tiles whole (masking is per element, the MMA is per tile)."""
+    q, kv, w, B = op.q_len, op.kv_len, op.window, FA_BLOCK_Q
+    out = []
+    for j in range(-(-q // B)):
+        lo, hi = j * B, min(q, (j + 1) * B)
+        last = kv - q + hi - 1 if op.causal else kv - 1
+        first = max(0, kv - q + lo - w + 1) if w > 0 else 0
+        out.append((hi - lo) * (last // B - first // B + 1) * B)
+    return out
+
+
+def paged_attention_time(spec: GpuSpec, op: Attention) -> float:
+    """Seconds of one framework attention call through a paged-KV FlashAttention backend
+    (module docstring; ``spec.paged_attention``), back to back. Prefill when ``q_len`` >
+    16, else split-KV decode."""
+    c = spec.paged_attention
+    if c is None:
+        raise ValueError("this GPU has no paged_attention constants")
+    sms = spec.sm_count
+    bw = spec.memory.sustained_bytes_per_s
+    fp8 = op.kv_bytes_per_element < op.a_format.bytes_per_element
+    fixed = c.fp8_call_us * 1e-6 if fp8 else 0.0
+    kv_bpe = op.kv_bytes_per_element
+    dim_s = op.head_dim * c.cta_dim_ns * 1e-9
+    if op.q_len <= _DECODE_Q_MAX:
+        keys = max(op.keys_seen(), c.min_keys)
+        stream = 2.0 * op.batch * op.kv_heads * keys * op.head_dim * kv_bpe / bw
+        ctas = op.batch * op.kv_heads
+        return (c.decode_call_us * 1e-6 + fixed + op.batch * c.seq_ns * 1e-9
+                + max(1.0, ctas / sms) * (c.decode_cta_us * 1e-6 + dim_s) + stream)
+    f = spec.tensor_clock_mhz * 1e6
+    fmt = "fp16" if op.a_format.name in ("fp16", "fp32") else op.a_format.name
+    mma = float(spec.tc_rate_per_sm(fmt)) * c.mma_efficiency * f
+    pair_s = 2.0 * op.head_dim / mma + 1.0 / (spec.cuda_core.sfu_per_sm * f)
+    work = fa_tile_work(op)
+    heads = op.batch * op.heads
+    t_sm = max(sum(work) * heads / sms, max(work)) * pair_s
+    tokens = op.batch * op.q_len
+    t_hbm = (2.0 * tokens * op.heads * op.head_dim * op.a_format.bytes_per_element
+             + 2.0 * tokens * op.kv_heads * op.head_dim * kv_bpe) / bw
+    kv_tok_b = 2.0 * op.kv_heads * op.head_dim * kv_bpe          # K and V of one token
+    tok = (c.token_ns * 1e-9 + kv_tok_b / (c.cache_write_gbps * 1e9)) \
+        * (c.fp8_token_factor if fp8 else 1.0)
+    ctas = heads * len(work)
+    return (c.prefill_call_us * 1e-6 + fixed + tokens * tok
+            + max(1.0, ctas / sms) * (c.cta_us * 1e-6 + dim_s) + max(t_sm, t_hbm))
 
 
 def softmax_reread_s(spec: GpuSpec, op: Op) -> float:

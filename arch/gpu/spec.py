@@ -14,6 +14,7 @@ from archsim.arch.memory import MemorySpec
 from archsim.arch.spec import param
 
 __all__ = ["TensorCoreSpec", "CudaCoreSpec", "SmSpec", "L2Spec", "NvlinkSpec", "GpuSpec",
+           "PagedAttentionSpec",
            "TC_FORMATS"]
 
 #: Formats a tensor core may list a rate for (the MMA operand formats of NVIDIA GPUs).
@@ -141,6 +142,45 @@ class NvlinkSpec:
 
 
 @dataclass(frozen=True)
+class PagedAttentionSpec:
+    """FlashAttention as a serving framework calls it through a paged-KV backend (vLLM's FA3
+    on Hopper): the fixed work of one call and the per-token / per-CTA costs beyond the
+    MMAs and the KV stream (arch/gpu/kernels.py ``paged_attention_time``)."""
+
+    prefill_call_us: float = param(doc="fixed work of one prefill call: the backend's kernels "
+                                       "(KV-cache write, scheduler metadata, attention) at "
+                                       "one token", unit="us", min=0)
+    decode_call_us: float = param(doc="fixed work of one decode call (KV-cache write, "
+                                      "split-KV attention and its combine) at one sequence",
+                                  unit="us", min=0)
+    token_ns: float = param(doc="per new token: writing its K and V into the paged cache "
+                                "(one CTA per token, reshape_and_cache)", unit="ns", min=0)
+    cache_write_gbps: float = param(doc="rate of the per-token K/V bytes written into the "
+                                        "paged cache (on top of token_ns)", unit="GB/s",
+                                    min=0, min_exclusive=True)
+    cta_us: float = param(doc="SM time of one prefill CTA beyond its MMAs (page table walk, "
+                              "pipeline prologue and epilogue), per wave of CTAs", unit="us",
+                          min=0)
+    cta_dim_ns: float = param(doc="per unit of head_dim added to every CTA's fixed time "
+                                  "(prefill and decode: its Q tile load, O and LSE write)",
+                              unit="ns", min=0)
+    mma_efficiency: float = param(doc="achieved fraction of the dense MMA rate in the prefill "
+                                      "main loop (FA3 warp-specialised ping-pong)",
+                                  min=0, max=1, min_exclusive=True)
+    seq_ns: float = param(doc="decode: per sequence (block-table and sequence-length reads, "
+                              "split scheduling)", unit="ns", min=0)
+    decode_cta_us: float = param(doc="decode: SM time of one (sequence, KV head) CTA's "
+                                     "dependent loads (page table, Q, first K/V tile) beyond "
+                                     "cta_dim_ns x head_dim", unit="us", min=0)
+    min_keys: float = param(doc="decode: keys a CTA loads at least (its first K/V tiles, "
+                                "whatever the context)", min=1)
+    fp8_call_us: float = param(0.0, doc="extra fixed work with an fp8 KV cache (the query's "
+                                        "fp8 quantisation kernel)", unit="us", min=0)
+    fp8_token_factor: float = param(1.0, doc="token_ns multiplier with an fp8 KV cache "
+                                             "(per-token scale and convert)", min=1)
+
+
+@dataclass(frozen=True)
 class GpuSpec:
     """A tensor-core GPU (``kind: tensor_core_gpu``)."""
 
@@ -181,6 +221,9 @@ class GpuSpec:
     dram_latency_ns: float = param(600.0, doc="load-to-use latency of an off-chip access",
                                    unit="ns", min=0)
     nvlink: NvlinkSpec | None = param(None, doc="GPU-to-GPU link (null = single GPU)")
+    paged_attention: PagedAttentionSpec | None = param(
+        None, doc="FlashAttention through a serving framework's paged-KV backend (fitted on "
+                  "kernels_h100 attention tables); null = not modelled")
     attention: str = param("unfused", doc="attention kernels: separate QK/softmax/AV kernels "
                            "with scores in HBM, or flash-style fused", choices=("unfused", "fused"))
     dequant_ops_per_weight: float = param(
