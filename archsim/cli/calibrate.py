@@ -29,7 +29,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Fit, write the config (only if it loads), print the report."""
     cal = calibrate(args.data, args.config, force=args.force)
-    out = write_calibrated(cal, args.out)
     print("\n".join(cal.report))
+    if not cal.values:      # scored, not fitted: no "calibrated" config from these rows
+        print("no constant of this table is fitted by archsim calibrate (scored only); "
+              "no config written")
+        return 0
+    out = write_calibrated(cal, args.out)
     print(f"wrote {out}")
     return 0

@@ -209,3 +209,23 @@ def test_calibrate_reports_attention_classes_per_half(monkeypatch: pytest.Monkey
     text = "\n".join(cal_mod.calibrate(KERNELS / "attention_generation.csv.gz",
                                        "gpu/h100").report)
     assert "check half" in text and "vllm_attn_decode" in text
+
+
+def test_calibrate_cli_on_a_scored_only_table_writes_nothing(tmp_path, capsys,
+                                                              monkeypatch: pytest.MonkeyPatch):
+    """The attention tables are scored, not refitted, by ``archsim calibrate``: it prints the
+    report, says no config is written, exits 0 and leaves no file behind."""
+    import gzip
+
+    from archsim.cli import main
+
+    with gzip.open(KERNELS / "attention_generation.csv.gz", "rt") as fh:
+        head = [next(fh) for _ in range(60)]
+    small = tmp_path / "attention_generation.csv.gz"
+    with gzip.open(small, "wt") as fh:
+        fh.writelines(head)
+    monkeypatch.chdir(tmp_path)
+    assert main(["calibrate", str(small), "--config", "gpu/h100"]) == 0
+    out = capsys.readouterr().out
+    assert "vllm_attn_decode" in out and "no config written" in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["attention_generation.csv.gz"]
