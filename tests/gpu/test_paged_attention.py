@@ -215,8 +215,6 @@ def test_calibrate_cli_on_a_scored_only_table_writes_nothing(tmp_path, capsys,
                                                               monkeypatch: pytest.MonkeyPatch):
     """The attention tables are scored, not refitted, by ``archsim calibrate``: it prints the
     report, says no config is written, exits 0 and leaves no file behind."""
-    import gzip
-
     from archsim.cli import main
 
     with gzip.open(KERNELS / "attention_generation.csv.gz", "rt") as fh:
