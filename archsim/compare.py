@@ -16,6 +16,7 @@ from typing import Any
 from archsim.api import load
 from archsim.result import Result
 from archsim.run_request import RunRequest, evaluate_request
+from archsim.workloads.errors import inert
 
 __all__ = ["Comparison", "compare_designs", "COMPARE_ROWS"]
 
@@ -59,7 +60,7 @@ class Comparison:
                  f"{'':<12} " + " ".join(f"{d:>{width}}" for d, _ in self.results)]
         for label, vals in self.rows():
             lines.append(f"{label:<12} " + " ".join(f"{_fmt(v):>{width}}" for v in vals))
-        return "\n".join(lines)
+        return "\n".join(inert(line) for line in lines)
 
     def to_csv(self) -> str:
         """CSV: a ``metric`` column and one column per design."""

@@ -23,7 +23,7 @@ from archsim.api import device_build, load
 from archsim.arch.cluster import Cluster, find_cluster, load_cluster, single_node
 from archsim.mapper.plan import candidate_plans, search
 from archsim.parallel import PlanOptions, PlanResult, evaluate_plan, shape_of
-from archsim.workloads.errors import ConfigError, Problem
+from archsim.workloads.errors import ConfigError, Problem, inert
 
 __all__ = ["PlanSearch", "search_plans", "load_cluster_for", "plan_report"]
 
@@ -71,7 +71,7 @@ def plan_report(r: PlanResult, cluster: Cluster) -> str:
     for k, v in r.breakdown_s.items():
         if v:
             lines.append(f"  {k:<12} {_t(v):>10} {v / r.step_s:>6.1%}")
-    return "\n".join(lines)
+    return "\n".join(inert(line) for line in lines)
 
 
 def _t(s: float) -> str:
@@ -134,7 +134,7 @@ class PlanSearch:
                          f"{r.tokens_per_s:>12,.0f} {r.memory_bytes['total'] / 1e9:>8.3g} "
                          f"{r.energy_j:>10.4g} {b['bubble'] / r.step_s:>7.1%} "
                          f"{comm / r.step_s:>6.1%}")
-        return "\n".join(lines)
+        return "\n".join(inert(line) for line in lines)
 
     def to_dict(self, top: int = 10) -> dict[str, Any]:
         """JSON-able summary with the ``top`` plans' rows."""

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from archsim.workloads.errors import Problem, WorkloadError
+from archsim.workloads.errors import Problem, WorkloadError, inert
 
 __all__ = ["SLO", "parse_slo", "ServeResult", "percentiles", "BenchmarkReport",
            "latency_stats"]
@@ -249,7 +249,7 @@ class BenchmarkReport:
             for q in BENCH_PERCENTILES:
                 lines.append(row(f"P{q:g} {label} (ms):", st[f"p{q:g}"]))
         lines.append("=" * 50)
-        return "\n".join(lines)
+        return "\n".join(inert(line) for line in lines)
 
 
 @dataclass(frozen=True)
@@ -343,9 +343,10 @@ class ServeResult:
             lines.append(f"KV xfer    {self.kv_transfer['bytes'] / 1e9:.4g} GB, "
                          f"{self.kv_transfer['mean_s'] * 1e3:.3f} ms mean per request over "
                          f"{dep.get('link', '')}")
-        lines.append(f"\narchsim {self.archsim_version}; {self.evaluations} evaluate() calls "
+        lines.append("")
+        lines.append(f"archsim {self.archsim_version}; {self.evaluations} evaluate() calls "
                      "priced the iterations")
-        return "\n".join(lines)
+        return "\n".join(inert(line) for line in lines)
 
     def _slo_text(self) -> str:
         parts = []
