@@ -8,16 +8,13 @@ from collections.abc import Iterator, Sequence
 
 import pytest
 
-import archsim
 from archsim.serve import PoolSpec, SchedulerSpec, ServeSetup, serve
-from archsim.serve.cost import IterationCost
 from archsim.serve.policy import POLICIES, Policy, register_policy
 from archsim.serve.replica import Replica, State
 from archsim.serve.requests import Request
 from archsim.serve.router import ROUTERS, Router, register_router
 from archsim.workloads.errors import WorkloadError
-
-MODEL = "llama2-7b"
+from tests.serve.conftest import MODEL
 
 
 class OneAtATime(Policy):
@@ -50,14 +47,6 @@ def toys() -> Iterator[None]:
     del POLICIES["one-at-a-time"], ROUTERS["last"]
 
 
-@pytest.fixture(scope="module")
-def a100():
-    return archsim.load("gpu/a100")
-
-
-@pytest.fixture(scope="module")
-def costs(a100):
-    return {1: IterationCost(a100, MODEL, 1)}
 
 
 def test_a_toy_policy_and_router_run_by_name(toys, a100, costs):

@@ -20,25 +20,8 @@ from archsim.serve import (
     synthesize,
 )
 from archsim.serve.cluster import LINKS
-from archsim.serve.cost import IterationCost
 from archsim.serve.requests import Request
-
-MODEL = "llama2-7b"
-
-
-@pytest.fixture(scope="module")
-def a100():
-    return archsim.load("gpu/a100")
-
-
-@pytest.fixture(scope="module")
-def costs(a100):
-    """One memo shared by the tests (same design and model)."""
-    return {1: IterationCost(a100, MODEL, 1)}
-
-
-def _full(acc, phase: str, **kw) -> float:
-    return archsim.evaluate(acc, archsim.workload(MODEL, phase, **kw)).latency_s
+from tests.serve.conftest import MODEL, full_latency
 
 
 def test_one_request_is_prefill_plus_decodes(a100, costs):
@@ -48,8 +31,8 @@ def test_one_request_is_prefill_plus_decodes(a100, costs):
     res_raw: dict = {}
     res = serve(a100, ServeSetup(MODEL), [Request(0, 0.0, p, o)], costs=costs,
                 raw_out=res_raw)
-    prefill = _full(a100, "prefill", seq=p)
-    decodes = [_full(a100, "decode", batch=1, context=p + g - 1) for g in range(1, o)]
+    prefill = full_latency(a100, "prefill", seq=p)
+    decodes = [full_latency(a100, "decode", batch=1, context=p + g - 1) for g in range(1, o)]
     assert res.ttft_s["p50"] == pytest.approx(prefill, rel=0.01)
     assert res.e2e_s["p50"] == pytest.approx(prefill + sum(decodes), rel=0.01)
     assert res.tpot_s["p50"] == pytest.approx(sum(decodes) / (o - 1), rel=0.01)
@@ -65,8 +48,8 @@ def test_disaggregated_one_request_adds_the_kv_transfer(a100, costs):
     res = serve(a100, setup, [Request(0, 0.0, p, o)], costs=costs)
     kv_bytes = p * 2 * 32 * 32 * 128 * 2
     xfer = link.latency_s + kv_bytes / 300e9
-    prefill = _full(a100, "prefill", seq=p)
-    decodes = sum(_full(a100, "decode", batch=1, context=p + g - 1) for g in range(1, o))
+    prefill = full_latency(a100, "prefill", seq=p)
+    decodes = sum(full_latency(a100, "decode", batch=1, context=p + g - 1) for g in range(1, o))
     assert res.ttft_s["p50"] == pytest.approx(prefill, rel=0.01)
     assert res.kv_transfer["mean_s"] == pytest.approx(xfer, rel=1e-9)
     assert res.e2e_s["p50"] == pytest.approx(prefill + xfer + decodes, rel=0.01)
@@ -149,7 +132,7 @@ def test_sarathi_chunks_a_long_prompt(a100, costs):
     # 1024 tokens by the re-read weights (3 extra passes) but is below 4x it.
     setup = ServeSetup(MODEL, PoolSpec(1, 1, SchedulerSpec("sarathi", chunk=256)))
     res = serve(a100, setup, [Request(0, 0.0, 1024, 2)], costs=costs)
-    one = _full(a100, "prefill", seq=1024)
+    one = full_latency(a100, "prefill", seq=1024)
     assert one < res.ttft_s["p50"] < 4 * one
     iters = [r["iterations"] for r in res.replicas][0]
     assert iters == 4 + 1                                    # 4 chunks, 1 decode

@@ -12,32 +12,14 @@ import json
 
 import pytest
 
-import archsim
 from archsim.cli import main
 from archsim.serve import LengthDist, PoolSpec, ServeSetup, serve
-from archsim.serve.cost import IterationCost
 from archsim.serve.metrics import BenchmarkReport, latency_stats
 from archsim.serve.requests import closed_loop
 from archsim.serve.run import benchmark_report
 from archsim.serve.session import run_serving
 from archsim.workloads.errors import WorkloadError
-
-MODEL = "llama2-7b"
-
-
-@pytest.fixture(scope="module")
-def a100():
-    return archsim.load("gpu/a100")
-
-
-@pytest.fixture(scope="module")
-def costs(a100):
-    """One memo shared by the tests (same design and model)."""
-    return {1: IterationCost(a100, MODEL, 1)}
-
-
-def _full(acc, phase: str, **kw) -> float:
-    return archsim.evaluate(acc, archsim.workload(MODEL, phase, **kw)).latency_s
+from tests.serve.conftest import MODEL, full_latency
 
 
 def _run(acc, costs, n, reqs, setup=None):
@@ -54,8 +36,8 @@ def test_one_client_is_prefill_plus_decodes_back_to_back(a100, costs):
     p, o, k = 512, 6, 3
     _, raw = _run(a100, costs, 1, closed_loop(k, LengthDist("fixed", p),
                                               LengthDist("fixed", o)))
-    prefill = _full(a100, "prefill", seq=p)
-    decodes = sum(_full(a100, "decode", batch=1, context=p + g - 1) for g in range(1, o))
+    prefill = full_latency(a100, "prefill", seq=p)
+    decodes = sum(full_latency(a100, "decode", batch=1, context=p + g - 1) for g in range(1, o))
     st = sorted(raw["states"], key=lambda s: s.req.rid)
     assert st[0].req.arrival_s == 0.0
     for i, s in enumerate(st):
