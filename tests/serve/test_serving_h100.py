@@ -48,10 +48,11 @@ def test_loader_reads_every_row_and_says_why_one_is_left_out(rows):
 def test_qwen3_32b_config_has_the_published_parameters():
     # HF Qwen/Qwen3-32B model card: 32.8B parameters. Closed form of its config.json:
     # embeddings and an untied head 2 x 151936 x 5120; per block q 5120x8192, k and v
-    # 5120x1024 each, o 8192x5120, SwiGLU 3 x 5120x25600, two RMSNorms of 5120 (the
-    # per-head q/k norms, 2 x 128 per block, are not modelled); a final norm of 5120
+    # 5120x1024 each, o 8192x5120, SwiGLU 3 x 5120x25600, two RMSNorms of 5120 and the
+    # per-head q and k RMSNorms (one gain of head_dim 128 each); a final norm of 5120
     cfg = ZOO["Qwen/Qwen3-32B"]
-    block = 5120 * 8192 + 2 * 5120 * 1024 + 8192 * 5120 + 3 * 5120 * 25600 + 2 * 5120
+    block = (5120 * 8192 + 2 * 5120 * 1024 + 8192 * 5120 + 3 * 5120 * 25600 + 2 * 5120
+             + 2 * 128)
     expect = 2 * 151936 * 5120 + 64 * block + 5120
     assert from_hf_config(cfg, phase="prefill", seq=8).parameters == expect
     assert expect == pytest.approx(32.8e9, rel=0.002)
