@@ -326,9 +326,10 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
     _check_ep(s, ep)
     if s.windows and len(s.windows) != s.layers:
         raise WorkloadError(Problem(
-            f"{s.name} gives {len(s.windows)} per-block attention windows for {s.layers} "
-            f"blocks; a model whose blocks differ in attention is built whole, not as a "
-            f"part of its blocks", "windows"))
+            f"{s.name}'s blocks differ in attention (a sliding window on some, full "
+            f"attention on others: {len(s.windows)} per-block windows for {s.layers} "
+            f"blocks); such a model is built whole (archsim run), not from one repeated "
+            f"block as serving and parallel plans build it today", "windows"))
     w = Workload(name=s.name, phase=ph, batch=batch, seq=q, context=ctx, family="transformer",
                  devices=tp)
     b = GraphBuilder(w)
