@@ -9,22 +9,55 @@ Supported families (chosen by ``model_type``, else by ``architectures[0]``):
   ``vocab_size``, ``max_position_embeddings``; optional ``num_key_value_heads`` (default: the
   attention heads, as in transformers), ``head_dim``, ``tie_word_embeddings`` (default
   false). RMSNorm, RoPE, SwiGLU, no biases (``attention_bias``/``mlp_bias`` true is refused:
-  not modelled). Mistral's ``sliding_window`` is not modelled (attention spans all keys); Qwen3's per-head
-  RMSNorm of queries and keys is not modelled (``2 x heads x head_dim`` elementwise work per
-  token, under 0.1 % of a block), as for ``qwen3_moe``.
+  not modelled). Mistral's ``sliding_window`` is not modelled (attention spans all keys).
+  Qwen3 (and ``qwen3_moe``) normalise queries and keys per head (``q_norm``, ``k_norm``:
+  RMSNorm over ``head_dim``): one ``...attn.qk_norm`` op per block; ``use_sliding_window``
+  true is refused; ``layer_types`` (if given) sets per-block windows.
 * mixture-of-experts llama-style: ``mixtral`` (``MixtralForCausalLM``: required
   ``num_local_experts``, ``num_experts_per_tok``; experts of ``intermediate_size``) and
   ``qwen3_moe`` (``Qwen3MoeForCausalLM``: required ``num_experts``, ``num_experts_per_tok``,
   ``moe_intermediate_size``; ``decoder_sparse_step`` must be 1 and ``mlp_only_layers`` empty,
   other layouts are refused). Llama 3 / 3.1 configs are ``llama`` (``rope_scaling`` does not
   change the op graph).
-* ``deepseek_v3`` (``DeepseekV3ForCausalLM``): required ``hidden_size``, ``num_hidden_layers``,
+* ``deepseek_v3`` and ``kimi_k2`` (``DeepseekV3ForCausalLM``; Kimi-K2 is DeepSeek-V3's
+  architecture with other sizes): required ``hidden_size``, ``num_hidden_layers``,
   ``num_attention_heads``, ``intermediate_size`` (dense blocks), ``moe_intermediate_size``,
   ``n_routed_experts``, ``n_shared_experts``, ``num_experts_per_tok``,
   ``first_k_dense_replace``, ``kv_lora_rank``, ``qk_rope_head_dim``, ``qk_nope_head_dim``,
   ``v_head_dim``, ``vocab_size``, ``max_position_embeddings``; optional ``q_lora_rank``
-  (null = a full query projection), ``moe_layer_freq`` (must be 1). The multi-token
-  prediction module (``num_nextn_predict_layers``) is not modelled.
+  (null = a full query projection), ``moe_layer_freq`` (must be 1), ``attention_bias`` (must
+  be false). The multi-token prediction module (``num_nextn_predict_layers``) and the
+  router's grouping (``n_group``, ``topk_group``) are not modelled.
+* ``gpt_oss`` (``GptOssForCausalLM``): required ``hidden_size``, ``num_hidden_layers``,
+  ``num_attention_heads``, ``head_dim``, ``intermediate_size`` (each expert's width),
+  ``num_local_experts``, ``num_experts_per_tok``, ``vocab_size``,
+  ``max_position_embeddings``, ``sliding_window`` (when a block slides); optional
+  ``num_key_value_heads``, ``layer_types`` (``sliding_attention`` / ``full_attention`` per
+  block; default alternating from a sliding block 0, as transformers' ``GptOssConfig``),
+  ``attention_bias`` (must be true). Every block is MoE; q/k/v and the output projection,
+  the router and the experts carry biases; each head has a learned sink logit (one more
+  softmax column, ``heads`` parameters per block). ``swiglu_limit`` (a clamp) and YaRN
+  ``rope_scaling`` do not change the op graph.
+* ``glm4_moe`` (``Glm4MoeForCausalLM``, GLM-4.5 / 4.6): required ``hidden_size``,
+  ``num_hidden_layers``, ``num_attention_heads``, ``intermediate_size`` (dense blocks),
+  ``moe_intermediate_size``, ``n_routed_experts``, ``n_shared_experts``,
+  ``num_experts_per_tok``, ``first_k_dense_replace``, ``vocab_size``,
+  ``max_position_embeddings``; optional ``num_key_value_heads``, ``head_dim``,
+  ``attention_bias`` (biases on q, k, v only), ``use_qk_norm`` (per-head q/k RMSNorm).
+  ``partial_rotary_factor`` (RoPE on half the head, an elementwise op under 0.1 % of a
+  block) and the MTP layer are not modelled.
+* ``minimax_m2`` (``MiniMaxM2ForCausalLM``): required ``hidden_size``,
+  ``num_hidden_layers``, ``num_attention_heads``, ``intermediate_size`` (each expert's
+  width), ``num_local_experts``, ``num_experts_per_tok``, ``vocab_size``,
+  ``max_position_embeddings``; optional ``num_key_value_heads``, ``head_dim``,
+  ``use_qk_norm`` with ``qk_norm_type`` (``per_layer``: one RMSNorm over all query columns
+  and one over all key columns; ``per_head``), ``attn_type_list`` (every entry must be 1:
+  full softmax attention), ``shared_intermediate_size`` (must be 0). MiniMax-Text-01 and
+  MiniMax-M1 (``minimax``, ``minimax_m1``: lightning attention) are refused by name.
+* ``quantization_config`` (any family): ``quant_method`` ``fp8`` (``fmt`` e4m3 /
+  float8_e4m3fn; fp8 weights and dynamically quantised fp8 inputs of the blocks' linear
+  layers; the 128 x 128 blocks' fp32 scales are not counted) or ``mxfp4`` (the routed
+  experts' weights in MXFP4: 4-bit elements plus an 8-bit scale per 32); others are refused.
 * gpt2-style (``gpt2``; ``GPT2LMHeadModel``): required ``n_embd``, ``n_layer``, ``n_head``,
   ``n_positions``, ``vocab_size``; optional ``n_inner`` (default 4 x n_embd),
   ``activation_function`` (gelu family or relu), ``tie_word_embeddings`` (default true).

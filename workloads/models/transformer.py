@@ -46,10 +46,21 @@ Counting rules (documented choices):
   (``...attn.kv_b``); decode runs the weight-absorbed form (the cache holds the latent
   ``kv_lora_rank + qk_rope_dim`` per token, attention is MQA-like over it; DeepSeek-V2 Sec.
   2.1.2), with the same parameters;
+* per-block attention (``windows``; gpt-oss): a block with a sliding window of ``w`` keys
+  builds its fused ``Attention`` op with ``window=w`` (causal prefill scores only the last
+  ``w`` keys of each query); unfused, its decode QK/softmax/AV read only the last ``w``
+  cached keys (prefill scores stay dense, as for full blocks). A shape with windows is
+  built whole: a part of its blocks (``layers`` not the windows' length) is refused;
+* q/k RMSNorm (``qk_norm``; Qwen3, GLM, MiniMax-M2): one ``...attn.qk_norm`` Norm after the
+  QKV projection over the shard's query and key columns: per head (rows ``tokens x (h +
+  kv)``, cols ``head_dim``; two ``head_dim`` gains) or per layer (rows ``tokens``, cols
+  ``(h + kv) x head_dim``; one gain per column). Attention sinks (``sinks``; gpt-oss): one
+  learned logit per head, one more softmax column (unfused) and ``heads`` parameters;
 * attention GEMMs and vector ops stay in fp16 for every model; the shape's formats apply to
   the linear layers of the blocks (BitNet b1.58 keeps embedding and LM head in fp16: Ma et
   al. 2024, answer of the authors on the paper's Hugging Face page, "the lm_head is not
-  quantized").
+  quantized"), the routed experts' weights ``expert_w_format`` when set (gpt-oss: MXFP4);
+  the router stays fp16.
 
 Kernels (``kernels=``): ``fused`` (default) is one kernel per op above, as a tuned engine
 runs the model (dropout folded into the residual add). ``eager_amp`` is what PyTorch eager
