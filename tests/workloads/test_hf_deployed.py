@@ -28,11 +28,12 @@ def _cfg(name: str) -> Path:
     return HF / name / "config.json"
 
 
-def _active(name: str) -> int:
+def _active(name: str | Path) -> int:
     """Weights one token reads: the weight elements of a one-token decode graph (the
     experts its router reaches, one row of the embedding table, the LM head), from the
     graph's ops (biases and sinks, under 0.1 %, are not op shapes)."""
-    w = from_hf_config(_cfg(name), phase="decode", batch=1, context=64)
+    w = from_hf_config(_cfg(name) if isinstance(name, str) else name, phase="decode",
+                       batch=1, context=64)
     return sum(op.tokens * op.dim if isinstance(op, Embedding) else op_parameters(op)
                for op in w.ops())
 
@@ -197,3 +198,18 @@ def test_sinks_add_a_softmax_column_and_their_parameters():
     w = from_hf_config(_cfg("gpt-oss-20b"), phase="decode", context=1000)
     sm = w.op("blocks.1.attn.softmax")
     assert isinstance(sm, Softmax) and sm.cols == 1001 + 1
+
+
+def test_kimi_k2_is_deepseek_v3_with_its_sizes(tmp_path):
+    # moonshotai/Kimi-K2-Instruct config.json: DeepSeek-V3's architecture (model_type
+    # kimi_k2) with 64 heads, 384 routed experts, one dense first block, a 163,840-token
+    # vocabulary. Kimi K2 report: "32 billion activated parameters and 1 trillion total"
+    # (rounded: 0.95-1.05 T)
+    cfg = json.loads(_cfg("DeepSeek-V3").read_text())
+    cfg.update(model_type="kimi_k2", num_attention_heads=64, num_key_value_heads=64,
+               n_routed_experts=384, first_k_dense_replace=1, vocab_size=163840,
+               max_position_embeddings=131072)
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    w = from_hf_config(tmp_path / "config.json", seq=8)
+    assert abs(w.parameters / 1e12 - 1) <= 0.05
+    assert abs(_active(tmp_path / "config.json") / 32e9 - 1) <= 0.02
