@@ -27,7 +27,7 @@ from archsim.result import OpResult, Result
 from archsim.workloads.errors import ConfigError, MappingError, Problem, WorkloadError
 from archsim.workloads.formats import NumberFormat, get_format
 from archsim.workloads.graph import Workload
-from archsim.workloads.hf import from_hf_config
+from archsim.workloads.hf import config_path, from_hf_config
 from archsim.workloads.onnx_import import from_onnx
 from archsim.workloads.ops import Gemm, Op
 from archsim.workloads.parallel import DeviceBuild
@@ -109,9 +109,9 @@ def workload(model: str, phase: str | None = None, batch: int = 1, seq: int | No
             raise WorkloadError(Problem(f"autocast runs the weights in the activation format "
                                         f"({amp}); expected no --w-format or {amp}",
                                         "--w-format"))
-    if model.endswith(".json"):
-
-        w = from_hf_config(model, phase=phase, batch=batch, seq=seq, context=context, tp=tp,
+    cfg = config_path(model)
+    if cfg is not None:
+        w = from_hf_config(cfg, phase=phase, batch=batch, seq=seq, context=context, tp=tp,
                            ep=ep, attention=attention, kernels=kernels, amp=amp)
         if amp is not None:
             return w

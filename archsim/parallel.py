@@ -50,7 +50,7 @@ from archsim.mapper.plan import bubble_fraction, pipeline_time
 from archsim.result import Result
 from archsim.workloads.errors import MappingError, Problem, WorkloadError
 from archsim.workloads.graph import Workload
-from archsim.workloads.hf import shape_from_hf_config
+from archsim.workloads.hf import config_path, shape_from_hf_config
 from archsim.workloads.models.transformer import TransformerShape
 from archsim.workloads.ops import Attention
 from archsim.workloads.parallel import (
@@ -146,9 +146,9 @@ def shape_of(model: str | TransformerShape) -> TransformerShape:
     """The shape of a zoo transformer or of a Hugging Face ``config.json`` (a shape passes)."""
     if isinstance(model, TransformerShape):
         return model
-    if model.endswith(".json"):
-
-        return shape_from_hf_config(model)
+    cfg = config_path(model)
+    if cfg is not None:
+        return shape_from_hf_config(cfg)
 
     if model in model_names():
         try:

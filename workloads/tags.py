@@ -46,7 +46,7 @@ ROLES: dict[str, str] = {
             "CNN batch norm)",
     "qkv": "query / key / value projections (MLA: the low-rank projections, their "
            "up-projections and the absorbed query)",
-    "qkv_norm": "a norm inside the attention projections (MLA's latent norms)",
+    "qkv_norm": "a norm inside the attention projections (MLA's latent norms, q/k norms)",
     "rope": "rotary position embedding of queries and keys",
     "qk": "attention scores Q K^T (attention core)",
     "attn": "a vector op on the attention scores: softmax, ALiBi bias, dropout of the "

@@ -61,6 +61,13 @@ def _llama(name: str, L: int, d: int, h: int, kv: int, ffn: int, vocab: int, con
                             acc_format=acc_format)
 
 
+def _gpt_oss(name: str, L: int, experts: int) -> TransformerShape:
+    return replace(_llama(name, L, 2880, 64, 8, 2880, 201088, 131072), head_dim=64, bias=True,
+                   sinks=True, experts=experts, top_k=4, moe_ffn=2880,
+                   windows=tuple(128 if i % 2 == 0 else 0 for i in range(L)),
+                   expert_w_format="mxfp4")
+
+
 _SHAPES: dict[str, TransformerShape] = {s.name: s for s in (
     _gpt2("small", 12, 768, 12), _gpt2("medium", 24, 1024, 16), _gpt2("large", 36, 1280, 20),
     _gpt2("xl", 48, 1600, 25),
@@ -76,9 +83,24 @@ _SHAPES: dict[str, TransformerShape] = {s.name: s for s in (
     # Mixtral 8x7B: 8 experts of 14336, top-2 (HF mistralai/Mixtral-8x7B-v0.1 config.json)
     replace(_llama("mixtral-8x7b", 32, 4096, 32, 8, 14336, 32000, 32768), experts=8,
             top_k=2, moe_ffn=14336),
-    # Qwen3-30B-A3B: 128 experts of 768, top-8, head_dim 128 (HF Qwen/Qwen3-30B-A3B)
+    # Qwen3-30B-A3B: 128 experts of 768, top-8, head_dim 128, per-head q/k RMSNorm
+    # (HF Qwen/Qwen3-30B-A3B)
     replace(_llama("qwen3-30b-a3b", 48, 2048, 32, 4, 6144, 151936, 40960), head_dim=128,
-            experts=128, top_k=8, moe_ffn=768),
+            experts=128, top_k=8, moe_ffn=768, qk_norm="head"),
+    # models deployed in the serving_h100 measurements; each equals the import of its
+    # shipped config.json (tests/data/hf_deployed, SOURCE.md there), in the checkpoint's
+    # formats. Qwen3-235B-A22B: 128 experts of 1536, top-8 (HF Qwen/Qwen3-235B-A22B)
+    replace(_llama("qwen3-235b-a22b", 94, 4096, 64, 4, 12288, 151936, 40960), head_dim=128,
+            experts=128, top_k=8, moe_ffn=1536, qk_norm="head"),
+    # gpt-oss (OpenAI 2025, HF openai/gpt-oss-120b, -20b): biased attention with sinks,
+    # sliding (128) and full attention alternating, experts of 2880 (top-4) in MXFP4
+    _gpt_oss("gpt-oss-120b", 36, 128),
+    _gpt_oss("gpt-oss-20b", 24, 32),
+    # MiniMax-M2 (HF MiniMaxAI/MiniMax-M2): 256 experts of 1536, top-8, q/k RMSNorm over
+    # all heads (per_layer); released in FP8 (e4m3 weights, dynamic activations)
+    replace(_llama("minimax-m2", 62, 3072, 48, 8, 1536, 200064, 196608, a_format="fp8_e4m3",
+                   w_format="fp8_e4m3"), head_dim=128, experts=256, top_k=8, moe_ffn=1536,
+            qk_norm="layer"),
     # DeepSeek-V3: MLA + 1 shared and 256 routed experts of 2048 (top-8), the first 3 blocks
     # dense (18432); the multi-token-prediction module is not part of the model
     # (HF deepseek-ai/DeepSeek-V3 config.json; DeepSeek-AI 2024, Sec. 4.2)
@@ -114,7 +136,8 @@ _CNN_NAMES = ("resnet18", "resnet50", "vgg16", "mobilenet-v2")
 
 _NAMES = ("gpt2-small gpt2-medium gpt2-large gpt2-xl gpt3-small gpt3-medium gpt3-large gpt3-xl "
           "gpt3-175b llama2-7b llama2-13b llama2-70b llama3-8b llama3-70b llama3-405b mixtral-8x7b "
-          "qwen3-30b-a3b deepseek-v3 opt-175b bloom-176b "
+          "qwen3-30b-a3b qwen3-235b-a22b gpt-oss-120b gpt-oss-20b minimax-m2 deepseek-v3 "
+          "opt-175b bloom-176b "
           "bitnet-b1.58-3b bert-base vit-b16 resnet18 resnet50 vgg16 mobilenet-v2 "
           "mistral-7b yi-34b opt-13b").split()
 
@@ -146,6 +169,14 @@ _PUBLISHED: dict[str, tuple[float, str, float | None, str]] = {
                      "12.9B per token", None, ""),
     "qwen3-30b-a3b": (30.5e9, "HF Qwen/Qwen3-30B-A3B model card: 30.5B total, 3.3B "
                       "activated", None, ""),
+    "qwen3-235b-a22b": (235e9, "HF Qwen/Qwen3-235B-A22B model card: 235B total, 22B "
+                        "activated", None, ""),
+    "gpt-oss-120b": (116.83e9, "OpenAI 2025, gpt-oss-120b & gpt-oss-20b model card, Table 1: "
+                     "116.83B total, 5.13B active", None, ""),
+    "gpt-oss-20b": (20.91e9, "OpenAI 2025, gpt-oss model card, Table 1: 20.91B total, 3.61B "
+                    "active", None, ""),
+    "minimax-m2": (230e9, "HF MiniMaxAI/MiniMax-M2 model card: 230B total, 10B active",
+                   None, ""),
     "deepseek-v3": (671e9, "DeepSeek-AI 2024, DeepSeek-V3 technical report: 671B total, 37B "
                     "activated (the 685B of the HF checkpoint adds the 14B MTP module)", None,
                     ""),

@@ -96,7 +96,8 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     """The flags of ``archsim plan``."""
     ap.add_argument("design", help="cluster (configs/cluster, e.g. dgx_h100, h100_pod64) or a "
                     "device design (one node of --devices)")
-    ap.add_argument("--model", required=True, help="zoo transformer or HF config.json")
+    ap.add_argument("--model", required=True,
+                    help="zoo transformer, a Hugging Face config.json or a folder holding one")
     # checked by search_plans (a ConfigError naming --devices: exit 2 from main, no SystemExit)
     ap.add_argument("--devices", type=int, required=True, help="devices the plan uses")
     ap.add_argument("--phase", choices=("train", "prefill", "decode"), default="train")

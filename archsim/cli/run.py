@@ -120,7 +120,8 @@ def add_arguments(r: argparse.ArgumentParser) -> None:
     r.add_argument("config", nargs="?", default=DEFAULT_CONFIG,
                    help=f"config YAML or reference-design name (default {DEFAULT_CONFIG})")
     r.add_argument("--model", default=DEFAULT_MODEL,
-                   help=f"zoo model name or a Hugging Face config.json (default {DEFAULT_MODEL})")
+                   help=f"zoo model name, a Hugging Face config.json or a folder holding one "
+                        f"(default {DEFAULT_MODEL})")
     r.add_argument("--phase", choices=("prefill", "decode", "train", "inference"),
                    help="workload phase (default: prefill for LLMs, inference for CNNs)")
     r.add_argument("--batch", type=positive_int, default=1)

@@ -44,7 +44,9 @@ PROGRESS_MIN_REQUESTS = 2000
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Design, deployment, requests, scheduler, metrics and outputs."""
     p.add_argument("design", help="config YAML or reference-design name (gpu/h100, pim_gpt)")
-    p.add_argument("--model", required=True, help="zoo decoder (llama2-70b, gpt2-xl, ...)")
+    p.add_argument("--model", required=True,
+                   help="zoo decoder (llama2-70b, gpt2-xl, ...), a Hugging Face config.json or "
+                        "a folder holding one")
     p.add_argument("--set", dest="overrides", action="append", default=[],
                    metavar="KEY=VALUE", help="override a config value (repeatable)")
     add_runtime_flag(p)

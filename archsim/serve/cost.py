@@ -46,7 +46,6 @@ from __future__ import annotations
 import math
 from bisect import bisect_left
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 from archsim.api import device_build, evaluate, memory_check
@@ -54,7 +53,7 @@ from archsim.arch.accelerator import Accelerator
 from archsim.mapper.constraints import load_constraints
 from archsim.workloads.errors import ConfigError, Problem, WorkloadError
 from archsim.workloads.graph import Workload
-from archsim.workloads.hf import shape_from_hf_config
+from archsim.workloads.hf import config_path, shape_from_hf_config
 from archsim.workloads.models.transformer import TransformerShape
 from archsim.workloads.parallel import DeviceBuild
 from archsim.workloads.tags import ATTENTION_CORE_ROLES
@@ -118,9 +117,9 @@ def model_shape(model: str) -> TransformerShape:
     Raises:
         WorkloadError: not a zoo decoder or a readable config (path ``--model``).
     """
-    p = Path(model)
-    if p.suffix == ".json" or p.is_dir():
-        return shape_from_hf_config(p / "config.json" if p.is_dir() else p)
+    cfg = config_path(model)
+    if cfg is not None:
+        return shape_from_hf_config(cfg)
     try:
         s = transformer_shape(model)
     except WorkloadError:

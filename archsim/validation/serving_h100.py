@@ -24,19 +24,28 @@ from pathlib import Path
 
 from archsim.arch.accelerator import Accelerator
 from archsim.arch.reference import reference_dir
+from archsim.serve.cost import model_shape
 from archsim.serve.session import REQUESTS_PER_CLIENT, run_serving
 
 __all__ = ["Deployment", "Prediction", "ZOO", "deployments_path", "load_deployments",
-           "unsupported", "predict", "median_errors", "render_markdown"]
+           "checkpoint_precision", "unsupported", "predict", "median_errors", "render_markdown"]
 
-_HF = Path(__file__).resolve().parents[2] / "tests" / "data" / "hf_dense"
+_DATA = Path(__file__).resolve().parents[2] / "tests" / "data"
+_HF = _DATA / "hf_dense"
+_DEPLOYED = _DATA / "hf_deployed"
 
 #: Hugging Face model id -> the ``--model`` archsim serves it as: a zoo decoder of the same
 #: shape (Llama 3.1 8B/70B have the layers, widths, heads and vocabulary of Llama 3 8B/70B;
 #: the longer RoPE context does not change the work of a 1-8k-token request) or the
-#: checkpoint's ``config.json`` (hyper-parameters as published on the model's HF page).
+#: checkpoint's ``config.json`` (hyper-parameters as published on the model's HF page; a
+#: model folder of ``tests/data/hf_deployed``, provenance in its SOURCE.md).
 ZOO = {"meta-llama/Llama-3.1-8B-Instruct": "llama3-8b", "meta-llama/Llama-3.1-70B": "llama3-70b",
-       "Qwen/Qwen3-32B": str(_HF / "qwen3-32b.json")}
+       "Qwen/Qwen3-32B": str(_HF / "qwen3-32b.json"),
+       "Qwen/Qwen3-235B-A22B-FP8": str(_DEPLOYED / "Qwen3-235B-A22B-FP8"),
+       "deepseek-ai/DeepSeek-V3": str(_DEPLOYED / "DeepSeek-V3"),
+       "deepseek-ai/DeepSeek-R1": str(_DEPLOYED / "DeepSeek-R1"),
+       "openai/gpt-oss-120b": str(_DEPLOYED / "gpt-oss-120b"),
+       "MiniMaxAI/MiniMax-M2.5": str(_DEPLOYED / "MiniMax-M2.5")}
 
 #: Tokens per engine iteration, the three engines' default: TensorRT-LLM ``max_num_tokens``
 #: 8192, vLLM V1 ``max_num_batched_tokens`` 8192 (online serving), SGLang
@@ -119,13 +128,29 @@ def load_deployments(path: str | Path | None = None) -> list[Deployment]:
     return out
 
 
+def checkpoint_precision(model: str) -> str:
+    """The ``precision`` column's name for the formats a model is released in: ``fp8``
+    (fp8 weights, e.g. DeepSeek-V3, Qwen3-235B-A22B-FP8), ``fp4`` (MXFP4 experts: gpt-oss),
+    ``""`` (16-bit)."""
+    s = model_shape(model)
+    if s.expert_w_format == "mxfp4":
+        return "fp4"
+    return "fp8" if s.w_format.startswith("fp8") else ""
+
+
 def unsupported(d: Deployment) -> str | None:
     """Why archsim cannot run ``d`` as measured today, or None when it can."""
     if d.mode != "agg":
         return "disaggregated workers with their own batch sizes (not compared yet)"
     if d.model_path not in ZOO:
-        return "model neither in the zoo nor a shipped config (MoE, MLA: issue 27 item 3)"
-    if d.precision:
+        return "model neither in the zoo nor a shipped config"
+    s = model_shape(ZOO[d.model_path])
+    if s.windows:
+        return ("blocks with different attention (sliding-window and full): serving prices "
+                "one repeated block")
+    if s.is_moe and s.dense_layers:
+        return "dense first blocks before the MoE blocks: serving prices one repeated block"
+    if d.precision != checkpoint_precision(ZOO[d.model_path]):
         return f"{d.precision} weights: serve has no --w-format yet (issue 27 item 2)"
     if d.pp > 1 or d.attention_dp > 1 or d.moe_ep > 1:
         return "pipeline, attention-DP or expert parallelism inside a replica"

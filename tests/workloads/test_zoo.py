@@ -23,7 +23,8 @@ TOL = 0.02
 
 NAMES = ("gpt2-small gpt2-medium gpt2-large gpt2-xl gpt3-small gpt3-medium gpt3-large gpt3-xl "
          "gpt3-175b llama2-7b llama2-13b llama2-70b llama3-8b llama3-70b llama3-405b mixtral-8x7b "
-         "qwen3-30b-a3b deepseek-v3 opt-175b bloom-176b "
+         "qwen3-30b-a3b qwen3-235b-a22b gpt-oss-120b gpt-oss-20b minimax-m2 deepseek-v3 "
+         "opt-175b bloom-176b "
          "bitnet-b1.58-3b bert-base vit-b16 resnet18 resnet50 vgg16 mobilenet-v2 "
          "mistral-7b yi-34b opt-13b").split()
 
@@ -46,6 +47,10 @@ PUBLISHED_PARAMS = [
     ("llama3-405b", 405.85e9, "HF meta-llama/Llama-3.1-405B (Dubey et al. 2024: 405B)"),
     ("mixtral-8x7b", 46.7e9, "Mistral AI 2023, 'Mixtral of experts': 46.7B total"),
     ("qwen3-30b-a3b", 30.5e9, "HF Qwen/Qwen3-30B-A3B model card: 30.5B total"),
+    ("qwen3-235b-a22b", 235e9, "HF Qwen/Qwen3-235B-A22B model card: 235B total"),
+    ("gpt-oss-120b", 116.83e9, "OpenAI 2025, gpt-oss model card, Table 1: 116.83B total"),
+    ("gpt-oss-20b", 20.91e9, "OpenAI 2025, gpt-oss model card, Table 1: 20.91B total"),
+    ("minimax-m2", 230e9, "HF MiniMaxAI/MiniMax-M2 model card: 230B total"),
     ("deepseek-v3", 671e9, "DeepSeek-V3 technical report: 671B total (without MTP)"),
     ("opt-175b", 175e9, "Zhang et al. 2022, OPT, Table 1"),
     ("bloom-176b", 176_247_271_424, "bigscience/bloom model card"),

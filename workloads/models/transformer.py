@@ -46,10 +46,21 @@ Counting rules (documented choices):
   (``...attn.kv_b``); decode runs the weight-absorbed form (the cache holds the latent
   ``kv_lora_rank + qk_rope_dim`` per token, attention is MQA-like over it; DeepSeek-V2 Sec.
   2.1.2), with the same parameters;
+* per-block attention (``windows``; gpt-oss): a block with a sliding window of ``w`` keys
+  builds its fused ``Attention`` op with ``window=w`` (causal prefill scores only the last
+  ``w`` keys of each query); unfused, its decode QK/softmax/AV read only the last ``w``
+  cached keys (prefill scores stay dense, as for full blocks). A shape with windows is
+  built whole: a part of its blocks (``layers`` not the windows' length) is refused;
+* q/k RMSNorm (``qk_norm``; Qwen3, GLM, MiniMax-M2): one ``...attn.qk_norm`` Norm after the
+  QKV projection over the shard's query and key columns: per head (rows ``tokens x (h +
+  kv)``, cols ``head_dim``; two ``head_dim`` gains) or per layer (rows ``tokens``, cols
+  ``(h + kv) x head_dim``; one gain per column). Attention sinks (``sinks``; gpt-oss): one
+  learned logit per head, one more softmax column (unfused) and ``heads`` parameters;
 * attention GEMMs and vector ops stay in fp16 for every model; the shape's formats apply to
   the linear layers of the blocks (BitNet b1.58 keeps embedding and LM head in fp16: Ma et
   al. 2024, answer of the authors on the paper's Hugging Face page, "the lm_head is not
-  quantized").
+  quantized"), the routed experts' weights ``expert_w_format`` when set (gpt-oss: MXFP4);
+  the router stays fp16.
 
 Kernels (``kernels=``): ``fused`` (default) is one kernel per op above, as a tuned engine
 runs the model (dropout folded into the residual add). ``eager_amp`` is what PyTorch eager
@@ -135,6 +146,18 @@ class TransformerShape:
         q_lora_rank, kv_lora_rank, qk_rope_dim, qk_nope_dim, v_head_dim: multi-head latent
             attention (``kv_lora_rank`` 0 = ordinary attention; ``q_lora_rank`` 0 = a full
             query projection).
+        qkv_bias: the query/key/value projection carries biases even when ``bias`` is false
+            (GLM-4.5: ``attention_bias`` on q, k, v only).
+        qk_norm: RMSNorm of the queries and keys after their projection: ``""`` none,
+            ``head`` (Qwen3, GLM-4.5: one ``head_dim`` gain for q and one for k, applied to
+            every head) or ``layer`` (MiniMax-M2 ``per_layer``: one gain over all query and
+            all key columns).
+        windows: per-block sliding attention window in tokens (0 = full attention), one
+            entry per block; empty = full attention everywhere (gpt-oss: 128 and 0
+            alternating, from ``layer_types``).
+        sinks: a learned per-head "sink" logit joins each softmax row (gpt-oss).
+        expert_w_format: weight format of the routed experts when it differs from
+            ``w_format`` (gpt-oss ships its experts in MXFP4); ``""`` = ``w_format``.
     """
 
     name: str
@@ -179,6 +202,11 @@ class TransformerShape:
     v_head_dim: int = 0
     dropout: bool = False
     act_impl: str = ""
+    qkv_bias: bool = False
+    qk_norm: str = ""
+    windows: tuple[int, ...] = ()
+    sinks: bool = False
+    expert_w_format: str = ""
 
     @property
     def is_moe(self) -> bool:
@@ -214,6 +242,10 @@ class TransformerShape:
     def vit_tokens(self) -> int:
         """Patches plus the class token."""
         return (self.image // self.patch) ** 2 + 1
+
+    def window(self, block: int) -> int:
+        """Sliding attention window of block ``block`` in tokens (0 = full attention)."""
+        return self.windows[block] if self.windows else 0
 
 
 def resolve_phase(name: str, phase: str | None, valid: tuple[str, ...]) -> str:
@@ -303,11 +335,18 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
     q, keys, ctx = _tokens(s, ph, seq, context)
     hl, kvl = _tp_heads(s, tp)
     _check_ep(s, ep)
+    if s.windows and len(s.windows) != s.layers:
+        raise WorkloadError(Problem(
+            f"{s.name}'s blocks differ in attention (a sliding window on some, full "
+            f"attention on others: {len(s.windows)} per-block windows for {s.layers} "
+            f"blocks); such a model is built whole (archsim run), not from one repeated "
+            f"block as serving and parallel plans build it today", "windows"))
     w = Workload(name=s.name, phase=ph, batch=batch, seq=q, context=ctx, family="transformer",
                  devices=tp)
     b = GraphBuilder(w)
     a_fmt, w_fmt, acc_fmt = (get_format(s.a_format), get_format(s.w_format),
                              get_format(s.acc_format))
+    ew_fmt = get_format(s.expert_w_format) if s.expert_w_format else w_fmt
     m = batch * q
     d, hd, h, kv = s.d_model, s.hd, hl, kvl          # heads and KV heads of one shard
     ffn, vocab = -(-s.ffn // tp), -(-s.vocab // tp)    # column / vocabulary shards
@@ -399,6 +438,18 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
             bwd[name] = (data, [grad_op(f"{name}.bwd_weight", layer, per, cols, wide, fn="add",
                                         inputs=m, pass_="bwd_weight", role=role)])
         return op
+
+    def qk_norm(L: str, qkv: Op) -> Op:
+        """RMSNorm of the queries and keys (``s.qk_norm``): per head, rows of ``head_dim``
+        (one gain for q and one for k, shared by the heads); per layer, one row of all the
+        shard's query and key columns (one gain per column)."""
+        if s.qk_norm == "head":
+            rows, cols, extra = m * (h + kv), hd, hd
+        else:
+            rows, cols, extra = m, (h + kv) * hd, 0
+        return b.add(Norm(name=f"{L}.attn.qk_norm", rows=rows, cols=cols, norm="rmsnorm",
+                          layer=L, block=blk, role="qkv_norm", a_format=wide), [qkv],
+                     extra=extra)
 
     drop = s.dropout and ph == "train"
 
@@ -515,10 +566,10 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
             g("mul", "bwd_other", FP32, inputs=2)], [])
 
     def bgemm(name: str, layer: str, rows: int, n: int, k: int, batch_: int, role: str,
-              after: list[Op | str], extra: int = 0) -> Op:
+              after: list[Op | str], extra: int = 0, wf: NumberFormat | None = None) -> Op:
         return b.add(Gemm(name=name, m=rows, n=n, k=k, batch=batch_, role=role, layer=layer,
-                          block=blk, a_format=a_fmt, w_format=w_fmt, acc_format=acc_fmt), after,
-                     extra=extra)
+                          block=blk, a_format=a_fmt, w_format=wf or w_fmt, acc_format=acc_fmt),
+                     after, extra=extra)
 
     def attn_core(L: str, qk_in: Op, v_in: Op, hk: int, hv: int, groups: int) -> Op:
         """QK^T, softmax, AV over ``h`` heads sharing ``h / groups`` K/V matrices; when every
@@ -560,7 +611,7 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
 
     def moe(L: str, f_in: Op) -> Op:
         """Mixture-of-experts FFN of one block (module doc); returns the combined output."""
-        router = lin(f"{L}.moe.router", L, m, s.experts, d, "router", [f_in], bias=False,
+        router = lin(f"{L}.moe.router", L, m, s.experts, d, "router", [f_in], bias=s.bias,
                      quant=False)
         scores = b.add(Softmax(name=f"{L}.moe.softmax", rows=m, cols=s.experts, layer=L,
                                block=blk, role="router"), [router])
@@ -575,11 +626,16 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
         if s.capacity_factor > 0:
             per = max(per, math.ceil(s.capacity_factor * assigned / local))
         idle = (local - active) * d * width         # parameters of experts no token reached
-        gate = bgemm(f"{L}.moe.gate", L, per, width, d, active, "expert_gate", [scores], idle)
-        up = bgemm(f"{L}.moe.up", L, per, width, d, active, "expert_up", [scores], idle)
+        # expert biases (gpt-oss): gate and up of ``width``, down of ``d``, every local expert
+        bw, bd = (local * width, local * d) if s.bias else (0, 0)
+        gate = bgemm(f"{L}.moe.gate", L, per, width, d, active, "expert_gate", [scores],
+                     idle + bw, ew_fmt)
+        up = bgemm(f"{L}.moe.up", L, per, width, d, active, "expert_up", [scores], idle + bw,
+                   ew_fmt)
         act = add(f"{L}.moe.act", L, per * active, width, [gate, up], fn="swiglu",
                   role="expert_act")
-        out = bgemm(f"{L}.moe.down", L, per, d, width, active, "expert_down", [act], idle)
+        out = bgemm(f"{L}.moe.down", L, per, d, width, active, "expert_down", [act],
+                    idle + bd, ew_fmt)
         parts: list[Op | str] = [out]
         if s.shared_experts:
             ws = -(-s.shared_experts * s.moe_ffn // tp)
@@ -634,7 +690,8 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
         if s.is_mla:
             proj = mla(L, h_in)
         else:
-            qkv = lin(f"{L}.attn.qkv", L, m, (h + 2 * kv) * hd, d, "qkv", [h_in])
+            qkv = lin(f"{L}.attn.qkv", L, m, (h + 2 * kv) * hd, d, "qkv", [h_in],
+                      bias=True if s.qkv_bias else None)
             if autograd:
                 # q, k, v are split off one projection (GPT-2's c_attn): split_with_sizes'
                 # backward concatenates their gradients (at::cat), one copy of the output
@@ -642,26 +699,35 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
                 bwd[qkv.name] = ([grad_op(f"{L}.attn.qkv.bwd_split", L, m, (h + 2 * kv) * hd,
                                           amp, fn="copy", role="qkv"), *data], weight)
             qk_in: Op = qkv
+            if s.qk_norm:
+                qk_in = qk_norm(L, qkv)
             if s.positions == "rope":
-                qk_in = add(f"{L}.attn.rope", L, m, (h + kv) * hd, [qkv], fn="mul", role="rope")
+                qk_in = add(f"{L}.attn.rope", L, m, (h + kv) * hd, [qk_in], fn="mul",
+                            role="rope")
+            win = s.window(i)
+            sinks = h if s.sinks else 0     # one learned logit per head (parameters)
             if attention == "fused":     # FlashAttention: one kernel, scores stay on chip
                 ctx_op: Op = b.add(Attention(
                     name=f"{L}.attn.core", batch=batch, heads=h, kv_heads=kv, q_len=q,
                     kv_len=keys, head_dim=hd, causal=(s.kind == "decoder" and ph != "decode"),
-                    layer=L, block=blk), [qk_in, qkv])
+                    window=win, layer=L, block=blk), [qk_in, qkv], extra=sinks)
             else:
-                scores = b.add(Gemm(name=f"{L}.attn.qk", m=q, n=keys, k=hd, batch=batch * h,
+                # decode reads only the window's keys; prefill/train scores stay dense
+                seen = min(keys, win) if win and ph == "decode" else keys
+                scores = b.add(Gemm(name=f"{L}.attn.qk", m=q, n=seen, k=hd, batch=batch * h,
                                     b_is_weight=False, b_shared=h // kv, role="qk", layer=L,
                                     block=blk), [qk_in])
                 if s.positions == "alibi":
-                    scores = add(f"{L}.attn.alibi", L, batch * h * q, keys, [scores],
+                    scores = add(f"{L}.attn.alibi", L, batch * h * q, seen, [scores],
                                  role="attn")
+                # a sink logit is one more column of each softmax row
                 probs = b.add(Softmax(name=f"{L}.attn.softmax", rows=batch * h * q,
-                                      cols=keys, role="attn", layer=L, block=blk), [scores])
+                                      cols=seen + (1 if sinks else 0), role="attn", layer=L,
+                                      block=blk), [scores], extra=sinks)
                 if drop:
-                    probs = add(f"{L}.attn.dropout", L, batch * h * q, keys, [probs],
+                    probs = add(f"{L}.attn.dropout", L, batch * h * q, seen, [probs],
                                 fn="mul", more=1, role="attn")
-                ctx_op = b.add(Gemm(name=f"{L}.attn.av", m=q, n=hd, k=keys, batch=batch * h,
+                ctx_op = b.add(Gemm(name=f"{L}.attn.av", m=q, n=hd, k=seen, batch=batch * h,
                                     b_is_weight=False, b_shared=h // kv, role="av", layer=L,
                                     block=blk), [probs, qkv])
             if eager:    # (b, h, q, hd) -> (b, q, h*hd): transpose + contiguous
