@@ -122,6 +122,7 @@ class PlanResult:
         attention_flops: FLOPs of the attention core (roles ``qk``, ``attn``, ``av`` or the
             fused ``attention``; matrix FLOPs, 2 per MAC) one device runs in a step.
         build: the choices the per-device graphs were built with (attention, formats).
+        batch, seq: sequences per step and tokens per sequence (1 for decode).
         power_cap: the devices' power limit as a fraction of the board's (``PlanOptions``).
         busy_s: time one device computes in a step (its graphs x microbatches + the update);
             the rest of ``step_s`` it waits (bubble, exposed collectives).
@@ -148,6 +149,8 @@ class PlanResult:
     attention_flops: float = 0.0
     build: DeviceBuild = DeviceBuild()
     power_cap: float = 1.0
+    batch: int = 0
+    seq: int = 0
     busy_s: float = 0.0
     busy_energy_j: float = 0.0
     idle_power_w: float = 0.0
@@ -197,9 +200,20 @@ class _Times:
     upd: float = 0.0
     attn_fwd: float = 0.0
     attn_bwd: float = 0.0
-    energy_j: float = 0.0
+    e_fwd: float = 0.0           # energy (J) of the forward ops, the backward, the update
+    e_bwd: float = 0.0
+    e_upd: float = 0.0
+    e_attn_fwd: float = 0.0      # of the attention core's forward (selective recompute)
     flops: float = 0.0
     attn_flops: float = 0.0
+
+    def step_energy_j(self, train: bool, recompute: str) -> float:
+        """Energy of one microbatch's passes, the recomputed forward included (not the
+        update, which runs once per step)."""
+        if not train:
+            return self.e_fwd
+        again = {"selective": self.e_attn_fwd, "full": self.e_fwd}.get(recompute, 0.0)
+        return self.e_fwd + self.e_bwd + again
 
 
 def cp_scale(g: Workload, cp: int, phase: str) -> dict[str, float]:
@@ -246,20 +260,24 @@ def _split(res: Result, block: int | None, plan: ParallelPlan, imbalance: float,
         lat *= f_cp
         if o.role in EXPERT_ROLES:
             lat *= imbalance
-        t.energy_j += o.energy_j * (lat / o.latency_s if o.latency_s > 0 else 1.0)
+        e = o.energy_j * (lat / o.latency_s if o.latency_s > 0 else 1.0)
         t.flops += o.macs * 2 * f_cp
         if core:
             t.attn_flops += o.macs * 2 * f_cp
         if o.pass_group == "optimizer":
             t.upd += lat
+            t.e_upd += e
         elif o.pass_group == "backward":
             t.bwd += lat
+            t.e_bwd += e
             if core:
                 t.attn_bwd += lat
         else:
             t.fwd += lat
+            t.e_fwd += e
             if core:
                 t.attn_fwd += lat
+                t.e_attn_fwd += e
     return t
 
 
@@ -477,10 +495,16 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
     caps = [u.memory_capacity_bytes() for u in cluster.device.units]
     cap = float(max(caps)) if caps else 0.0
     fits = cap <= 0 or mem["total"] <= cap
-    dyn_stage = sum(blocks[k].energy_j * n / plan.pp for k, n in (("dense", dense_n),
-                                                                  ("moe", moe_n)) if n)
+    # busy energy of one device: m microbatches of its stage's passes (the recomputed forward
+    # included, as in the stage's time) and the update once (split over dp under ZeRO, as upd)
+    stage = [(blocks[k], n / plan.pp, plan.recompute)
+             for k, n in (("dense", dense_n), ("moe", moe_n)) if n]
+    stage.append((base, 1.0, "none"))          # the embedding and head are not recomputed
+    e_mb = sum(t.step_energy_j(train, rc) * w for t, w, rc in stage)
+    e_upd = sum(t.e_upd * w for t, w, _ in stage) if train else 0.0
+    e_upd /= plan.dp if train and plan.zero >= 1 and plan.dp > 1 else 1
     busy = compute + upd
-    dyn = m * (dyn_stage + base.energy_j) if busy > 0 else 0.0
+    dyn = m * e_mb + e_upd if busy > 0 else 0.0
     static_w = _static_power(cluster)
     # every device: its graphs' energy while busy, static power while it waits (module doc)
     energy = plan.devices * (dyn + static_w * max(0.0, step - busy)) + link_e[0]
@@ -501,7 +525,7 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
                       energy_j=energy, tokens_per_s=tokens / step if step > 0 else 0.0,
                       flops_per_device_s=flops_dev / step if step > 0 else 0.0, block=blk,
                       input_hash=digest, attention_flops=attn_flops, build=build,
-                      power_cap=options.power_cap, busy_s=busy, busy_energy_j=dyn,
+                      power_cap=options.power_cap, batch=batch, seq=seq_n, busy_s=busy, busy_energy_j=dyn,
                       idle_power_w=static_w, link_energy_j=link_e[0])
 
 
