@@ -4,6 +4,10 @@ name stands for.
     from archsim import search_plans
     found = search_plans("dgx_h100", "llama3-70b", devices=16, phase="train", batch=64)
     print(found.table(top=5))
+    # least energy over power caps and fewer devices; what it costs in time
+    found = search_plans("dgx_h100", "llama3-70b", 8, phase="decode", batch=64,
+                         objective="energy", power_caps=(1.0, 0.85, 0.7), fewer_devices=True)
+    print(found.tradeoff())
 
 A design is a cluster (``configs/cluster/*.yaml`` or its name; it is grown or shrunk to whole
 nodes to hold the devices) or a device design (then one node of that many devices joined by
@@ -168,6 +172,10 @@ class PlanSearch:
         b, t = self.best, self.time_best
         if self.objective == "time" or b is None or t is None:
             return ""
+
+        if b is t:
+            return inert(f"the {self.objective}-optimal plan is the time-optimal one: "
+                         f"{b.label()} on {b.plan.devices} devices")
 
         def d(x: float, y: float) -> str:
             return f"{x / y - 1:+.1%}" if y else "n/a"
@@ -337,6 +345,6 @@ def _objective_key(objective: str, phase: str, price: float | None,
                                       "(decode: time per output token; prefill: TTFT)",
                                       "--slo-ms"))
         slo_s = slo_ms / 1e3
-        return lambda r: ((0.0, -r.tokens_per_s / r.plan.devices) if r.step_s <= slo_s
-                          else (1.0, r.step_s))
+        return lambda r: ((0.0, -r.tokens_per_s / r.plan.devices, r.energy_j)
+                          if r.step_s <= slo_s else (1.0, r.step_s, r.energy_j))
     return _KEYS[objective]
