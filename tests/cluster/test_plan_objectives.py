@@ -153,6 +153,22 @@ def test_energy_optimal_never_costs_more_energy_than_time_optimal(searches):
     assert line.startswith("energy-optimal ") and "time-optimal" in line and "\n" not in line
 
 
+@pytest.mark.parametrize("devices, kw", [
+    (4, dict(phase="prefill", batch=4, seq=1024)),
+    (4, dict(phase="train", batch=8, seq=512)),
+    (8, dict(phase="decode", batch=32, context=1024)),
+])
+def test_energy_and_time_optima_over_small_spaces(devices, kw):
+    # property: over the same space, the energy-optimal plan never spends more energy than the
+    # time-optimal one, and the time-optimal plan is never slower than the energy-optimal one
+    space = dict(power_caps=(1.0, 0.7), fewer_devices=True, **kw)
+    t = archsim.search_plans("dgx_h100", "llama3-8b", devices, objective="time", **space)
+    e = archsim.search_plans("dgx_h100", "llama3-8b", devices, objective="energy", **space)
+    assert e.best.energy_j <= t.best.energy_j
+    assert t.best.step_s <= e.best.step_s
+    assert e.best.energy_j == min(r.energy_j for r in t.ranked)
+
+
 def test_more_space_never_hurts_the_objective():
     small = archsim.search_plans("dgx_h100", "llama3-8b", 8, phase="decode", batch=16,
                                  context=2048, objective="energy")
