@@ -529,7 +529,7 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
                       idle_power_w=static_w, link_energy_j=link_e[0])
 
 
-def power_capped(cluster: Cluster, fraction: float) -> Cluster:
+def power_capped(cluster: Cluster, fraction: float, flag: str = "--power-caps") -> Cluster:
     """``cluster`` with every device's board power limit at ``fraction`` of its own: each
     unit with a DVFS model (a ``power`` section: ``arch/gpu/power.py``) gets
     ``power.power_limit_w x fraction`` (``nvidia-smi -pl``), so every kernel runs at the
@@ -537,13 +537,14 @@ def power_capped(cluster: Cluster, fraction: float) -> Cluster:
 
     Raises:
         ConfigError: ``fraction`` not in (0, 1], a device without a DVFS model (only the
-            configured limit exists), or a limit at or below the board's static power.
+            configured limit exists), or a limit at or below the board's static power; the
+            problem names ``flag``.
     """
     if fraction == 1.0:
         return cluster
     if not 0.0 < fraction <= 1.0:
         raise ConfigError(Problem(f"expected a fraction of the board power limit in (0, 1], "
-                                  f"got {fraction:g}", "--power-caps"))
+                                  f"got {fraction:g}", flag))
     sets = []
     for i, u in enumerate(cluster.device.units):
         spec = getattr(u, "spec", None)
@@ -555,13 +556,13 @@ def power_capped(cluster: Cluster, fraction: float) -> Cluster:
         if cap_w <= static_w:
             raise ConfigError(Problem(f"a cap of {fraction:.0%} is {cap_w:.4g} W, at or below "
                                       f"the board's static power ({static_w:.4g} W) of "
-                                      f"{cluster.spec.device}", "--power-caps"))
+                                      f"{cluster.spec.device}", flag))
         sets.append(f"units[{i}].power.power_limit_w={cap_w!r}")
     if not sets:
         raise ConfigError(Problem(f"{cluster.spec.device} has no DVFS model (no power section "
                                   f"in its units: arch/gpu/power.py), so a power cap cannot "
                                   f"be priced; the H100 and H200 designs have one",
-                                  "--power-caps"))
+                                  flag))
     dev = load_data(cluster.device.raw, cluster.device.source or "<config>", sets)
     return replace(cluster, device=dev)
 

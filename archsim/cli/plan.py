@@ -18,7 +18,7 @@ import sys
 from archsim.api import device_build
 from archsim.arch.collective import IMPLS
 from archsim.cli.common import non_empty, positive_float, positive_int, ratio_at_least_one
-from archsim.parallel import PlanOptions, evaluate_plan, to_result
+from archsim.parallel import PlanOptions, evaluate_plan, power_capped, to_result
 from archsim.plans import OBJECTIVES, load_cluster_for, plan_report, search_plans
 from archsim.workloads.parallel import ParallelPlan, default_microbatches
 
@@ -72,6 +72,17 @@ def add_plan_flags(r: argparse.ArgumentParser) -> None:
     g.add_argument("--moe-imbalance", type=ratio_at_least_one, default=1.0,
                    help="busiest expert device's tokens / the mean (default 1)")
     g.add_argument("--tp-allreduce", choices=IMPLS, default="nccl", help=TP_ALLREDUCE_HELP)
+    g.add_argument("--power-cap", type=power_cap, default=1.0,
+                   help="every device's power limit, a fraction of the board's or a percentage "
+                        "(e.g. 70%%; a design with a DVFS model: H100, H200)")
+
+
+def power_cap(text: str) -> float:
+    """argparse type: one power cap (``0.7`` or ``70%``)."""
+    caps = power_caps(text)
+    if len(caps) != 1:
+        raise argparse.ArgumentTypeError(f"expected one power cap, got {text!r}")
+    return caps[0]
 
 
 def plan_flags_given(args: argparse.Namespace) -> bool:
@@ -80,7 +91,7 @@ def plan_flags_given(args: argparse.Namespace) -> bool:
             or (args.microbatches or 1) > 1 or args.kv_format is not None
             or args.zero > 0 or args.recompute != "none" or args.sequence_parallel
             or args.tp_overlap or args.interleave > 1 or args.moe_imbalance != 1.0
-            or args.tp_allreduce != "nccl")
+            or args.tp_allreduce != "nccl" or args.power_cap != 1.0)
 
 
 def run_plan(args: argparse.Namespace) -> int:
@@ -96,7 +107,8 @@ def run_plan(args: argparse.Namespace) -> int:
     cluster = load_cluster_for(args.config, plan.devices, args.overrides, grow=False)
     phase = args.phase or "prefill"
     opts = PlanOptions(tp_overlap=args.tp_overlap, moe_imbalance=args.moe_imbalance,
-                       tp_allreduce=args.tp_allreduce)
+                       tp_allreduce=args.tp_allreduce, power_cap=args.power_cap)
+    power_capped(cluster, args.power_cap, "--power-cap")     # refused here, naming the flag
     build = device_build(cluster.device, args.a_format, args.w_format, args.kernels,
                          args.kv_format)
     r = evaluate_plan(cluster, args.model, plan, phase, batch=args.batch, seq=args.seq,

@@ -280,3 +280,22 @@ def test_recomputation_costs_its_forward_energy(dgx, memo):
     assert 0 < e_core < e_fwd
     assert full.busy_energy_j - none.busy_energy_j == pytest.approx(2 * e_fwd, rel=1e-9)
     assert sel.busy_energy_j - none.busy_energy_j == pytest.approx(2 * e_core, rel=1e-9)
+
+
+def test_run_with_a_power_cap_is_the_searched_plan(capsys, dgx):
+    # the plan the energy search returns can be run as it was priced
+    assert main(["run", "dgx_h100", "--model", "llama3-8b", "--phase", "decode", "--tp", "2",
+                 "--batch", "8", "--context", "2048", "--power-cap", "60%", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    r = evaluate_plan(dgx, "llama3-8b", ParallelPlan(tp=2), "decode", batch=8, context=2048,
+                      options=PlanOptions(power_cap=0.6))
+    assert d["energy_j"] == pytest.approx(r.energy_j, rel=1e-12)
+    assert d["latency_s"] == pytest.approx(r.step_s, rel=1e-12)
+    assert d["extra"]["plan"]["power_cap"] == 0.6
+
+
+def test_run_power_cap_on_a100_exits_2_naming_the_flag(capsys):
+    assert main(["run", "dgx_a100", "--model", "llama3-8b", "--phase", "decode", "--tp", "2",
+                 "--power-cap", "70%"]) == 2
+    err = capsys.readouterr().err
+    assert "--power-cap:" in err and "no DVFS model" in err
