@@ -589,7 +589,10 @@ def to_result(r: PlanResult, cluster: Cluster) -> Result:
     return Result(
         design=cluster.name, workload=r.model, phase=r.phase, fidelity="analytical",
         latency_s=r.step_s, cycles=int(round(r.step_s * clock)), clock_hz=clock,
-        energy_j=r.energy_j, energy_breakdown_j={"devices+links": r.energy_j},
+        energy_j=r.energy_j, energy_breakdown_j={
+            "devices_busy": n * r.busy_energy_j,
+            "devices_waiting": r.energy_j - n * r.busy_energy_j - r.link_energy_j,
+            "links": r.link_energy_j},
         area_mm2=area.total_mm2 * n,
         area_breakdown_mm2={k: v * n for k, v in area.breakdown_mm2.items()},
         utilization=0.0, tokens_per_s=r.tokens_per_s, samples_per_s=None, ops=(),

@@ -292,6 +292,9 @@ def test_run_with_a_power_cap_is_the_searched_plan(capsys, dgx):
     assert d["energy_j"] == pytest.approx(r.energy_j, rel=1e-12)
     assert d["latency_s"] == pytest.approx(r.step_s, rel=1e-12)
     assert d["extra"]["plan"]["power_cap"] == 0.6
+    parts = d["energy_breakdown_j"]
+    assert sum(parts.values()) == pytest.approx(d["energy_j"], rel=1e-12)
+    assert parts["devices_waiting"] == pytest.approx(2 * STATIC_W * (r.step_s - r.busy_s))
 
 
 def test_run_power_cap_on_a100_exits_2_naming_the_flag(capsys):
