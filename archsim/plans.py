@@ -233,7 +233,9 @@ class PlanSearch:
                 "objective": self.objective, "price_per_gpu_hour": self.price_per_gpu_hour,
                 "slo_s": self.slo_s, "device_counts": list(self.device_counts),
                 "power_caps": list(self.power_caps),
-                "plans": [{**r.row(), **self._extra(r)} for r in self.ranked[:top]]}
+                "plans": [{**r.row(), **self._extra(r)} for r in self.ranked[:top]],
+                "time_optimal": (None if self.time_best is None else
+                                 {**self.time_best.row(), **self._extra(self.time_best)})}
 
     def _extra(self, r: PlanResult) -> dict[str, Any]:
         out: dict[str, Any] = {}

@@ -215,6 +215,9 @@ def test_plan_cost_json(capsys):
     d = json.loads(capsys.readouterr().out)
     assert d["objective"] == "cost" and d["price_per_gpu_hour"] == 2.5
     assert d["device_counts"] == [1, 2, 4, 8]
+    t = d["time_optimal"]
+    assert t["step_s"] <= d["plans"][0]["step_s"]
+    assert t["cost_per_step"] >= d["plans"][0]["cost_per_step"]
 
 
 @pytest.mark.parametrize("extra, flag", [
