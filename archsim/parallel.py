@@ -31,8 +31,13 @@ Step (training; docs/cluster.md has the derivation):
   forward and backward (prefetched: exposed beyond the compute it overlaps);
 * the optimiser update once per step (divided by ``dp`` with ZeRO >= 1).
 
-Energy: every device runs its graphs' dynamic energy and idles (static power) for the rest of
-the step; links add their energy per bit.
+Energy: every device runs its graphs (their energy, static power included, over their busy
+time) and idles at its static power for the rest of the step -- the pipeline bubble, exposed
+collectives, the wait on the slowest stage; links add their energy per bit. So
+``energy = devices x (E_busy + P_static x (step - busy)) + E_links`` (``PlanResult`` keeps each
+term). A power cap (``PlanOptions.power_cap``, a fraction of the board's power limit) lowers
+the limit of every unit with a DVFS model (``arch/gpu/power.py``): each kernel then runs at the
+highest clock whose board power fits, trading time for energy.
 """
 
 from __future__ import annotations
@@ -44,11 +49,12 @@ from typing import Any
 
 import archsim.energy as _energy
 from archsim.api import VERSION, device_build, evaluate, with_format_hint
+from archsim.arch.accelerator import load_data
 from archsim.arch.cluster import Cluster
 from archsim.arch.collective import collective, place
 from archsim.mapper.plan import bubble_fraction, pipeline_time
 from archsim.result import Result
-from archsim.workloads.errors import MappingError, Problem, WorkloadError
+from archsim.workloads.errors import ConfigError, MappingError, Problem, WorkloadError
 from archsim.workloads.graph import Workload
 from archsim.workloads.hf import config_path, shape_from_hf_config
 from archsim.workloads.models.transformer import TransformerShape
@@ -67,7 +73,7 @@ from archsim.workloads.parallel import (
 from archsim.workloads.tags import ATTENTION_CORE_ROLES, EXPERT_ROLES, SEQUENCE_PARALLEL_ROLES
 from archsim.workloads.zoo import model_names, transformer_shape
 
-__all__ = ["PlanOptions", "PlanResult", "evaluate_plan", "shape_of", "cp_scale"]
+__all__ = ["PlanOptions", "PlanResult", "evaluate_plan", "shape_of", "cp_scale", "power_capped"]
 
 
 @dataclass(frozen=True)
@@ -85,6 +91,8 @@ class PlanOptions:
         tp_allreduce: the tensor-parallel all-reduce's implementation (``collective``'s
             ``impl``): ``nccl`` (default), or vLLM's custom all-reduce in a CUDA graph
             (``custom-graph``) or eager (``custom-eager``); inside one node only.
+        power_cap: every device's board power limit as a fraction of its own
+            (``nvidia-smi -pl``; 1 = as configured): :func:`power_capped`.
     """
 
     overlap_dp: bool = True
@@ -93,6 +101,7 @@ class PlanOptions:
     comm_sms: int = 8
     moe_imbalance: float = 1.0
     tp_allreduce: str = "nccl"
+    power_cap: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -113,6 +122,14 @@ class PlanResult:
         attention_flops: FLOPs of the attention core (roles ``qk``, ``attn``, ``av`` or the
             fused ``attention``; matrix FLOPs, 2 per MAC) one device runs in a step.
         build: the choices the per-device graphs were built with (attention, formats).
+        batch, seq: sequences per step and tokens per sequence (1 for decode).
+        power_cap: the devices' power limit as a fraction of the board's (``PlanOptions``).
+        busy_s: time one device computes in a step (its graphs x microbatches + the update);
+            the rest of ``step_s`` it waits (bubble, exposed collectives).
+        busy_energy_j: energy of one device over ``busy_s`` (its graphs' energy, static power
+            included).
+        idle_power_w: one device's static (idle) power, drawn while it waits.
+        link_energy_j: energy of the links (all collectives of the step).
     """
 
     model: str
@@ -131,10 +148,27 @@ class PlanResult:
     input_hash: str = ""
     attention_flops: float = 0.0
     build: DeviceBuild = DeviceBuild()
+    power_cap: float = 1.0
+    batch: int = 0
+    seq: int = 0
+    busy_s: float = 0.0
+    busy_energy_j: float = 0.0
+    idle_power_w: float = 0.0
+    link_energy_j: float = 0.0
+
+    def label(self) -> str:
+        """The plan's label, with the power cap when there is one (``tp8 cap70%``)."""
+        cap = f" cap{self.power_cap:.0%}" if self.power_cap != 1.0 else ""
+        return self.plan.label() + cap
+
+    def device_hours(self) -> float:
+        """Devices x step time, in device-hours: what a step costs at a price per hour."""
+        return self.plan.devices * self.step_s / 3600.0
 
     def row(self) -> dict[str, Any]:
         """JSON-able summary."""
         return {"plan": self.plan.label(), "devices": self.plan.devices, "step_s": self.step_s,
+                "power_cap": self.power_cap, "device_hours": self.device_hours(),
                 "tokens_per_s": self.tokens_per_s, "energy_j": self.energy_j,
                 "memory_gb": self.memory_bytes["total"] / 1e9,
                 "capacity_gb": self.capacity_bytes / 1e9, "fits": self.fits,
@@ -166,9 +200,20 @@ class _Times:
     upd: float = 0.0
     attn_fwd: float = 0.0
     attn_bwd: float = 0.0
-    energy_j: float = 0.0
+    e_fwd: float = 0.0           # energy (J) of the forward ops, the backward, the update
+    e_bwd: float = 0.0
+    e_upd: float = 0.0
+    e_attn_fwd: float = 0.0      # of the attention core's forward (selective recompute)
     flops: float = 0.0
     attn_flops: float = 0.0
+
+    def step_energy_j(self, train: bool, recompute: str) -> float:
+        """Energy of one microbatch's passes, the recomputed forward included (not the
+        update, which runs once per step)."""
+        if not train:
+            return self.e_fwd
+        again = {"selective": self.e_attn_fwd, "full": self.e_fwd}.get(recompute, 0.0)
+        return self.e_fwd + self.e_bwd + again
 
 
 def cp_scale(g: Workload, cp: int, phase: str) -> dict[str, float]:
@@ -215,20 +260,24 @@ def _split(res: Result, block: int | None, plan: ParallelPlan, imbalance: float,
         lat *= f_cp
         if o.role in EXPERT_ROLES:
             lat *= imbalance
-        t.energy_j += o.energy_j * (lat / o.latency_s if o.latency_s > 0 else 1.0)
+        e = o.energy_j * (lat / o.latency_s if o.latency_s > 0 else 1.0)
         t.flops += o.macs * 2 * f_cp
         if core:
             t.attn_flops += o.macs * 2 * f_cp
         if o.pass_group == "optimizer":
             t.upd += lat
+            t.e_upd += e
         elif o.pass_group == "backward":
             t.bwd += lat
+            t.e_bwd += e
             if core:
                 t.attn_bwd += lat
         else:
             t.fwd += lat
+            t.e_fwd += e
             if core:
                 t.attn_fwd += lat
+                t.e_attn_fwd += e
     return t
 
 
@@ -266,6 +315,12 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
             plan that needs more devices than the cluster has.
         MappingError: a format the device cannot run (naming the formats it can).
     """
+    memo = {} if memo is None else memo
+    if options.power_cap != 1.0:
+        key_c = ("power_cap", id(cluster), options.power_cap)
+        if key_c not in memo:
+            memo[key_c] = (cluster, power_capped(cluster, options.power_cap))
+        cluster = memo[key_c][1]
     build = device_build(cluster.device) if build is None else build
     s = shape_of(model)
     if phase not in s.phases:
@@ -278,11 +333,10 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
         raise WorkloadError(Problem(f"the plan needs {plan.devices} devices (tp x pp x dp x cp)"
                                     f"; the cluster {cluster.name!r} has {cluster.devices}",
                                     "devices"))
-    memo = {} if memo is None else memo
 
     def graphs_of(mb_: int) -> dict[str, tuple[Result, int, dict[str, float]]]:
-        key = (cluster.spec.device, s, phase, mb_, seq_n, ctx_n, plan.tp, plan.ep, plan.cp,
-               build)
+        key = (cluster.spec.device, options.power_cap, s, phase, mb_, seq_n, ctx_n, plan.tp,
+               plan.ep, plan.cp, build)
         if key not in memo:
             graphs = block_graphs(s, plan, phase, mb_, seq_n if phase != "decode" else None,
                                   ctx_n if phase == "decode" else None, build)
@@ -441,11 +495,18 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
     caps = [u.memory_capacity_bytes() for u in cluster.device.units]
     cap = float(max(caps)) if caps else 0.0
     fits = cap <= 0 or mem["total"] <= cap
-    dyn_stage = sum(blocks[k].energy_j * n / plan.pp for k, n in (("dense", dense_n),
-                                                                  ("moe", moe_n)) if n)
+    # busy energy of one device: m microbatches of its stage's passes (the recomputed forward
+    # included, as in the stage's time) and the update once (split over dp under ZeRO, as upd)
+    stage = [(blocks[k], n / plan.pp, plan.recompute)
+             for k, n in (("dense", dense_n), ("moe", moe_n)) if n]
+    stage.append((base, 1.0, "none"))          # the embedding and head are not recomputed
+    e_mb = sum(t.step_energy_j(train, rc) * w for t, w, rc in stage)
+    e_upd = sum(t.e_upd * w for t, w, _ in stage) if train else 0.0
+    e_upd /= plan.dp if train and plan.zero >= 1 and plan.dp > 1 else 1
     busy = compute + upd
-    dyn = m * (dyn_stage + base.energy_j) if busy > 0 else 0.0
+    dyn = m * e_mb + e_upd if busy > 0 else 0.0
     static_w = _static_power(cluster)
+    # every device: its graphs' energy while busy, static power while it waits (module doc)
     energy = plan.devices * (dyn + static_w * max(0.0, step - busy)) + link_e[0]
     tokens = batch * seq_n
     flops_dev = m * (sum(blocks[k].flops * n / plan.pp for k, n in (("dense", dense_n),
@@ -463,7 +524,47 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
                       breakdown_s=breakdown, memory_bytes=mem, capacity_bytes=cap, fits=fits,
                       energy_j=energy, tokens_per_s=tokens / step if step > 0 else 0.0,
                       flops_per_device_s=flops_dev / step if step > 0 else 0.0, block=blk,
-                      input_hash=digest, attention_flops=attn_flops, build=build)
+                      input_hash=digest, attention_flops=attn_flops, build=build,
+                      power_cap=options.power_cap, batch=batch, seq=seq_n, busy_s=busy, busy_energy_j=dyn,
+                      idle_power_w=static_w, link_energy_j=link_e[0])
+
+
+def power_capped(cluster: Cluster, fraction: float, flag: str = "--power-caps") -> Cluster:
+    """``cluster`` with every device's board power limit at ``fraction`` of its own: each
+    unit with a DVFS model (a ``power`` section: ``arch/gpu/power.py``) gets
+    ``power.power_limit_w x fraction`` (``nvidia-smi -pl``), so every kernel runs at the
+    highest clock whose board power fits under it.
+
+    Raises:
+        ConfigError: ``fraction`` not in (0, 1], a device without a DVFS model (only the
+            configured limit exists), or a limit at or below the board's static power; the
+            problem names ``flag``.
+    """
+    if fraction == 1.0:
+        return cluster
+    if not 0.0 < fraction <= 1.0:
+        raise ConfigError(Problem(f"expected a fraction of the board power limit in (0, 1], "
+                                  f"got {fraction:g}", flag))
+    sets = []
+    for i, u in enumerate(cluster.device.units):
+        spec = getattr(u, "spec", None)
+        p = getattr(spec, "power", None)
+        if p is None:
+            continue
+        cap_w = p.power_limit_w * fraction
+        static_w = getattr(spec, "static_power_w", 0.0)
+        if cap_w <= static_w:
+            raise ConfigError(Problem(f"a cap of {fraction:.0%} is {cap_w:.4g} W, at or below "
+                                      f"the board's static power ({static_w:.4g} W) of "
+                                      f"{cluster.spec.device}", flag))
+        sets.append(f"units[{i}].power.power_limit_w={cap_w!r}")
+    if not sets:
+        raise ConfigError(Problem(f"{cluster.spec.device} has no DVFS model (no power section "
+                                  f"in its units: arch/gpu/power.py), so a power cap cannot "
+                                  f"be priced; the H100 and H200 designs have one",
+                                  flag))
+    dev = load_data(cluster.device.raw, cluster.device.source or "<config>", sets)
+    return replace(cluster, device=dev)
 
 
 def _static_power(cluster: Cluster) -> float:
@@ -488,7 +589,10 @@ def to_result(r: PlanResult, cluster: Cluster) -> Result:
     return Result(
         design=cluster.name, workload=r.model, phase=r.phase, fidelity="analytical",
         latency_s=r.step_s, cycles=int(round(r.step_s * clock)), clock_hz=clock,
-        energy_j=r.energy_j, energy_breakdown_j={"devices+links": r.energy_j},
+        energy_j=r.energy_j, energy_breakdown_j={
+            "devices_busy": n * r.busy_energy_j,
+            "devices_waiting": r.energy_j - n * r.busy_energy_j - r.link_energy_j,
+            "links": r.link_energy_j},
         area_mm2=area.total_mm2 * n,
         area_breakdown_mm2={k: v * n for k, v in area.breakdown_mm2.items()},
         utilization=0.0, tokens_per_s=r.tokens_per_s, samples_per_s=None, ops=(),

@@ -4,6 +4,10 @@ name stands for.
     from archsim import search_plans
     found = search_plans("dgx_h100", "llama3-70b", devices=16, phase="train", batch=64)
     print(found.table(top=5))
+    # least energy over power caps and fewer devices; what it costs in time
+    found = search_plans("dgx_h100", "llama3-70b", 8, phase="decode", batch=64,
+                         objective="energy", power_caps=(1.0, 0.85, 0.7), fewer_devices=True)
+    print(found.tradeoff())
 
 A design is a cluster (``configs/cluster/*.yaml`` or its name; it is grown or shrunk to whole
 nodes to hold the devices) or a device design (then one node of that many devices joined by
@@ -15,17 +19,26 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from archsim.api import device_build, load
 from archsim.arch.cluster import Cluster, find_cluster, load_cluster, single_node
-from archsim.mapper.plan import candidate_plans, search
-from archsim.parallel import PlanOptions, PlanResult, evaluate_plan, shape_of
+from archsim.mapper.plan import candidate_plans, divisors, search
+from archsim.parallel import PlanOptions, PlanResult, evaluate_plan, power_capped, shape_of
 from archsim.workloads.errors import ConfigError, Problem, inert
 
-__all__ = ["PlanSearch", "search_plans", "load_cluster_for", "plan_report"]
+__all__ = ["PlanSearch", "search_plans", "load_cluster_for", "plan_report", "OBJECTIVES"]
+
+#: What a plan search ranks by: step ``time``; ``energy`` of a step (all devices, busy and
+#: waiting, and links); ``cost`` of a step (devices x step time x a price per device-hour);
+#: ``goodput``: tokens/s per device of the plans whose step meets an SLO (prefill, decode).
+OBJECTIVES = ("time", "energy", "cost", "goodput")
+
+_KEYS = {"time": lambda r: (r.step_s, r.energy_j),
+         "energy": lambda r: (r.energy_j, r.step_s),
+         "cost": lambda r: (r.device_hours(), r.energy_j)}
 
 
 def load_cluster_for(design: str, devices: int, overrides: Sequence[str] = (),
@@ -60,10 +73,15 @@ def plan_report(r: PlanResult, cluster: Cluster) -> str:
     mem = r.memory_bytes
     lines = [f"cluster  {cluster.name} ({cluster.spec.device}, {cluster.spec.devices_per_node} "
              f"per node)",
-             f"workload {r.model} ({r.phase}), plan {r.plan.label()} on {r.plan.devices} devices",
+             f"workload {r.model} ({r.phase}, batch {r.batch} x {r.seq} tokens), plan "
+             f"{r.label()} on {r.plan.devices} devices",
              f"step     {_t(r.step_s)}   {r.tokens_per_s:,.1f} tokens/s   "
              f"{r.flops_per_device_s / 1e12:.4g} TFLOP/s per device",
-             f"energy   {r.energy_j:.4g} J per step ({r.energy_j / r.step_s:.4g} W)",
+             f"energy   {r.energy_j:.4g} J per step ({r.energy_j / r.step_s:.4g} W): devices "
+             f"busy {r.plan.devices * r.busy_energy_j:.4g} J, waiting "
+             f"{r.plan.devices * r.idle_power_w * max(0.0, r.step_s - r.busy_s):.4g} J "
+             f"(static {r.idle_power_w:.4g} W each), links {r.link_energy_j:.4g} J"
+             + (f"; power cap {r.power_cap:.0%}" if r.power_cap != 1.0 else ""),
              f"memory   {mem['total'] / 1e9:.4g} GB per device of {r.capacity_bytes / 1e9:.4g} GB "
              f"({'fits' if r.fits else 'DOES NOT FIT'}): " + ", ".join(
                  f"{k} {v / 1e9:.3g}" for k, v in mem.items() if k != "total" and v),
@@ -88,6 +106,12 @@ class PlanSearch:
         tried: plans evaluated.
         search_s: wall-clock seconds of the search.
         grown: the cluster's own device count when it was grown to hold ``devices`` (0: not).
+        objective: what ``ranked`` is sorted by (:data:`OBJECTIVES`).
+        price_per_gpu_hour: the price of one device-hour (``cost``), or None.
+        slo_s: the step-time SLO of ``goodput`` (decode: time per output token; prefill: the
+            batch's time to first token), or None.
+        device_counts: the device counts searched (``devices`` alone unless asked for fewer).
+        power_caps: the power caps searched (fractions of the board's limit).
     """
 
     model: str
@@ -101,6 +125,11 @@ class PlanSearch:
     ranked: tuple[PlanResult, ...]
     infeasible: tuple[PlanResult, ...] = field(default=())
     grown: int = 0
+    objective: str = "time"
+    price_per_gpu_hour: float | None = None
+    slo_s: float | None = None
+    device_counts: tuple[int, ...] = ()
+    power_caps: tuple[float, ...] = (1.0,)
 
     @property
     def best(self) -> PlanResult | None:
@@ -111,9 +140,60 @@ class PlanSearch:
         """One line: model, phase, batch, devices, plans tried and fitting."""
         grown = (f" (grown from {self.grown} devices to {self.cluster.spec.nodes} nodes of "
                  f"{self.cluster.spec.devices_per_node})" if self.grown else "")
+        counts = self.device_counts or (self.devices,)
+        space = []
+        if counts != (self.devices,):
+            space.append(f"{', '.join(map(str, counts))} devices")
+        if self.power_caps != (1.0,):
+            space.append("power caps " + ", ".join(f"{c:.0%}" for c in self.power_caps))
+        space_s = f" over {'; '.join(space)}" if space else ""
+        obj = "" if self.objective == "time" else f", by {self.objective}"
         return (f"{self.model} {self.phase}, batch {self.batch} x {self.seq} tokens, on "
                 f"{self.devices} devices of {self.cluster.name}{grown}: {self.tried} plans "
-                f"tried, {len(self.ranked)} fit in memory ({self.search_s:.2f} s)")
+                f"tried{space_s}, {len(self.ranked)} fit in memory{obj} "
+                f"({self.search_s:.2f} s)")
+
+    def meets_slo(self, r: PlanResult) -> bool:
+        """Does the plan's step meet the SLO (always, without one)?"""
+        return self.slo_s is None or r.step_s <= self.slo_s
+
+    def goodput(self, r: PlanResult) -> float:
+        """Tokens per second per device of a plan that meets the SLO (0 if it misses it)."""
+        return r.tokens_per_s / r.plan.devices if self.meets_slo(r) else 0.0
+
+    @property
+    def time_best(self) -> PlanResult | None:
+        """The fastest plan that fits (the ``time`` objective's choice)."""
+        return min(self.ranked, key=_KEYS["time"], default=None)
+
+    def tradeoff(self) -> str:
+        """One line: what the best plan under the objective costs in time (and saves in energy,
+        cost, goodput) against the time-optimal plan; empty for ``time`` or an empty search."""
+        b, t = self.best, self.time_best
+        if self.objective == "time" or b is None or t is None:
+            return ""
+
+        if b is t:
+            return inert(f"the {self.objective}-optimal plan is the time-optimal one: "
+                         f"{b.label()} on {b.plan.devices} devices")
+
+        def d(x: float, y: float) -> str:
+            return f"{x / y - 1:+.1%}" if y else "n/a"
+
+        what = {"energy": f"energy {b.energy_j:.4g} J vs {t.energy_j:.4g} J "
+                          f"({d(b.energy_j, t.energy_j)})",
+                "cost": f"cost {self._cost(b)} vs {self._cost(t)} per step "
+                        f"({d(b.device_hours(), t.device_hours())})",
+                "goodput": f"goodput {self.goodput(b):,.1f} vs {self.goodput(t):,.1f} tokens/s "
+                           f"per device"}[self.objective]
+        return inert(f"{self.objective}-optimal {b.label()} on {b.plan.devices} devices vs the "
+                     f"time-optimal {t.label()} on {t.plan.devices}: {what}; step "
+                     f"{_t(b.step_s)} vs {_t(t.step_s)} ({d(b.step_s, t.step_s)} time)")
+
+    def _cost(self, r: PlanResult) -> str:
+        if self.price_per_gpu_hour is None:
+            return f"{r.device_hours():.4g} device-h"
+        return f"${r.device_hours() * self.price_per_gpu_hour:.4g}"
 
     def no_fit_text(self) -> str:
         """Why nothing was ranked: the smallest plan's memory need (infeasible searches)."""
@@ -124,16 +204,25 @@ class PlanSearch:
 
     def table(self, top: int = 10) -> str:
         """The ``top`` plans: step time, tokens/s, memory, energy, bubble and comm shares."""
-        hdr = (f"{'#':>3} {'plan':<40} {'step':>10} {'tokens/s':>12} {'mem GB':>8} "
-               f"{'energy J':>10} {'bubble':>7} {'comm':>6}")
+        cost = self.price_per_gpu_hour is not None
+        hdr = (f"{'#':>3} {'plan':<40} {'dev':>4} {'step':>10} {'tokens/s':>12} {'mem GB':>8} "
+               f"{'energy J':>10} {'bubble':>7} {'comm':>6}"
+               + (f" {'$ / step':>10}" if cost else "")
+               + (f" {'tok/s/dev':>10} {'SLO':>4}" if self.slo_s is not None else ""))
         lines = [hdr, "-" * len(hdr)]
         for i, r in enumerate(self.ranked[:top], 1):
             b = r.breakdown_s
             comm = sum(b[k] for k in ("tp_comm", "ep_comm", "cp_comm", "pp_comm", "dp_comm"))
-            lines.append(f"{i:>3} {r.plan.label()[:40]:<40} {_t(r.step_s):>10} "
-                         f"{r.tokens_per_s:>12,.0f} {r.memory_bytes['total'] / 1e9:>8.3g} "
-                         f"{r.energy_j:>10.4g} {b['bubble'] / r.step_s:>7.1%} "
-                         f"{comm / r.step_s:>6.1%}")
+            line = (f"{i:>3} {r.label()[:40]:<40} {r.plan.devices:>4} {_t(r.step_s):>10} "
+                    f"{r.tokens_per_s:>12,.0f} {r.memory_bytes['total'] / 1e9:>8.3g} "
+                    f"{r.energy_j:>10.4g} {b['bubble'] / r.step_s:>7.1%} "
+                    f"{comm / r.step_s:>6.1%}")
+            if cost:
+                line += f" {r.device_hours() * (self.price_per_gpu_hour or 0.0):>10.4g}"
+            if self.slo_s is not None:
+                line += (f" {r.tokens_per_s / r.plan.devices:>10,.1f} "
+                         f"{'met' if self.meets_slo(r) else 'miss':>4}")
+            lines.append(line)
         return "\n".join(inert(line) for line in lines)
 
     def to_dict(self, top: int = 10) -> dict[str, Any]:
@@ -141,7 +230,21 @@ class PlanSearch:
         return {"model": self.model, "phase": self.phase, "cluster": self.cluster.name,
                 "devices": self.devices, "batch": self.batch, "seq": self.seq,
                 "tried": self.tried, "feasible": len(self.ranked), "search_s": self.search_s,
-                "plans": [r.row() for r in self.ranked[:top]]}
+                "objective": self.objective, "price_per_gpu_hour": self.price_per_gpu_hour,
+                "slo_s": self.slo_s, "device_counts": list(self.device_counts),
+                "power_caps": list(self.power_caps),
+                "plans": [{**r.row(), **self._extra(r)} for r in self.ranked[:top]],
+                "time_optimal": (None if self.time_best is None else
+                                 {**self.time_best.row(), **self._extra(self.time_best)})}
+
+    def _extra(self, r: PlanResult) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.price_per_gpu_hour is not None:
+            out["cost_per_step"] = r.device_hours() * self.price_per_gpu_hour
+        if self.slo_s is not None:
+            out["meets_slo"] = self.meets_slo(r)
+            out["goodput_tokens_per_s_per_device"] = self.goodput(r)
+        return out
 
     def to_json(self, top: int = 10) -> str:
         """:meth:`to_dict` as indented JSON."""
@@ -152,7 +255,9 @@ def search_plans(design: str, model: str, devices: int, *, phase: str = "train",
                  batch: int | None = None, seq: int | None = None, context: int | None = None,
                  objective: str = "time", tp_overlap: bool = False,
                  a_format: str | None = None, w_format: str | None = None,
-                 kv_format: str | None = None, tp_allreduce: str = "nccl"
+                 kv_format: str | None = None, tp_allreduce: str = "nccl",
+                 power_caps: Sequence[float] = (1.0,), fewer_devices: bool = False,
+                 price_per_gpu_hour: float | None = None, slo_ms: float | None = None
                  ) -> PlanSearch:
     """Search parallel plans (tp, pp, dp, ep, cp, microbatches, recompute, ZeRO) of ``model``
     on ``devices`` devices of ``design``.
@@ -164,14 +269,24 @@ def search_plans(design: str, model: str, devices: int, *, phase: str = "train",
         batch: global batch in sequences (default: ``devices`` for train, 16 otherwise).
         seq: tokens per sequence (prefill/train; default the model's).
         context: KV-cache tokens (decode).
-        objective: rank by step ``time`` or ``energy`` per step.
+        objective: rank by step ``time``, ``energy`` per step, ``cost`` per step (devices x
+            step x ``price_per_gpu_hour``) or ``goodput`` (tokens/s per device of the plans
+            that meet ``slo_ms``; prefill and decode): :data:`OBJECTIVES`.
         tp_overlap: TokenWeave-style overlap of tp collectives.
         a_format, w_format, kv_format: number formats of every device's graphs and of the
             memory-fit check (:func:`archsim.api.device_build`; default the design's).
         tp_allreduce: the tp all-reduce's implementation (``PlanOptions.tp_allreduce``).
+        power_caps: device power limits to search, fractions of the board's
+            (``PlanOptions.power_cap``; the design needs a DVFS model).
+        fewer_devices: also search every divisor of ``devices`` as the device count (the
+            batch stays the same); the devices a plan leaves out cost nothing.
+        price_per_gpu_hour: the price of one device-hour (``cost``; needed for it).
+        slo_ms: the step-time SLO of ``goodput`` in ms (decode: time per output token;
+            prefill: the batch's time to first token).
     Raises:
-        ConfigError: fewer than one device, an unknown phase for the model, or no valid plan
-            for the batch.
+        ConfigError: fewer than one device, an unknown phase for the model, no valid plan
+            for the batch, an objective without its input (``--price-per-gpu-hour``,
+            ``--slo-ms``), or a power cap the design cannot take.
     """
     t0 = time.perf_counter()
     if isinstance(devices, bool) or not isinstance(devices, int) or devices < 1:
@@ -179,22 +294,59 @@ def search_plans(design: str, model: str, devices: int, *, phase: str = "train",
     s = shape_of(model)
     if phase not in s.phases:
         raise ConfigError(Problem(f"model {s.name!r} has no phase {phase!r}", "--phase"))
+    key = _objective_key(objective, phase, price_per_gpu_hour, slo_ms)
+    caps = tuple(dict.fromkeys(float(c) for c in power_caps))
+    if not caps:
+        raise ConfigError(Problem("expected at least one power cap", "--power-caps"))
     cluster = load_cluster_for(design, devices)
     path = find_cluster(design)
     own = load_cluster(path).devices if path is not None else devices
     build = device_build(cluster.device, a_format, w_format, kv_format=kv_format)
     batch = batch or (devices if phase == "train" else 16)
     seq = 1 if phase == "decode" else (seq or s.default_seq)
-    plans = candidate_plans(s, devices, phase, batch, seq, cluster.spec.devices_per_node)
+    counts = tuple(divisors(devices)) if fewer_devices else (devices,)
+    plans = [p for n in counts
+             for p in candidate_plans(s, n, phase, batch, seq, cluster.spec.devices_per_node)]
     if not plans:
         raise ConfigError(Problem(f"no valid plan of {devices} devices for {s.name} with "
                                   f"batch {batch} (the batch must split over data parallelism)",
                                   "--devices"))
     memo: dict = {}
-    opts = PlanOptions(tp_overlap=tp_overlap, tp_allreduce=tp_allreduce)
-    res = search(plans, lambda p: evaluate_plan(cluster, s, p, phase, batch, seq, context,
-                                                opts, memo, build),
-                 key=(lambda r: r.step_s) if objective == "time" else (lambda r: r.energy_j))
+    for c in caps:      # refuse a cap the design cannot take before searching
+        if c != 1.0:
+            memo[("power_cap", id(cluster), c)] = (cluster, power_capped(cluster, c))
+    points = [(p, PlanOptions(tp_overlap=tp_overlap, tp_allreduce=tp_allreduce, power_cap=c))
+              for p in plans for c in caps]
+    res = search(points, lambda pc: evaluate_plan(cluster, s, pc[0], phase, batch, seq,
+                                                  context, pc[1], memo, build), key=key)
     return PlanSearch(s.name, phase, cluster, devices, batch, seq, res.tried,
                       time.perf_counter() - t0, tuple(res.ranked), tuple(res.infeasible),
-                      own if own < devices else 0)
+                      own if own < devices else 0, objective, price_per_gpu_hour,
+                      None if slo_ms is None else slo_ms / 1e3, counts, caps)
+
+
+def _objective_key(objective: str, phase: str, price: float | None,
+                   slo_ms: float | None) -> Callable[[PlanResult], tuple[float, ...]]:
+    """The sort key of ``objective``; refuses an objective without its input."""
+    if objective not in OBJECTIVES:
+        raise ConfigError(Problem(f"unknown objective {objective!r}; expected one of: "
+                                  f"{', '.join(OBJECTIVES)}", "--objective"))
+    for v, flag in ((price, "--price-per-gpu-hour"), (slo_ms, "--slo-ms")):
+        if v is not None and not v > 0:
+            raise ConfigError(Problem(f"expected a number > 0, got {v!r}", flag))
+    if objective == "cost" and price is None:
+        raise ConfigError(Problem("the cost objective needs a price: --price-per-gpu-hour "
+                                  "(e.g. 2.5)", "--price-per-gpu-hour"))
+    if objective == "goodput":
+        if phase == "train":
+            raise ConfigError(Problem("goodput under an SLO applies to prefill and decode "
+                                      "(a step-time SLO: TTFT, TPOT); for training use time, "
+                                      "energy or cost", "--objective"))
+        if slo_ms is None:
+            raise ConfigError(Problem("the goodput objective needs a step-time SLO: --slo-ms "
+                                      "(decode: time per output token; prefill: TTFT)",
+                                      "--slo-ms"))
+        slo_s = slo_ms / 1e3
+        return lambda r: ((0.0, -r.tokens_per_s / r.plan.devices, r.energy_j)
+                          if r.step_s <= slo_s else (1.0, r.step_s, r.energy_j))
+    return _KEYS[objective]

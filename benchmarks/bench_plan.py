@@ -1,6 +1,7 @@
 """Plan-search benchmarks (issue 18): wall time of ``archsim plan`` for LLaMA-3 70B training
-on 64 H100 and DeepSeek-V3 inference on 16 H100 (target: under 10 s each), and the Megatron /
-Selene and TokenWeave tables of docs/cluster.md.
+on 64 H100 and DeepSeek-V3 inference on 16 H100 (target: under 10 s each), the energy search
+over power caps and fewer devices (issue 27; LLaMA-3 70B decode on 8 H100, the same target),
+and the Megatron / Selene and TokenWeave tables of docs/cluster.md.
 
 Run: ``python3 benchmarks/bench_plan.py``.
 """
@@ -19,7 +20,7 @@ import yaml  # noqa: E402
 from archsim.arch.cluster import load_cluster  # noqa: E402
 from archsim.mapper.plan import candidate_plans, search  # noqa: E402
 from archsim.parallel import PlanOptions, evaluate_plan  # noqa: E402
-from archsim.plans import load_cluster_for  # noqa: E402
+from archsim.plans import load_cluster_for, search_plans  # noqa: E402
 from archsim.workloads.models.transformer import TransformerShape  # noqa: E402
 from archsim.workloads.parallel import ParallelPlan  # noqa: E402
 from archsim.workloads.zoo import transformer_shape  # noqa: E402
@@ -41,6 +42,14 @@ def plan_search(design: str, model: str, devices: int, phase: str, batch: int, s
     print(f"{model} {phase} on {devices} x {design}: {res.tried} plans, {len(res.ranked)} fit, "
           f"{dt:.2f} s; best {best.plan.label() if best else '-'} "
           f"{best.step_s if best else float('nan'):.4g} s")
+
+
+def energy_search() -> None:
+    t0 = time.perf_counter()
+    f = search_plans("dgx_h100", "llama3-70b", 8, phase="decode", batch=64, context=4096,
+                     objective="energy", power_caps=(1.0, 0.85, 0.7), fewer_devices=True)
+    print(f"llama3-70b decode energy search on dgx_h100: {f.tried} points, {len(f.ranked)} fit, "
+          f"{time.perf_counter() - t0:.2f} s; {f.tradeoff()}")
 
 
 def selene() -> None:
@@ -82,5 +91,6 @@ if __name__ == "__main__":
     plan_search("h100_pod64", "llama3-70b", 64, "train", 128, 4096)
     plan_search("h100_pod16", "deepseek-v3", 16, "decode", 256, 1, 4096)
     plan_search("h100_pod16", "deepseek-v3", 16, "prefill", 16, 4096)
+    energy_search()
     selene()
     tokenweave()

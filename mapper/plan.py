@@ -18,7 +18,7 @@ Inference pipelines run forward only: ``(m + p - 1) x t_f``.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,9 +91,10 @@ class PlanSearchResult:
     tried: int = 0
 
 
-def search(plans: list[ParallelPlan], cost: Callable[[ParallelPlan], Any],
-           key: Callable[[Any], float]) -> PlanSearchResult:
-    """Cost every plan; rank the feasible ones (``cost(plan).fits``) by ``key``."""
+def search(plans: Sequence[Any], cost: Callable[[Any], Any],
+           key: Callable[[Any], Any]) -> PlanSearchResult:
+    """Cost every point (a plan, or a plan with its device settings such as a power cap);
+    rank the feasible ones (``cost(point).fits``) by ``key`` (ascending; stable)."""
     res = PlanSearchResult()
     for p in plans:
         c = cost(p)

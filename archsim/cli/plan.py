@@ -3,6 +3,8 @@
     archsim plan h100_pod64 --model llama3-70b --devices 64 --phase train --batch 256 --seq 4096
     archsim plan dgx_h100 --model deepseek-v3 --devices 16 --phase decode --batch 64
     archsim run dgx_h100 --model llama3-70b --phase train --tp 8 --pp 2 --microbatches 8 ...
+    archsim plan dgx_h100 --model llama3-70b --devices 8 --phase decode --objective energy \
+        --power-caps 100%,85%,70% --fewer-devices
 
 DESIGN is a cluster (``configs/cluster/*.yaml`` or its name) or a device design (then one
 node of ``--devices`` devices joined by the device's own link): :mod:`archsim.plans`.
@@ -15,9 +17,9 @@ import sys
 
 from archsim.api import device_build
 from archsim.arch.collective import IMPLS
-from archsim.cli.common import non_empty, positive_int, ratio_at_least_one
-from archsim.parallel import PlanOptions, evaluate_plan, to_result
-from archsim.plans import load_cluster_for, plan_report, search_plans
+from archsim.cli.common import non_empty, positive_float, positive_int, ratio_at_least_one
+from archsim.parallel import PlanOptions, evaluate_plan, power_capped, to_result
+from archsim.plans import OBJECTIVES, load_cluster_for, plan_report, search_plans
 from archsim.workloads.parallel import ParallelPlan, default_microbatches
 
 HELP = "search parallel plans of a model on a cluster; see 'archsim plan --help'"
@@ -26,6 +28,24 @@ TP_ALLREDUCE_HELP = ("tensor-parallel all-reduce inside a node: nccl (default), 
                      " the link needs a custom_allreduce spec (docs/cluster.md)")
 DESCRIPTION = ("Search parallel plans (tp, pp, dp, ep, cp, microbatches, recompute, ZeRO) of a "
                "model on a cluster; print the best and a table of the top plans.")
+
+
+def power_caps(text: str) -> tuple[float, ...]:
+    """argparse type: comma-separated power caps, fractions of the board's limit in (0, 1]
+    or percentages (``1,0.85,0.7`` or ``100%,85%,70%``)."""
+    out = []
+    for part in text.split(","):
+        t = part.strip()
+        try:
+            v = float(t[:-1]) / 100 if t.endswith("%") else float(t)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected fractions in (0, 1] or percentages, "
+                                             f"comma-separated, got {part!r}") from None
+        if not 0 < v <= 1:
+            raise argparse.ArgumentTypeError(f"expected a power cap in (0, 1] (or 1-100%), got "
+                                             f"{part!r}")
+        out.append(v)
+    return tuple(out)
 
 
 def add_plan_flags(r: argparse.ArgumentParser) -> None:
@@ -52,6 +72,17 @@ def add_plan_flags(r: argparse.ArgumentParser) -> None:
     g.add_argument("--moe-imbalance", type=ratio_at_least_one, default=1.0,
                    help="busiest expert device's tokens / the mean (default 1)")
     g.add_argument("--tp-allreduce", choices=IMPLS, default="nccl", help=TP_ALLREDUCE_HELP)
+    g.add_argument("--power-cap", type=power_cap, default=1.0,
+                   help="every device's power limit, a fraction of the board's or a percentage "
+                        "(e.g. 70%%; a design with a DVFS model: H100, H200)")
+
+
+def power_cap(text: str) -> float:
+    """argparse type: one power cap (``0.7`` or ``70%``)."""
+    caps = power_caps(text)
+    if len(caps) != 1:
+        raise argparse.ArgumentTypeError(f"expected one power cap, got {text!r}")
+    return caps[0]
 
 
 def plan_flags_given(args: argparse.Namespace) -> bool:
@@ -60,7 +91,7 @@ def plan_flags_given(args: argparse.Namespace) -> bool:
             or (args.microbatches or 1) > 1 or args.kv_format is not None
             or args.zero > 0 or args.recompute != "none" or args.sequence_parallel
             or args.tp_overlap or args.interleave > 1 or args.moe_imbalance != 1.0
-            or args.tp_allreduce != "nccl")
+            or args.tp_allreduce != "nccl" or args.power_cap != 1.0)
 
 
 def run_plan(args: argparse.Namespace) -> int:
@@ -76,7 +107,8 @@ def run_plan(args: argparse.Namespace) -> int:
     cluster = load_cluster_for(args.config, plan.devices, args.overrides, grow=False)
     phase = args.phase or "prefill"
     opts = PlanOptions(tp_overlap=args.tp_overlap, moe_imbalance=args.moe_imbalance,
-                       tp_allreduce=args.tp_allreduce)
+                       tp_allreduce=args.tp_allreduce, power_cap=args.power_cap)
+    power_capped(cluster, args.power_cap, "--power-cap")     # refused here, naming the flag
     build = device_build(cluster.device, args.a_format, args.w_format, args.kernels,
                          args.kv_format)
     r = evaluate_plan(cluster, args.model, plan, phase, batch=args.batch, seq=args.seq,
@@ -106,8 +138,23 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--seq", type=positive_int, help="tokens per sequence (prefill/train)")
     ap.add_argument("--context", type=positive_int, help="KV-cache tokens (decode)")
     ap.add_argument("--top", type=positive_int, default=10, help="rows of the table (default 10)")
-    ap.add_argument("--objective", choices=("time", "energy"), default="time",
-                    help="rank by step time (default) or energy per step")
+    ap.add_argument("--objective", choices=OBJECTIVES, default="time",
+                    help="rank by step time (default), energy per step (all devices, busy and "
+                         "waiting, and links), cost per step (devices x step x "
+                         "--price-per-gpu-hour) or goodput (tokens/s per device of the plans "
+                         "whose step meets --slo-ms; prefill, decode)")
+    ap.add_argument("--power-caps", type=power_caps, default=(1.0,),
+                    help="device power limits to search, fractions of the board's or "
+                         "percentages (e.g. 100%%,85%%,70%%; a design with a DVFS model: H100, "
+                         "H200)")
+    ap.add_argument("--fewer-devices", action="store_true",
+                    help="also search every divisor of --devices as the device count (same "
+                         "batch; unused devices cost nothing)")
+    ap.add_argument("--price-per-gpu-hour", type=positive_float,
+                    help="price of one device-hour (the cost objective; adds a $ / step column)")
+    ap.add_argument("--slo-ms", type=positive_float,
+                    help="step-time SLO of the goodput objective in ms (decode: time per output "
+                         "token; prefill: the batch's time to first token)")
     ap.add_argument("--tp-overlap", action="store_true", help="TokenWeave-style tp overlap")
     ap.add_argument("--a-format", type=non_empty, help="activation number format (e.g. fp8_e4m3)")
     ap.add_argument("--w-format", type=non_empty, help="weight number format (e.g. fp8_e4m3, int4)")
@@ -123,7 +170,9 @@ def run(args: argparse.Namespace) -> int:
                          batch=args.batch, seq=args.seq, context=args.context,
                          objective=args.objective, tp_overlap=args.tp_overlap,
                          a_format=args.a_format, w_format=args.w_format,
-                         kv_format=args.kv_format, tp_allreduce=args.tp_allreduce)
+                         kv_format=args.kv_format, tp_allreduce=args.tp_allreduce,
+                         power_caps=args.power_caps, fewer_devices=args.fewer_devices,
+                         price_per_gpu_hour=args.price_per_gpu_hour, slo_ms=args.slo_ms)
     if args.json:
         print(found.to_json(args.top))
         return 0 if found.ranked else 1
@@ -132,5 +181,7 @@ def run(args: argparse.Namespace) -> int:
         print(found.no_fit_text())
         return 1
     print("\nbest plan\n" + plan_report(found.best, found.cluster) + "\n")
+    if found.tradeoff():
+        print(found.tradeoff() + "\n")
     print(found.table(args.top))
     return 0
