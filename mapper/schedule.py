@@ -9,6 +9,7 @@ units). A one-unit design runs its ops back to back in topological order.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -129,7 +130,10 @@ def _candidates(op: Op, unit: Unit, objective: str, search: bool, oc: Any,
             r = rr or r
         mappings = [unit.parse_mapping(r.mapping if r is not None else None)]
         es = unit.einsum_space(op) if oc is None and objective in OBJECTIVES else None
-        if es is not None:              # the 7-D nest of a convolution competes with im2col
+        if es is not None and not (r is not None and objective == "latency"
+                                   and _at_compute_bound(unit, op, mappings[0], es)):
+            # the 7-D nest of a convolution competes with im2col (unless im2col already
+            # reaches the compute bound, which no nest can beat on latency)
             nm = _einsum_best(es, objective, memo)
             if nm is not None:
                 mappings.append(unit.parse_mapping(nm))
@@ -155,6 +159,17 @@ def _candidates(op: Op, unit: Unit, objective: str, search: bool, oc: Any,
     if best is None:
         return None, reason
     return best[1], ""
+
+
+def _at_compute_bound(unit: Unit, op: Op, mapping: Any, space: tuple[Any, Any]) -> bool:
+    """True when ``mapping`` runs ``op`` in no more cycles than any nest of ``space``
+    (``(problem, hierarchy)``) can: a nest runs at least ceil(MACs / compute instances)
+    temporal iterations (its spatial loops use each MAC at most once per iteration), so a
+    nest search for the ``latency`` objective cannot win (the first of equal candidates is
+    kept) and is skipped."""
+    problem, hier = space
+    est = unit.estimate(op, mapping)
+    return est.feasible and est.cycles <= math.ceil(problem.macs / hier.compute.instances)
 
 
 #: Candidates the 7-D Einsum nest search judges per (problem, hierarchy, objective): a fixed
