@@ -18,13 +18,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from archsim.arch.zigzag import (
     ARRAY_LEVEL,
+    DEFAULT_PRECISION,
     LAYER_DIMS,
+    LAYER_OPERANDS,
     ZigzagAccelerator,
     ZigzagMappingEntry,
     hierarchy,
@@ -192,6 +194,11 @@ def evaluate_zigzag(accelerator: str | Path, mapping: str | Path, workload: Work
             continue
         problem = from_op(op)
         kind = "conv2D" if "Weights" in {ds.name for ds in problem.data_spaces} else "gemm"
+        # each operand in its own precision (a memory holding 8-bit inputs and 16-bit
+        # outputs counts an input as half of its 16-bit word)
+        bits = {LAYER_OPERANDS[kind][o]: b for o, b in DEFAULT_PRECISION.items()}
+        problem = replace(problem, data_spaces=tuple(replace(ds, word_bits=bits[ds.name])
+                                                     for ds in problem.data_spaces))
         links = entry.links or {"W": "I2", "I": "I1", "O": "O"}
         key = (problem.signature(), kind, entry.name, tuple(sorted(links.items())))
         if key not in memo:

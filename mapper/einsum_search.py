@@ -162,8 +162,8 @@ def make_space(problem: Einsum, hier: Hierarchy, constraints: Constraints | None
             if c.keep is not None:                           # keep exactly these
                 keep_opts.append([frozenset(c.keep) & frozenset(spaces)])
                 continue
-            must: frozenset[str] = frozenset()
-            free = [s for s in spaces if s not in c.bypass]
+            must = frozenset(c.must_keep) & frozenset(spaces)
+            free = [s for s in spaces if s not in c.bypass and s not in must]
             opts = []
             for r in range(len(free) + 1):
                 for sub in itertools.combinations(free, r):
@@ -246,6 +246,8 @@ def _static(space: MapSpace, keep: tuple[frozenset[str], ...]) -> tuple:  # type
             coef, f([len(ds.ranks) for ds in prob.data_spaces], dtype=np.int64),
             f([ds.read_write for ds in prob.data_spaces]),
             f([[ds.name in keep[lv] for lv in range(nlev)] for ds in prob.data_spaces]),
+            f([[1.0 if ds.word_bits is None else ds.word_bits / lvs[lv].word_bits
+                for lv in range(nlev)] for ds in prob.data_spaces], dtype=np.float64),
             f([-1 if lv.size_words is None else lv.size_words for lv in lvs], dtype=np.int64),
             f([lv.block_size for lv in lvs], dtype=np.int64),
             f([lv.instances for lv in lvs], dtype=np.int64),
@@ -255,6 +257,7 @@ def _static(space: MapSpace, keep: tuple[frozenset[str], ...]) -> tuple:  # type
             f([lv.energy_pj.get("update", 0.0) for lv in lvs]),
             f([lv.energy_pj.get("leak", 0.0) for lv in lvs]),
             f([lv.read_bw or 0.0 for lv in lvs]), f([lv.write_bw or 0.0 for lv in lvs]),
+            f([lv.shared_bw for lv in lvs], dtype=np.bool_),
             f([lv.mesh_x for lv in lvs], dtype=np.int64),
             f([lv.mesh_y for lv in lvs], dtype=np.int64), xmask, has_split,
             float(hier.compute.energy_pj.get("compute", 0.0) * prob.macs),

@@ -7,6 +7,7 @@ from archsim.arch.zigzag.reader import (
     ARRAY_LEVEL,
     DEFAULT_PRECISION,
     LAYER_DIMS,
+    LAYER_OPERANDS,
     ZigzagAccelerator,
     ZigzagMappingEntry,
     ZigzagMemory,
@@ -15,6 +16,6 @@ from archsim.arch.zigzag.reader import (
     read_mapping,
 )
 
-__all__ = ["ARRAY_LEVEL", "DEFAULT_PRECISION", "LAYER_DIMS", "ZigzagAccelerator",
+__all__ = ["ARRAY_LEVEL", "DEFAULT_PRECISION", "LAYER_DIMS", "LAYER_OPERANDS", "ZigzagAccelerator",
            "ZigzagMappingEntry", "ZigzagMemory", "hierarchy", "read_accelerator",
            "read_mapping"]

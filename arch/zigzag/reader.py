@@ -37,7 +37,8 @@ from archsim.workloads.errors import ConfigError, Problem
 from archsim.workloads.yamlio import LocDict, LocList, line_of, load_yaml
 
 __all__ = ["ZigzagMemory", "ZigzagAccelerator", "ZigzagMappingEntry", "read_accelerator",
-           "read_mapping", "hierarchy", "ARRAY_LEVEL", "LAYER_DIMS", "DEFAULT_PRECISION"]
+           "read_mapping", "hierarchy", "ARRAY_LEVEL", "LAYER_DIMS", "LAYER_OPERANDS",
+           "DEFAULT_PRECISION"]
 
 #: Name of the network-only level where the operational array fans out.
 ARRAY_LEVEL = "operational_array"
