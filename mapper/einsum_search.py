@@ -26,6 +26,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -437,7 +438,8 @@ def _mutate(space: MapSpace, rng: np.random.Generator, elite: Batch, n: int) -> 
 def search(problem: Einsum, hier: Hierarchy, constraints: Constraints | None = None, *,
            objective: str = "energy", time_budget_s: float = 8.0, batch_size: int = 4096,
            seed: int = 0, keep: dict[str, frozenset[str]] | None = None,
-           max_evaluations: int | None = None, prune: bool = True) -> EinsumSearchResult:
+           max_evaluations: int | None = None, prune: bool = True,
+           progress: Callable[[int, int], None] | None = None) -> EinsumSearchResult:
     """Random sampling plus elite mutation, vectorised; returns the best feasible mapping.
 
     Args:
@@ -450,6 +452,8 @@ def search(problem: Einsum, hier: Hierarchy, constraints: Constraints | None = N
             ``max_evaluations`` and no time budget) or than their keep set's worst elite:
             they could enter neither the best nor an elite that is mutated later, so the
             search's path and result stay those without pruning.
+        progress: called as ``progress(done, total)`` after each batch: whole seconds of a
+            finite time budget, else candidates of ``max_evaluations``.
 
     Raises:
         ValueError: when no feasible mapping was found in the budget.
@@ -503,6 +507,12 @@ def search(problem: Einsum, hier: Hierarchy, constraints: Constraints | None = N
             elites[kc] = (scores[keep_idx], Batch(tb[keep_idx], sb[keep_idx], pm[keep_idx], kc))
             if best is None or sc[top[0]] < best[0]:
                 best = (float(sc[top[0]]), cand, int(top[0]))
+        if progress is not None:
+            if math.isfinite(time_budget_s):
+                progress(min(int(time.perf_counter() - t0), int(time_budget_s)),
+                         int(time_budget_s))
+            elif max_evaluations is not None:
+                progress(min(evals, max_evaluations), max_evaluations)
     secs = time.perf_counter() - t0
     if best is None:
         raise ValueError("no feasible mapping found")

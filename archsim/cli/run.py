@@ -249,10 +249,12 @@ def run_timeloop(args: argparse.Namespace) -> int:
     if args.time_budget <= 0:
         print("archsim: --time-budget must be > 0 seconds", file=sys.stderr)
         return 2
+    bar = ProgressBar("s of mapping search")
     tl = evaluate_timeloop(args.timeloop, args.problem, folder=folder, mapping=args.mapping,
                            ert=args.ert, search=args.search, objective=args.objective or "edp",
                            time_budget_s=args.time_budget, seed=args.seed,
-                           stationary_resets=args.stationary_resets)
+                           stationary_resets=args.stationary_resets, progress=bar.update)
+    bar.close()
     if args.save_mapping:
         Path(args.save_mapping).write_text(tl.mapping_yaml())
     if args.show_ert and not args.json:

@@ -98,3 +98,19 @@ def test_lower_bound_holds_for_searched_gemm_nests() -> None:
     r = search(prob, hier, objective="latency", time_budget_s=float("inf"),
                max_evaluations=8192, seed=0)
     assert r.result.cycles >= lower_bound_cycles(prob, hier)
+
+
+def test_search_reports_progress() -> None:
+    """A search reports after each batch: candidates of a fixed count, or whole seconds of a
+    time budget (the command line draws a bar from it once the search takes over 2 s)."""
+    unit = _unit()
+    prob, hier = problem_and_hierarchy(unit, Gemm(name="g", m=32, n=32, k=32,
+                                                  a_format=I16, w_format=I16))
+    seen: list[tuple[int, int]] = []
+    search(prob, hier, objective="edp", time_budget_s=float("inf"), max_evaluations=8192,
+           batch_size=4096, progress=lambda d, t: seen.append((d, t)))
+    assert seen == [(4096, 8192), (8192, 8192)]
+    timed: list[tuple[int, int]] = []
+    search(prob, hier, objective="edp", time_budget_s=1.0,
+           progress=lambda d, t: timed.append((d, t)))
+    assert timed and all(t == 1 and 0 <= d <= 1 for d, t in timed)
