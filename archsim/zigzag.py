@@ -17,6 +17,7 @@ number of seeded candidates (the same result on any machine). Layers without MAC
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -120,11 +121,17 @@ def _largest_divisor_at_most(n: int, f: int) -> int:
 
 
 def layer_constraints(problem: Einsum, kind: str, entry: ZigzagMappingEntry,
-                      base: Constraints, dimensions: tuple[str, ...]) -> Constraints:
+                      base: Constraints, acc: ZigzagAccelerator) -> Constraints:
     """``base`` (the keep sets) plus the entry's spatial unrolling on the array level: the
     listed dims with their factors (``D1`` on X, the rest on Y), every other dim 1. ZigZag
     lets an unrolling exceed its dim (the extra PEs idle); archsim's factors divide their
-    bound exactly, so a factor becomes the largest divisor of the bound not above it."""
+    bound exactly, so a factor becomes the largest divisor of the bound not above it.
+
+    Raises:
+        ConfigError: an array dimension the accelerator does not have, or an unrolling
+            wider than its array dimension (naming the mapping file, line and entry).
+    """
+    dimensions = acc.dimensions
     names = LAYER_DIMS[kind]
     x_dims: list[str] = []
     y_dims: list[str] = []
@@ -135,6 +142,12 @@ def layer_constraints(problem: Einsum, kind: str, entry: ZigzagMappingEntry,
                                       f"{', '.join(dimensions)})",
                                       f"{entry.name}.spatial_mapping.{axis}", entry.file,
                                       entry.line))
+        width = acc.sizes[dimensions.index(axis)]
+        if math.prod(f for _, f in items) > width:
+            raise ConfigError(Problem(
+                f"unrolls {' x '.join(f'{d} {f}' for d, f in items)} on array dimension "
+                f"{axis} of size {width} ({acc.file})", f"{entry.name}.spatial_mapping.{axis}",
+                entry.file, entry.line))
         for dim, f in items:
             ours = names.get(dim)
             if ours is None or ours not in problem.dims:
@@ -203,7 +216,7 @@ def evaluate_zigzag(accelerator: str | Path, mapping: str | Path, workload: Work
         key = (problem.signature(), kind, entry.name, tuple(sorted(links.items())))
         if key not in memo:
             hier, base = hierarchy(acc, links, kind)
-            cons = layer_constraints(problem, kind, entry, base, acc.dimensions)
+            cons = layer_constraints(problem, kind, entry, base, acc)
             try:
                 r = search(problem, hier, cons, objective=objective,
                            time_budget_s=float("inf"), max_evaluations=evaluations, seed=seed)

@@ -59,8 +59,8 @@ DEFAULT_PRECISION = {"W": 8, "I": 8, "O": 16}
 _MEMORY_KEYS = {"size", "r_bw", "w_bw", "r_cost", "w_cost", "area", "r_port", "w_port",
                 "rw_port", "latency", "operands", "ports", "served_dimensions",
                 "min_r_granularity", "min_w_granularity", "auto_cost_extraction"}
-_MEMORY_REQUIRED = ("size", "r_bw", "w_bw", "r_cost", "w_cost", "operands",
-                    "served_dimensions")
+_MEMORY_REQUIRED = ("size", "r_cost", "w_cost", "operands", "served_dimensions")
+_PORT_TYPES = ("read", "write", "read_write")
 _ARRAY_KEYS = {"unit_energy", "unit_area", "dimensions", "sizes"}
 _TOP_KEYS = {"name", "memories", "operational_array"}
 _MAPPING_KEYS = {"name", "spatial_mapping", "memory_operand_links", "temporal_ordering"}
@@ -80,6 +80,10 @@ class ZigzagMemory:
     operands: tuple[str, ...]
     per_pe: bool
     line: int | None = None
+    shared_rw: bool = False
+    #: bits of the access ``r_cost`` / ``w_cost`` price (0: ``r_bw`` / ``w_bw``)
+    r_access_bits: float = 0.0
+    w_access_bits: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -199,12 +203,21 @@ def read_accelerator(path: str | Path) -> ZigzagAccelerator:
                 f"every array dimension {list(dims)} (one instance for the array)",
                 f"{w}.served_dimensions", file, line_of(raw, "served_dimensions")))
             continue
+        if "r_bw" in raw or "w_bw" in raw:        # ZigZag 2.x: r_bw / w_bw per memory
+            r_bw = _num(raw, "r_bw", w, file, problems, 1)
+            w_bw = _num(raw, "w_bw", w, file, problems, 1)
+            shared, r_acc, w_acc = False, r_bw, w_bw
+        else:                                      # ZigZag 3.x: bandwidths on the ports
+            bws = _port_bandwidths(raw, w, file, problems)
+            if bws is None:
+                continue
+            r_bw, w_bw, shared, r_acc, w_acc = bws
         memories.append(ZigzagMemory(
-            str(name), _num(raw, "size", w, file, problems, 1),
-            _num(raw, "r_bw", w, file, problems, 1), _num(raw, "w_bw", w, file, problems, 1),
+            str(name), _num(raw, "size", w, file, problems, 1), r_bw, w_bw,
             _num(raw, "r_cost", w, file, problems), _num(raw, "w_cost", w, file, problems),
             _num(raw, "area", w, file, problems) if "area" in raw else 0.0,
-            tuple(str(o) for o in ops), not served, line_of(mems_raw, name)))
+            tuple(str(o) for o in ops), not served, line_of(mems_raw, name), shared,
+            r_acc, w_acc))
     seen_shared = False
     for m in memories:
         if m.per_pe and seen_shared:
@@ -220,6 +233,41 @@ def read_accelerator(path: str | Path) -> ZigzagAccelerator:
         raise ConfigError(problems)
     return ZigzagAccelerator(str(doc.get("name", Path(path).stem)), tuple(memories),
                              unit_energy, unit_area, dims, sizes, file)
+
+
+def _port_bandwidths(raw: LocDict, where: str, file: str, problems: list[Problem]
+                     ) -> tuple[float, float, bool, float, float] | None:
+    """(read bits/cycle, write bits/cycle, shared, read access bits, write access bits) of
+    a ZigZag 3.x memory from its ``ports`` (``type: read | write | read_write``,
+    ``bandwidth_max``: the access that ``r_cost`` / ``w_cost`` price): bandwidth = the sum
+    over the ports that can read (write), access = the widest such port; shared when every
+    port is read_write (reads and writes then share the ports' bandwidth)."""
+    ports = raw.get("ports")
+    if not isinstance(ports, list) or not ports or \
+            not all(isinstance(p, LocDict) and "type" in p for p in ports):
+        problems.append(Problem("missing r_bw, w_bw (ZigZag 2.x) or ports with type and "
+                                "bandwidth_max (ZigZag 3.x)", where, file,
+                                line_of(raw, "ports") or raw.line))
+        return None
+    rd = wr = r_acc = w_acc = 0.0
+    only_rw = True
+    for i, p in enumerate(ports):
+        pw = f"{where}.ports[{i}]"
+        if p["type"] not in _PORT_TYPES:
+            problems.append(Problem(f"expected type read, write or read_write, got "
+                                    f"{p['type']!r}", f"{pw}.type", file, line_of(p, "type")))
+            continue
+        bw = _num(p, "bandwidth_max", pw, file, problems, 1)
+        if p["type"] in ("read", "read_write"):
+            rd, r_acc = rd + bw, max(r_acc, bw)
+        if p["type"] in ("write", "read_write"):
+            wr, w_acc = wr + bw, max(w_acc, bw)
+        only_rw &= p["type"] == "read_write"
+    if not rd or not wr:
+        problems.append(Problem("the ports give no read or no write bandwidth", f"{where}.ports",
+                                file, line_of(raw, "ports")))
+        return None
+    return rd, wr, only_rw, r_acc, w_acc
 
 
 def _spatial_item(item: Any) -> tuple[str, int] | None:
@@ -319,15 +367,15 @@ def hierarchy(acc: ZigzagAccelerator, links: dict[str, str], kind: str,
             placed_array = True
         ops = [by_mem[o] for o in m.operands if o in by_mem]
         bits = max((prec[o] for o in ops), default=8)
-        e_r = m.r_cost_pj * bits / m.r_bw_bits
-        e_w = m.w_cost_pj * bits / m.w_bw_bits
+        e_r = m.r_cost_pj * bits / (m.r_access_bits or m.r_bw_bits)
+        e_w = m.w_cost_pj * bits / (m.w_access_bits or m.w_bw_bits)
         outer = i == len(acc.memories) - 1
         levels.append(StorageLevel(
             m.name, instances=pes if m.per_pe else 1,
             size_words=None if outer else max(1, int(m.size_bits // bits)), word_bits=bits,
             read_bw=m.r_bw_bits / bits, write_bw=m.w_bw_bits / bits,
             energy_pj={"read": e_r, "write": e_w, "update": e_w},
-            technology="DRAM" if outer else "SRAM"))
+            technology="DRAM" if outer else "SRAM", shared_bw=m.shared_rw))
         cons[m.name] = LevelConstraint(keep=frozenset(spaces[o] for o in ops))
     if not placed_array:               # every memory is per PE: the array sits on top
         raise ConfigError(Problem("no memory serves the whole array (served_dimensions "

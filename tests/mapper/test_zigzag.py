@@ -50,17 +50,17 @@ def test_mapping_becomes_spatial_constraints() -> None:
     entries = {e.name: e for e in read_mapping(MAP)}
     _, base = hierarchy(acc, LINKS, "conv2D")
     c = layer_constraints(conv2d(1, 64, 128, 56, 56, 3, 3), "conv2D", entries["default"], base,
-                          acc.dimensions).levels[ARRAY_LEVEL]
+                          acc).levels[ARRAY_LEVEL]
     # ZigZag K (output channels) = our M on D1 = X; C on D2 = Y; every other dim 1
     assert c.spatial_factors == {"C": 16, "M": 16, "R": 1, "S": 1, "N": 1, "P": 1, "Q": 1}
     assert c.spatial_permutation == ("M", "C") and c.spatial_split == 1
     # 3 input channels: the largest divisor of 3 not above 16; a 1000-way FC: 10
     c3 = layer_constraints(conv2d(1, 3, 64, 112, 112, 7, 7), "conv2D", entries["default"],
-                           base, acc.dimensions).levels[ARRAY_LEVEL]
+                           base, acc).levels[ARRAY_LEVEL]
     assert c3.spatial_factors["C"] == 3
     _, gbase = hierarchy(acc, LINKS, "gemm")
     g = layer_constraints(gemm(1, 1000, 512), "gemm", entries["Gemm"], gbase,
-                          acc.dimensions).levels[ARRAY_LEVEL]
+                          acc).levels[ARRAY_LEVEL]
     assert g.spatial_factors == {"M": 1, "N": 10, "K": 16}
 
 
@@ -157,6 +157,35 @@ def test_unknown_array_dimension_and_temporal_ordering(tmp_path: Path) -> None:
     p.write_text("- name: default\n  spatial_mapping:\n    D3:\n      - K, 4\n")
     with pytest.raises(ConfigError, match="unknown array dimension 'D3'"):
         evaluate_zigzag(ACC, p, wl, evaluations=1024)
+    p.write_text("- name: default\n  spatial_mapping:\n    D1:\n      - K, 32\n")
+    with pytest.raises(ConfigError, match="unrolls K 32 on array dimension D1 of size 16"):
+        evaluate_zigzag(ACC, p, wl, evaluations=1024)
     p.write_text("- name: default\n  temporal_ordering:\n    - [OX, 8]\n")
     with pytest.raises(ConfigError, match="temporal_ordering is not read"):
         evaluate_zigzag(ACC, p, wl, evaluations=1024)
+
+
+def test_zigzag3_port_bandwidths(tmp_path: Path) -> None:
+    """ZigZag 3.x gives bandwidths on the ports: the SRAM of the example with one read_write
+    port of 256 bits per cycle reads and writes 16 words per cycle in total (shared); its
+    cost still prices one 256-bit access (2.5 pJ per 16-bit word)."""
+    text = ACC.read_text()
+    old = ("    r_bw: 256\n    w_bw: 256\n    r_cost: 40.0\n    w_cost: 45.0\n    area: 0\n"
+           "    r_port: 1\n    w_port: 1\n    rw_port: 0\n    latency: 1\n"
+           "    operands: [I1, O]\n    ports:\n      - fh: w_port_1\n        tl: r_port_1\n"
+           "      - fh: w_port_1\n        tl: r_port_1\n        fl: w_port_1\n"
+           "        th: r_port_1\n")
+    new = ("    r_cost: 40.0\n    w_cost: 45.0\n    area: 0\n    latency: 1\n"
+           "    operands: [I1, O]\n    ports:\n      - name: rw_port_1\n"
+           "        type: read_write\n        bandwidth_min: 64\n        bandwidth_max: 256\n"
+           "        allocation:\n          - I1, tl\n          - O, fl\n")
+    assert old in text
+    p = tmp_path / "acc3.yaml"
+    p.write_text(text.replace(old, new))
+    hier, _ = hierarchy(read_accelerator(p), LINKS, "conv2D")
+    s = next(lv for lv in hier.levels if lv.name == "sram_256KB")
+    assert s.shared_bw and s.read_bw == 16.0
+    assert s.energy_pj["read"] == pytest.approx(2.5)
+    p.write_text(text.replace(old, new.replace("read_write", "sideways")))
+    with pytest.raises(ConfigError, match="expected type read, write or read_write"):
+        read_accelerator(p)
