@@ -114,3 +114,25 @@ def test_search_reports_progress() -> None:
     search(prob, hier, objective="edp", time_budget_s=1.0,
            progress=lambda d, t: timed.append((d, t)))
     assert timed and all(t == 1 and 0 <= d <= 1 for d, t in timed)
+
+
+def test_int8_weights_beside_int16_activations_on_the_array() -> None:
+    """The spatial array's Einsum view: weights in int8, inputs and outputs in int16; DRAM
+    bytes are each operand's elements times its own bytes, register accesses in 16-bit
+    words (a weight is half of one)."""
+    unit = _unit()
+    op = Gemm(name="g", m=64, n=96, k=128, a_format=I16, w_format=FORMATS["int8"])
+    prob, hier = problem_and_hierarchy(unit, op)
+    assert {ds.name: ds.word_bits for ds in prob.data_spaces} == {"A": 16, "B": 8, "Z": 16}
+    assert all(lv.word_bits == 16 for lv in hier.levels)
+    nm = search(prob, hier, objective="energy", time_budget_s=float("inf"),
+                max_evaluations=4096, seed=0).mapping
+    res = analyse(prob, hier, nm)
+    e = unit.estimate(op, unit.parse_mapping(nm))
+    dram = res.stats["dram"]
+    assert e.dram_read_bytes == pytest.approx(
+        2 * dram["A"].reads + 1 * dram["B"].reads + 2 * dram["Z"].reads)
+    reg = res.stats["pe_reg"]
+    reg_reads = sum(s.reads * s.instances * (0.5 if d == "B" else 1.0) for d, s in reg.items())
+    assert e.actions[(unit.cname("pe_reg"), "read")] == pytest.approx(reg_reads)
+    assert dram["B"].reads >= 96 * 128               # every weight at least once
