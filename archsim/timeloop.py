@@ -18,6 +18,7 @@ raises one :class:`~archsim.workloads.errors.ArchsimError` naming the file/key.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -128,14 +129,15 @@ class TimeloopRun:
 
 
 def _search(prob: Einsum, hier: Hierarchy, cons: Constraints, objective: str,
-            time_budget_s: float, seed: int) -> tuple[NestMapping, str]:
+            time_budget_s: float, seed: int,
+            progress: Callable[[int, int], None] | None = None) -> tuple[NestMapping, str]:
     # deferred: the nest search imports numba and its kernels (~0.15 s); a given mapping
     # (and every other command, which imports this module) does not need them
     from archsim.mapper.einsum_search import search
 
     try:
         r = search(prob, hier, cons, objective=objective, time_budget_s=time_budget_s,
-                   seed=seed)
+                   seed=seed, progress=progress)
     except ValueError as exc:
         raise ConfigError(Problem(f"mapping search failed: {exc}", "--time-budget")) from None
     return r.mapping, (f"Searched {r.evaluations:,} mappings in {r.seconds:.1f} s "
@@ -146,7 +148,8 @@ def evaluate_timeloop(arch: str | Path | None = None, problem: str | Path | None
                       folder: str | Path | None = None, mapping: str | Path | None = None,
                       ert: str | Path | None = None, search: bool = False,
                       objective: str = "edp", time_budget_s: float = 8.0, seed: int = 0,
-                      stationary_resets: str = "pre-2025") -> TimeloopRun:
+                      stationary_resets: str = "pre-2025",
+                      progress: Callable[[int, int], None] | None = None) -> TimeloopRun:
     """Evaluate a Timeloop v0.4 design: ``arch`` + ``problem`` (+ ``mapping``, ``ert``)
     files, or a design ``folder`` (a path or a name under ``examples/timeloop/``) whose
     problem ``problem`` may replace.
@@ -159,6 +162,7 @@ def evaluate_timeloop(arch: str | Path | None = None, problem: str | Path | None
         seed: search seed.
         stationary_resets: Timeloop's reuse rule for stationary steps: ``pre-2025`` (the rule
             of the published reference outputs) or ``post-2025`` (docs/timeloop.md).
+        progress: called as ``progress(seconds done, budget)`` while a mapping is searched.
     Raises:
         ConfigError: a missing problem or a bad file (naming the file and key).
     """
@@ -181,6 +185,6 @@ def evaluate_timeloop(arch: str | Path | None = None, problem: str | Path | None
         mp = read_mapping(mapping, hier, prob) if mapping and not search else None
     note = ""
     if mp is None:
-        mp, note = _search(prob, hier, cons, objective, time_budget_s, seed)
+        mp, note = _search(prob, hier, cons, objective, time_budget_s, seed, progress)
     res = analyse(prob, hier, mp, stationary_breaks=stationary_resets == "pre-2025")
     return TimeloopRun(res, mp, hier, prob, note, derived)

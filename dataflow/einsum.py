@@ -36,11 +36,17 @@ class DataSpace:
         name: tensor name (``Weights``, ``Inputs``, ``Outputs``).
         ranks: one affine projection per tensor axis, each a tuple of (coef, dim).
         read_write: True for the output (read-modify-write partial sums).
+        word_bits: bits of one element in its own format (int8 weights beside fp16
+            activations), or None: an element is one word of whichever level holds it
+            (Timeloop's per-level ``datawidth``). The nest model counts a level's capacity,
+            bandwidth and access energy in that level's words, ``word_bits / level bits``
+            of them per element.
     """
 
     name: str
     ranks: tuple[Rank, ...]
     read_write: bool = False
+    word_bits: int | None = None
 
     def dims(self) -> frozenset[str]:
         """Dimensions this tensor's coordinates depend on (its *relevant* dims)."""
@@ -83,9 +89,11 @@ class Einsum:
     def signature(self) -> tuple[Any, ...]:
         """Everything that defines the problem but its name: the bounds (in order) and each
         data space's name, projections and read-write flag. Two problems with the same
-        signature have the same map space and the same counts for every mapping."""
+        signature have the same map space and the same counts for every mapping (and, with
+        the element widths in it, the same energies)."""
         return (tuple(self.dims.items()),
-                tuple((ds.name, ds.ranks, ds.read_write) for ds in self.data_spaces))
+                tuple((ds.name, ds.ranks, ds.read_write, ds.word_bits)
+                      for ds in self.data_spaces))
 
     def space(self, name: str) -> DataSpace:
         """The data space called ``name`` (KeyError if none)."""

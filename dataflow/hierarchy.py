@@ -34,6 +34,8 @@ class StorageLevel:
         block_size: words per vector access (``width / datawidth / cluster_size``).
         cluster_size: instances sharing one physical array (Timeloop ``cluster_size``).
         read_bw, write_bw: words/cycle per instance; None = unlimited.
+        shared_bw: reads and writes share ``read_bw`` (one data bus, e.g. a DRAM channel;
+            Timeloop's ``shared_bandwidth``); ``write_bw`` is then not used.
         energy_pj: per-vector-access energies ``read``, ``write`` (fill), ``update`` and
             ``leak`` (per instance per cycle), in pJ.
         network_only: True for a fan-out point that stores nothing.
@@ -53,6 +55,7 @@ class StorageLevel:
     energy_pj: dict[str, float] = field(default_factory=dict)
     network_only: bool = False
     technology: str = "SRAM"
+    shared_bw: bool = False
 
     @property
     def fanout(self) -> int:

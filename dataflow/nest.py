@@ -27,6 +27,9 @@ temporal loops, then its spatial loops (which fan the level's tile out to its ch
 
 Cycles are the slowest of the compute (MACs per utilised MAC) and each level's bandwidth;
 energy is action counts times the per-action energies of :class:`dataflow.hierarchy`.
+Counts are in elements; a data space with its own element width (``DataSpace.word_bits``)
+is ``word_bits / level word bits`` level words per element in the capacity, bandwidth and
+energy of each level (int8 weights in a 16-bit buffer take half a word each).
 """
 
 from __future__ import annotations
@@ -35,10 +38,10 @@ import math
 from dataclasses import dataclass, field
 
 from archsim.dataflow.einsum import DataSpace, Einsum
-from archsim.dataflow.hierarchy import Hierarchy
+from archsim.dataflow.hierarchy import Hierarchy, StorageLevel
 
 __all__ = ["LevelMapping", "NestMapping", "LevelStats", "NestResult", "analyse", "deltas",
-           "flat_loops", "LevelConstraint", "Constraints"]
+           "flat_loops", "LevelConstraint", "Constraints", "lower_bound_cycles"]
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,9 @@ class LevelConstraint:
 
     keep: frozenset[str] | None = None
     bypass: frozenset[str] = frozenset()
+    #: data spaces the level must keep, the others left to the mapper (a named dataflow's
+    #: stationary operand in the PE register); ``keep`` instead fixes the whole set
+    must_keep: frozenset[str] = frozenset()
     temporal_factors: dict[str, int] = field(default_factory=dict)
     temporal_permutation: tuple[str, ...] = ()
     spatial_factors: dict[str, int] = field(default_factory=dict)
@@ -334,9 +340,10 @@ def analyse(problem: Einsum, hier: Hierarchy, mapping: NestMapping, *,
                 st.fills = 0 if lv == outer else d_here
             stats[hier.levels[lv].name][ds.name] = st
             child, d_child = lv, d_here
-    # capacity and fan-out checks
+    # capacity and fan-out checks (capacity in the level's words)
     for i, slv in enumerate(hier.levels):
-        used = sum(s.utilized_capacity for s in stats[slv.name].values())
+        used = sum(s.utilized_capacity * _words(problem, d, slv)
+                   for d, s in stats[slv.name].items())
         if slv.size_words is not None and not slv.network_only and used > slv.size_words:
             reasons.append(f"{slv.name}: tile of {used} words exceeds capacity {slv.size_words}")
         sx = math.prod(lp.bound for lp in loops if lp.spatial and lp.level == i
@@ -349,12 +356,15 @@ def analyse(problem: Einsum, hier: Hierarchy, mapping: NestMapping, *,
     # cycles: compute, and each level's bandwidth (words per instance per cycle)
     level_cycles: dict[str, int] = {}
     for slv in hier.levels:
-        rd = sum(s.reads for s in stats[slv.name].values())
-        wr = sum(s.fills + s.updates for s in stats[slv.name].values())
+        rd = sum(s.reads * _words(problem, d, slv) for d, s in stats[slv.name].items())
+        wr = sum((s.fills + s.updates) * _words(problem, d, slv)
+                 for d, s in stats[slv.name].items())
         c = 0
-        if slv.read_bw:
+        if slv.shared_bw and slv.read_bw:
+            c = math.ceil((rd + wr) / slv.read_bw)
+        elif slv.read_bw:
             c = max(c, math.ceil(rd / slv.read_bw))
-        if slv.write_bw:
+        if slv.write_bw and not slv.shared_bw:
             c = max(c, math.ceil(wr / slv.write_bw))
         level_cycles[slv.name] = c
     cycles = max([compute_cycles, *level_cycles.values()])
@@ -368,14 +378,16 @@ def analyse(problem: Einsum, hier: Hierarchy, mapping: NestMapping, *,
             continue
         tot = 0.0
         util_inst = 1
-        for s in stats[slv.name].values():
+        for d, s in stats[slv.name].items():
             util_inst = max(util_inst, s.instances)
             clusters = min(s.instances, max(1, slv.instances // slv.cluster_size))
             cluster_util = s.instances / clusters
             b = slv.block_size
-            per = (math.ceil(s.reads / b) * slv.energy_pj.get("read", 0.0)
-                   + math.ceil(s.fills / b) * slv.energy_pj.get("write", 0.0)
-                   + math.ceil(s.updates / b) * slv.energy_pj.get("update", 0.0)) / cluster_util
+            w = _words(problem, d, slv)
+            per = (math.ceil(s.reads * w / b) * slv.energy_pj.get("read", 0.0)
+                   + math.ceil(s.fills * w / b) * slv.energy_pj.get("write", 0.0)
+                   + math.ceil(s.updates * w / b) * slv.energy_pj.get("update", 0.0)
+                   ) / cluster_util
             s.energy_pj = per * s.instances
             tot += s.energy_pj
         lk = slv.energy_pj.get("leak", 0.0) * cycles * util_inst
@@ -387,6 +399,33 @@ def analyse(problem: Einsum, hier: Hierarchy, mapping: NestMapping, *,
                       utilization=compute_instances / hier.compute.instances * compute_cycles
                       / cycles, feasible=not reasons, reasons=reasons,
                       level_cycles=level_cycles)
+
+
+def lower_bound_cycles(problem: Einsum, hier: Hierarchy) -> int:
+    """Cycles no mapping of ``problem`` on ``hier`` can beat: the MACs over the compute
+    instances (spatial loops use each MAC at most once per iteration), and the outermost
+    level's bandwidth for the compulsory traffic: every element of a read-only data space is
+    read from it at least once and every output element updated at least once."""
+    top = hier.levels[-1]
+    bound = -(-problem.macs // hier.compute.instances)
+    rd = sum(ds.extent(problem.dims) * _words(problem, ds.name, top)
+             for ds in problem.data_spaces if not ds.read_write)
+    wr = sum(ds.extent(problem.dims) * _words(problem, ds.name, top)
+             for ds in problem.data_spaces if ds.read_write)
+    if top.shared_bw and top.read_bw:
+        return max(bound, math.ceil((rd + wr) / top.read_bw))
+    if top.read_bw:
+        bound = max(bound, math.ceil(rd / top.read_bw))
+    if top.write_bw:
+        bound = max(bound, math.ceil(wr / top.write_bw))
+    return bound
+
+
+def _words(problem: Einsum, space: str, level: StorageLevel) -> float:
+    """Words of ``level`` per element of data space ``space``: its element bits over the
+    level's word bits, or 1 when the data space has no width of its own."""
+    bits = problem.space(space).word_bits
+    return 1.0 if bits is None else bits / level.word_bits
 
 
 def _axis(mapping: NestMapping, level: int, dim: str) -> str:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -162,8 +163,8 @@ def make_space(problem: Einsum, hier: Hierarchy, constraints: Constraints | None
             if c.keep is not None:                           # keep exactly these
                 keep_opts.append([frozenset(c.keep) & frozenset(spaces)])
                 continue
-            must: frozenset[str] = frozenset()
-            free = [s for s in spaces if s not in c.bypass]
+            must = frozenset(c.must_keep) & frozenset(spaces)
+            free = [s for s in spaces if s not in c.bypass and s not in must]
             opts = []
             for r in range(len(free) + 1):
                 for sub in itertools.combinations(free, r):
@@ -246,6 +247,8 @@ def _static(space: MapSpace, keep: tuple[frozenset[str], ...]) -> tuple:  # type
             coef, f([len(ds.ranks) for ds in prob.data_spaces], dtype=np.int64),
             f([ds.read_write for ds in prob.data_spaces]),
             f([[ds.name in keep[lv] for lv in range(nlev)] for ds in prob.data_spaces]),
+            f([[1.0 if ds.word_bits is None else ds.word_bits / lvs[lv].word_bits
+                for lv in range(nlev)] for ds in prob.data_spaces], dtype=np.float64),
             f([-1 if lv.size_words is None else lv.size_words for lv in lvs], dtype=np.int64),
             f([lv.block_size for lv in lvs], dtype=np.int64),
             f([lv.instances for lv in lvs], dtype=np.int64),
@@ -255,6 +258,7 @@ def _static(space: MapSpace, keep: tuple[frozenset[str], ...]) -> tuple:  # type
             f([lv.energy_pj.get("update", 0.0) for lv in lvs]),
             f([lv.energy_pj.get("leak", 0.0) for lv in lvs]),
             f([lv.read_bw or 0.0 for lv in lvs]), f([lv.write_bw or 0.0 for lv in lvs]),
+            f([lv.shared_bw for lv in lvs], dtype=np.bool_),
             f([lv.mesh_x for lv in lvs], dtype=np.int64),
             f([lv.mesh_y for lv in lvs], dtype=np.int64), xmask, has_split,
             float(hier.compute.energy_pj.get("compute", 0.0) * prob.macs),
@@ -434,7 +438,8 @@ def _mutate(space: MapSpace, rng: np.random.Generator, elite: Batch, n: int) -> 
 def search(problem: Einsum, hier: Hierarchy, constraints: Constraints | None = None, *,
            objective: str = "energy", time_budget_s: float = 8.0, batch_size: int = 4096,
            seed: int = 0, keep: dict[str, frozenset[str]] | None = None,
-           max_evaluations: int | None = None, prune: bool = True) -> EinsumSearchResult:
+           max_evaluations: int | None = None, prune: bool = True,
+           progress: Callable[[int, int], None] | None = None) -> EinsumSearchResult:
     """Random sampling plus elite mutation, vectorised; returns the best feasible mapping.
 
     Args:
@@ -447,6 +452,8 @@ def search(problem: Einsum, hier: Hierarchy, constraints: Constraints | None = N
             ``max_evaluations`` and no time budget) or than their keep set's worst elite:
             they could enter neither the best nor an elite that is mutated later, so the
             search's path and result stay those without pruning.
+        progress: called as ``progress(done, total)`` after each batch: whole seconds of a
+            finite time budget, else candidates of ``max_evaluations``.
 
     Raises:
         ValueError: when no feasible mapping was found in the budget.
@@ -500,6 +507,12 @@ def search(problem: Einsum, hier: Hierarchy, constraints: Constraints | None = N
             elites[kc] = (scores[keep_idx], Batch(tb[keep_idx], sb[keep_idx], pm[keep_idx], kc))
             if best is None or sc[top[0]] < best[0]:
                 best = (float(sc[top[0]]), cand, int(top[0]))
+        if progress is not None:
+            if math.isfinite(time_budget_s):
+                progress(min(int(time.perf_counter() - t0), int(time_budget_s)),
+                         int(time_budget_s))
+            elif max_evaluations is not None:
+                progress(min(evals, max_evaluations), max_evaluations)
     secs = time.perf_counter() - t0
     if best is None:
         raise ValueError("no feasible mapping found")

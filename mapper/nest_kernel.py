@@ -108,16 +108,20 @@ def _deltas(tr: np.ndarray, nb: np.ndarray, k: int, ext: np.ndarray, nr: int,
 @njit(cache=True)
 def evaluate_kernel(tb: np.ndarray, sb: np.ndarray, perm: np.ndarray, netonly: np.ndarray,
                     fanout: np.ndarray, coef: np.ndarray, nranks: np.ndarray, rw: np.ndarray,
-                    keep: np.ndarray, size: np.ndarray, block: np.ndarray, hw_inst: np.ndarray,
+                    keep: np.ndarray, wscale: np.ndarray, size: np.ndarray, block: np.ndarray, hw_inst: np.ndarray,
                     cluster: np.ndarray, e_rd: np.ndarray, e_wr: np.ndarray, e_up: np.ndarray,
-                    e_lk: np.ndarray, rbw: np.ndarray, wbw: np.ndarray, meshx: np.ndarray,
+                    e_lk: np.ndarray, rbw: np.ndarray, wbw: np.ndarray, shared: np.ndarray,
+                    meshx: np.ndarray,
                     meshy: np.ndarray, xmask: np.ndarray, has_split: np.ndarray,
                     compute_e: float, compute_hw: int,
                     energy: np.ndarray, cycles: np.ndarray, feasible: np.ndarray) -> None:
     """Evaluate every candidate; results into ``energy`` (pJ), ``cycles``, ``feasible``.
 
-    Shapes: tb/sb/perm [B, L, D]; coef [S, R, D]; keep [S, L]; per-level arrays [L];
-    xmask [L, D] (dims on X when ``has_split``). Bandwidths 0 = unlimited, size -1 = none.
+    Shapes: tb/sb/perm [B, L, D]; coef [S, R, D]; keep [S, L]; wscale [S, L] (level words
+    per element of each data space: its element bits / the level's word bits, 1.0 when it
+    has no width of its own); per-level arrays [L];
+    xmask [L, D] (dims on X when ``has_split``). Bandwidths 0 = unlimited (``shared``: reads
+    and writes share the read bandwidth), size -1 = none.
     """
     nb_, nlev, ndim = tb.shape
     nds = coef.shape[0]
@@ -134,9 +138,9 @@ def evaluate_kernel(tb: np.ndarray, sb: np.ndarray, perm: np.ndarray, netonly: n
     tr = np.zeros((pmax, rmax), dtype=np.int64)
     nbv = np.zeros(pmax, dtype=np.int64)
     ext = np.zeros(rmax, dtype=np.int64)
-    reads = np.zeros(nlev, dtype=np.int64)
-    writes = np.zeros(nlev, dtype=np.int64)
-    used = np.zeros(nlev, dtype=np.int64)
+    reads = np.zeros(nlev, dtype=np.float64)
+    writes = np.zeros(nlev, dtype=np.float64)
+    used = np.zeros(nlev, dtype=np.float64)
     util = np.zeros(nlev, dtype=np.int64)
     inst_above = np.zeros(nlev + 1, dtype=np.int64)
     vals = np.zeros(4096, dtype=np.int64)
@@ -203,7 +207,7 @@ def evaluate_kernel(tb: np.ndarray, sb: np.ndarray, perm: np.ndarray, netonly: n
                         if cf != 0:
                             ex += cf * (cum[lv, d] - 1)
                     full *= ex
-                used[lv] += full
+                used[lv] += full * wscale[s_, lv]
         for lv in range(nlev):
             if size[lv] >= 0 and not netonly[lv] and used[lv] > size[lv]:
                 ok = False
@@ -340,17 +344,26 @@ def evaluate_kernel(tb: np.ndarray, sb: np.ndarray, perm: np.ndarray, netonly: n
                     clusters = inst
                 cu = inst / clusters
                 bs = block[lv]
-                per = ((rd + bs - 1) // bs * e_rd[lv] + (fl + bs - 1) // bs * e_wr[lv]
-                       + (up + bs - 1) // bs * e_up[lv]) / cu
+                ws = wscale[s_, lv]
+                if ws == 1.0:
+                    per = ((rd + bs - 1) // bs * e_rd[lv] + (fl + bs - 1) // bs * e_wr[lv]
+                           + (up + bs - 1) // bs * e_up[lv]) / cu
+                else:
+                    per = (np.ceil(rd * ws / bs) * e_rd[lv] + np.ceil(fl * ws / bs) * e_wr[lv]
+                           + np.ceil(up * ws / bs) * e_up[lv]) / cu
                 e += per * inst
-                reads[lv] += rd
-                writes[lv] += fl + up
+                reads[lv] += rd * ws
+                writes[lv] += (fl + up) * ws
                 if inst > util[lv]:
                     util[lv] = inst
                 child = lv
                 d_child = d_here
         cyc = float(temporal)
         for lv in range(nlev):
+            if shared[lv]:
+                if rbw[lv] > 0 and (reads[lv] + writes[lv]) / rbw[lv] > cyc:
+                    cyc = (reads[lv] + writes[lv]) / rbw[lv]
+                continue
             if rbw[lv] > 0 and reads[lv] / rbw[lv] > cyc:
                 cyc = reads[lv] / rbw[lv]
             if wbw[lv] > 0 and writes[lv] / wbw[lv] > cyc:

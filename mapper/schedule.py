@@ -16,7 +16,9 @@ from typing import Any
 from archsim import energy
 from archsim.arch.accelerator import Accelerator
 from archsim.arch.base import Estimate, Unit
+from archsim.dataflow.nest import lower_bound_cycles
 from archsim.mapper.constraints import Constraints, load_constraints
+from archsim.mapper.einsum_dataflow import dataflow_constraints
 from archsim.mapper.gemm_search import best_mapping, refine_with_simulation
 from archsim.mapper.hetero import HeteroPlan, Link, Option, Transfer, list_schedule
 from archsim.mapper.objective import OBJECTIVES, objective_value
@@ -128,11 +130,18 @@ def _candidates(op: Op, unit: Unit, objective: str, search: bool, oc: Any,
             rr, _ = refine_with_simulation(unit, op, objective, refine, dataflows=dfs, **kw)
             r = rr or r
         mappings = [unit.parse_mapping(r.mapping if r is not None else None)]
-        es = unit.einsum_space(op) if oc is None and objective in OBJECTIVES else None
-        if es is not None:              # the 7-D nest of a convolution competes with im2col
-            nm = _einsum_best(es, objective, memo)
-            if nm is not None:
-                mappings.append(unit.parse_mapping(nm))
+        es = unit.einsum_space(op) if objective in OBJECTIVES and not needs_search else None
+        if es is not None and not (r is not None and objective == "latency"
+                                   and _nest_cannot_win(unit, op, mappings[0], es)):
+            # the Einsum nest (a convolution's 7-D nest, a GEMM's with its batch / head
+            # dims) competes with the GEMM view, under each allowed named dataflow when the
+            # constraints name some (unless the GEMM view already reaches the nest's lower
+            # bound, which no nest can beat on latency)
+            for df in dfs or (None,):
+                nm = _einsum_best(es, objective, memo, df)
+                if nm is not None:
+                    m = unit.parse_mapping(nm)
+                    mappings.append(replace(m, dataflow=df) if df else m)
     elif search or dfs is not None:
         mappings = list(unit.mapping_space(op, oc if dfs is not None else None))
     else:
@@ -157,6 +166,16 @@ def _candidates(op: Op, unit: Unit, objective: str, search: bool, oc: Any,
     return best[1], ""
 
 
+def _nest_cannot_win(unit: Unit, op: Op, mapping: Any, space: tuple[Any, Any]) -> bool:
+    """True when ``mapping`` runs ``op`` in no more cycles than any nest of ``space``
+    (``(problem, hierarchy)``) can (:func:`dataflow.nest.lower_bound_cycles`): a nest
+    search for the ``latency`` objective cannot win (the first of equal candidates is kept)
+    and is skipped."""
+    problem, hier = space
+    est = unit.estimate(op, mapping)
+    return est.feasible and est.cycles <= lower_bound_cycles(problem, hier)
+
+
 #: Candidates the 7-D Einsum nest search judges per (problem, hierarchy, objective): a fixed
 #: count (not a time budget), so a search gives the same mapping on any machine.
 EINSUM_EVALUATIONS = 100_000
@@ -170,22 +189,31 @@ def clear_einsum_memo() -> None:
     _EINSUM_MEMO.clear()
 
 
-def _einsum_best(space: tuple[Any, Any], objective: str, memo: bool = True) -> Any:
+def _einsum_best(space: tuple[Any, Any], objective: str, memo: bool = True,
+                 dataflow: str | None = None) -> Any:
     """Best ``dataflow.nest.NestMapping`` of ``(problem, hierarchy)`` for ``objective`` by
     :func:`mapper.einsum_search.search` (seeded, :data:`EINSUM_EVALUATIONS` candidates),
-    or None when it finds no feasible mapping. With ``memo``, one search per canonical
-    signature (:meth:`dataflow.einsum.Einsum.signature`, the hierarchy, no constraints,
-    the objective): the search is deterministic, so reuse changes no result."""
+    or None when it finds no feasible mapping; with ``dataflow``, among the mappings that
+    obey it (:func:`mapper.einsum_dataflow.dataflow_constraints`: the hierarchy's first
+    fan-out level feeds the PEs, its innermost level is the PE register). With ``memo``,
+    one search per canonical signature (:meth:`dataflow.einsum.Einsum.signature`, the
+    hierarchy, the dataflow, the objective): the search is deterministic, so reuse changes
+    no result."""
     problem, hier = space
-    key = (problem.signature(), repr(hier), None, objective)
+    key = (problem.signature(), repr(hier), dataflow, objective)
     if memo and key in _EINSUM_MEMO:
         return _EINSUM_MEMO[key]
     # deferred: loads numba (only cycle-level runs and nest searches need it)
     from archsim.mapper.einsum_search import search as einsum_search
 
+    cons = None
+    if dataflow is not None:
+        fan = next(lv.name for lv in hier.levels if lv.fanout > 1)
+        cons = dataflow_constraints(problem, dataflow, fan, hier.levels[0].name)
     try:
-        found = einsum_search(problem, hier, objective=objective, time_budget_s=float("inf"),
-                              max_evaluations=EINSUM_EVALUATIONS, seed=0).mapping
+        found = einsum_search(problem, hier, cons, objective=objective,
+                              time_budget_s=float("inf"), max_evaluations=EINSUM_EVALUATIONS,
+                              seed=0).mapping
     except ValueError:              # nothing feasible among the candidates
         found = None
     if memo:

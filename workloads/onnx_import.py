@@ -2,7 +2,8 @@
 
 Optional: needs the ``onnx`` package (``pip install 'archsim[onnx]'`` or ``pip install
 onnx``), imported only when this is used. Shapes come from the model's declared inputs,
-initializers and ONNX shape inference (``onnx.shape_inference.infer_shapes``); a symbolic
+initializers (their ``dims``; external weight data is not loaded, so a model whose weights
+live in a missing side file still reads) and ONNX shape inference (``onnx.shape_inference.infer_shapes``); a symbolic
 dimension (``dim_param``, e.g. ``N`` or ``batch``) takes the ``batch`` argument.
 
 Nodes read (op type -> archsim op):
@@ -76,7 +77,9 @@ def from_onnx(path: str | Path, batch: int = 1, name: str | None = None) -> Work
     onnx = _onnx()
     p = Path(path)
     try:
-        model = onnx.load(str(p))
+        # shapes only: the weights' external data (a separate file that bundled models,
+        # e.g. ZigZag's, do not ship) is never read
+        model = onnx.load(str(p), load_external_data=False)
     except Exception as exc:  # noqa: BLE001 - onnx raises DecodeError, OSError, ...
         raise WorkloadError(Problem(f"cannot read ONNX model: {exc}", "", str(p))) from None
     try:

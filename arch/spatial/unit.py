@@ -148,9 +148,10 @@ class SpatialArray(Unit[SpatialMapping]):
     def check_mapping(self, m: SpatialMapping) -> None:
         if m.einsum is not None:
             if not isinstance(m.einsum, NestMapping) or m.nest is not None \
-                    or m.dataflow != EINSUM_DATAFLOW:
+                    or m.dataflow not in (EINSUM_DATAFLOW, *DATAFLOWS, "rs"):
                 raise MappingError(Problem(
-                    f"an Einsum nest mapping has dataflow {EINSUM_DATAFLOW!r}, a "
+                    f"an Einsum nest mapping has dataflow {EINSUM_DATAFLOW!r} (or the named "
+                    f"dataflow it obeys: {', '.join((*DATAFLOWS, 'rs'))}), a "
                     f"dataflow.nest.NestMapping and no GEMM nest", "mapping.einsum"))
             return
         if m.nest is None:
@@ -165,9 +166,11 @@ class SpatialArray(Unit[SpatialMapping]):
                 f"expected one of {', '.join(DATAFLOW_CONSTRAINTS)}", "mapping.nest.dataflow"))
 
     def einsum_space(self, op: Op) -> tuple[Any, Any] | None:
-        """Convolutions: their 7-D Einsum on the unit's hierarchy (``arch.spatial.einsum``),
-        which keeps the sliding-window reuse that the im2col GEMM view loses."""
-        if not isinstance(op, Conv2d) or self.supports(op):
+        """Matrix ops: their Einsum on the unit's hierarchy (``arch.spatial.einsum``): a
+        convolution's 7-D nest keeps the sliding-window reuse that the im2col GEMM view
+        loses; a (batched) GEMM keeps its batch / head dims (attention's QK and AV, GQA's
+        shared K/V) as loops of their own."""
+        if not isinstance(op, (Conv2d, Gemm)) or self.supports(op):
             return None
 
         return problem_and_hierarchy(self, op)
@@ -213,10 +216,10 @@ class SpatialArray(Unit[SpatialMapping]):
         if reason:
             return infeasible(op, self.name, reason, self.clock_hz)
         if m.einsum is not None:
-            if not isinstance(op, Conv2d):
-                return infeasible(op, self.name, "a 7-D Einsum nest mapping applies to "
-                                  "convolutions only", self.clock_hz)
-            return self._estimate_einsum(op, m.einsum)
+            if not isinstance(op, (Conv2d, Gemm)):
+                return infeasible(op, self.name, "an Einsum nest mapping applies to "
+                                  "convolutions and GEMMs only", self.clock_hz)
+            return self._estimate_einsum(op, m.einsum, m.dataflow)
         if m.nest is not None:
             if not op.is_matrix:
                 return infeasible(op, self.name, "a loop-nest mapping applies to matrix ops "
@@ -257,7 +260,8 @@ class SpatialArray(Unit[SpatialMapping]):
             e_glb_pj=e("glb", "read") * a_b * 8 / s.glb_width_bits,
             e_dram_pj_per_byte=e("dram", "read"))
 
-    def _estimate_einsum(self, op: Conv2d, nest: NestMapping) -> Estimate:
+    def _estimate_einsum(self, op: Conv2d | Gemm, nest: NestMapping,
+                         dataflow: str = EINSUM_DATAFLOW) -> Estimate:
         """Estimate of a 7-D Einsum nest (``arch.spatial.einsum``, ``dataflow.nest``):
         cycles = the slowest of compute and each level's bandwidth (DRAM at the sustained
         rate); actions from the per-level access counts. Like the GEMM nest model, pipeline
@@ -271,7 +275,7 @@ class SpatialArray(Unit[SpatialMapping]):
         cycles = cycles_of(res.cycles)
         dram_cycles = float(res.level_cycles.get("dram", 0))
         return Estimate(
-            op.name, op.kind, self.name, EINSUM_DATAFLOW, cycles, self.clock_hz,
+            op.name, op.kind, self.name, dataflow or EINSUM_DATAFLOW, cycles, self.clock_hz,
             macs=op.macs(), flops=op.flops(), dram_read_bytes=dram_r, dram_write_bytes=dram_w,
             actions=MappingProxyType(acts),
             utilization=op.effective_macs() / (cycles * self.pes) if cycles else 0.0,

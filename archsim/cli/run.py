@@ -20,7 +20,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from archsim.api import load
+from archsim.api import load, workload
 from archsim.arch.accelerator import Accelerator
 from archsim.arch.cluster import find_cluster
 from archsim.cli.common import (
@@ -42,6 +42,7 @@ from archsim.run_request import (
     memory_warning,
 )
 from archsim.timeloop import evaluate_timeloop
+from archsim.zigzag import evaluate_zigzag
 
 HELP = "evaluate a model on a design"
 
@@ -50,6 +51,9 @@ TIMELOOP_DESTS = ("timeloop", "problem", "ert", "show_ert", "search", "time_budg
                   "save_mapping", "stationary_resets")
 #: Flags both kinds of input take.
 SHARED_DESTS = ("cmd", "config", "json", "objective", "mapping")
+#: The flags of ZigZag inputs, by dest, and the model flags they take.
+ZIGZAG_DESTS = ("zigzag_accelerator", "zigzag_mapping")
+ZIGZAG_SHARED = ("cmd", "json", "objective", "model", "batch")
 MAPPING_MODES = ("default", "search")
 
 
@@ -115,6 +119,18 @@ def add_timeloop_flags(p: argparse.ArgumentParser) -> None:
                         "ranks mappings with the default rule")
 
 
+def add_zigzag_flags(p: argparse.ArgumentParser) -> None:
+    """ZigZag inputs (docs/zigzag.md): ``--zigzag-accelerator A.yaml --zigzag-mapping M.yaml``
+    with ``--model`` (an ONNX file, read for shapes only, or a zoo model)."""
+    g = p.add_argument_group("ZigZag inputs (docs/zigzag.md)")
+    g.add_argument("--zigzag-accelerator", metavar="YAML",
+                   help="ZigZag accelerator YAML (memories + operational_array); maps every "
+                        "matrix layer of --model on it")
+    g.add_argument("--zigzag-mapping", metavar="YAML",
+                   help="ZigZag mapping YAML (spatial_mapping, memory_operand_links per "
+                        "layer name / op type / default)")
+
+
 def add_arguments(r: argparse.ArgumentParser) -> None:
     """The flags of ``archsim run`` (and ``archsim map``)."""
     r.add_argument("config", nargs="?", default=DEFAULT_CONFIG,
@@ -141,6 +157,7 @@ def add_arguments(r: argparse.ArgumentParser) -> None:
     add_evaluation_flags(r, timeloop_inputs=True)
     add_plan_flags(r)
     add_timeloop_flags(r)
+    add_zigzag_flags(r)
 
 
 def _changed(args: argparse.Namespace, dests: tuple[str, ...] | None, skip: tuple[str, ...]
@@ -155,9 +172,15 @@ def _changed(args: argparse.Namespace, dests: tuple[str, ...] | None, skip: tupl
 
 
 def run(args: argparse.Namespace) -> int:
-    """``archsim run`` / ``archsim map``: Timeloop inputs, a parallel plan or one model."""
+    """``archsim run`` / ``archsim map``: Timeloop or ZigZag inputs, a parallel plan or one
+    model."""
+    if args.zigzag_accelerator is not None or args.zigzag_mapping is not None:
+        bad = _changed(args, None, ZIGZAG_DESTS + ZIGZAG_SHARED)
+        if bad:
+            raise UsageError(f"{', '.join(bad)} cannot be used with ZigZag inputs")
+        return run_zigzag(args)
     if args.timeloop is not None or str(args.config).startswith("timeloop:"):
-        bad = _changed(args, None, TIMELOOP_DESTS + SHARED_DESTS)
+        bad = _changed(args, None, TIMELOOP_DESTS + SHARED_DESTS + ZIGZAG_DESTS)
         if bad:
             raise UsageError(f"{', '.join(bad)} cannot be used with Timeloop inputs")
         return run_timeloop(args)
@@ -227,10 +250,12 @@ def run_timeloop(args: argparse.Namespace) -> int:
     if args.time_budget <= 0:
         print("archsim: --time-budget must be > 0 seconds", file=sys.stderr)
         return 2
+    bar = ProgressBar("s of mapping search")
     tl = evaluate_timeloop(args.timeloop, args.problem, folder=folder, mapping=args.mapping,
                            ert=args.ert, search=args.search, objective=args.objective or "edp",
                            time_budget_s=args.time_budget, seed=args.seed,
-                           stationary_resets=args.stationary_resets)
+                           stationary_resets=args.stationary_resets, progress=bar.update)
+    bar.close()
     if args.save_mapping:
         Path(args.save_mapping).write_text(tl.mapping_yaml())
     if args.show_ert and not args.json:
@@ -239,3 +264,16 @@ def run_timeloop(args: argparse.Namespace) -> int:
         print(tl.search_note)
     print(tl.to_json() if args.json else tl.stats_text())
     return 0 if tl.result.feasible else 1
+
+
+def run_zigzag(args: argparse.Namespace) -> int:
+    """ZigZag inputs: ``map --zigzag-accelerator A.yaml --zigzag-mapping M.yaml --model X``."""
+    if args.zigzag_accelerator is None or args.zigzag_mapping is None:
+        raise UsageError("ZigZag inputs need both --zigzag-accelerator and --zigzag-mapping")
+    wl = workload(args.model, batch=args.batch)
+    bar = ProgressBar("layers")
+    run_ = evaluate_zigzag(args.zigzag_accelerator, args.zigzag_mapping, wl,
+                           objective=args.objective or "energy", progress=bar.update)
+    bar.close()
+    print(run_.to_json() if args.json else run_.table())
+    return 0

@@ -1,5 +1,5 @@
-"""The spatial array on the 7-D Einsum nest model (``arch/spatial/einsum.py``): the mapper's
-search offers a convolution's Einsum nest next to its im2col GEMM nests."""
+"""The spatial array on the Einsum nest model (``arch/spatial/einsum.py``): the mapper's
+search offers a matrix op's Einsum nest next to its GEMM-view nests."""
 
 from __future__ import annotations
 
@@ -23,10 +23,19 @@ def _unit():
     return archsim.load("eyeriss_like").units[0]
 
 
-def test_only_convolutions_have_an_einsum_space():
+def test_matrix_ops_have_an_einsum_space():
+    """Convolutions and (batched) GEMMs map through the Einsum search (issue 28 item 3;
+    before it only convolutions did); vector ops have no Einsum."""
+    from archsim.workloads.ops import Softmax
+
     u = _unit()
     assert u.einsum_space(CONV) is not None
-    assert u.einsum_space(Gemm(name="g", m=8, n=8, k=8, a_format=I16, w_format=I16)) is None
+    prob, _ = u.einsum_space(Gemm(name="g", m=8, n=8, k=8, a_format=I16, w_format=I16))
+    assert prob.dims == {"M": 8, "N": 8, "K": 8}
+    prob, _ = u.einsum_space(Gemm(name="av", m=8, n=8, k=8, batch=8, b_shared=4,
+                                  a_format=I16, w_format=I16))
+    assert prob.dims == {"B": 2, "G": 4, "M": 8, "N": 8, "K": 8}
+    assert u.einsum_space(Softmax(name="s", rows=4, cols=4, a_format=I16)) is None
 
 
 def test_einsum_estimate_keeps_the_contract():

@@ -95,3 +95,34 @@ def test_progress_bar_only_after_the_delay_and_on_a_terminal() -> None:
     bar.update(4, 4)
     bar.close()
     assert pipe.getvalue() == ""
+
+
+def test_latency_skips_nest_search_only_when_it_cannot_win(monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    """For ``latency``, a convolution whose im2col GEMM nest already runs in
+    ceil(MACs / PEs) cycles gets no 7-D nest search: no nest can take fewer cycles (a
+    property checked here on a searched nest) and the first of equal candidates is kept."""
+    acc, wl = _network()
+    unit = acc.units[0]
+    op = next(o for o in wl.ops() if o.name == "layer1.0.conv1")   # 64x64x3x3, 56x56
+    problem, hier = unit.einsum_space(op)
+    bound = -(-problem.macs // hier.compute.instances)
+    assert bound == -(-(64 * 64 * 9 * 56 * 56) // 256)
+    nest = einsum_search.search(problem, hier, objective="latency", time_budget_s=float("inf"),
+                                max_evaluations=8192, seed=0)
+    assert nest.result.cycles >= bound
+    calls: list[str] = []
+    real = einsum_search.search
+
+    def counting(problem, *a, **kw):
+        calls.append(problem.name)
+        return real(problem, *a, **kw)
+
+    monkeypatch.setattr(einsum_search, "search", counting)
+    monkeypatch.setattr(schedule, "EINSUM_EVALUATIONS", 8192)
+    clear_einsum_memo()
+    a, _ = schedule._candidates(op, unit, "latency", True, None, None)
+    assert a is not None and a.estimate.cycles == bound and calls == []
+    a_energy, _ = schedule._candidates(op, unit, "energy", True, None, None)
+    assert a_energy is not None and len(calls) == 1       # energy: the nest still competes
+    clear_einsum_memo()
