@@ -211,6 +211,14 @@ def earliest(p, tab, nx, cmd, ch, ra, bg, ba):
 
 
 @njit(cache=True)
+def earliest_at(p, tab, nx, cmd, ch, ra, bg, ba):
+    """:func:`earliest` as an out-of-line call. A caller with many call sites (the PIM
+    stream) uses this: inlining ``earliest`` at each site multiplies its compile time
+    (~1 s per site cold), while a call costs a few ns per command."""
+    return earliest(p, tab, nx, cmd, ch, ra, bg, ba)
+
+
+@njit(cache=True)
 def issue(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cmd, ch, ra, bg, ba, row, t):
     """Issue ``cmd`` at cycle ``t``: update timing, bank state and command counters.
 
@@ -817,6 +825,9 @@ def _core(p, tab, con_ptr, con, nx, hist, hist_n, bst, ref_due, q, chs, ring, mi
 
 
 # ----------------------------------------------------------------------- entry points
+# Every entry point passes the mode and the scalar operands as typed int64 (np.int64(...)),
+# never as literals: Numba compiles a callee once per distinct literal argument, and
+# ``_core`` costs ~10 CPU-s to compile (tests/sim/test_one_signature.py).
 @njit(cache=True)
 def earliest_inst(inst, cmd, ch, ra, bg, ba):
     """:func:`earliest` on a :class:`DramInst`."""
@@ -843,15 +854,16 @@ def _core_inst(inst, mode, until, sid, now, s_addr, s_left, s_out, s_write, s_en
 def next_time_inst(inst):
     """Earliest pending command time of a :class:`DramInst` (INF when idle)."""
     z = np.zeros(1, np.int64)
-    return _core_inst(inst, MODE_NEXT, 0, 0, 0, z, z, z, z, z, z, z[:0])
+    zero = np.int64(0)
+    return _core_inst(inst, np.int64(MODE_NEXT), zero, zero, zero, z, z, z, z, z, z, z[:0])
 
 
 @njit(cache=True)
 def activate(inst, sid, s_addr, s_left, s_out, s_write, now):
     """Append stream ``sid`` to the active streams and feed; returns False if full."""
     z = np.zeros(1, np.int64)
-    return _core_inst(inst, MODE_ACTIVATE, 0, sid, now, s_addr, s_left, s_out, s_write, z,
-                      z, z[:0]) != 0
+    return _core_inst(inst, np.int64(MODE_ACTIVATE), np.int64(0), np.int64(sid),
+                      np.int64(now), s_addr, s_left, s_out, s_write, z, z, z[:0]) != 0
 
 
 @njit(cache=True)
@@ -861,14 +873,16 @@ def advance(inst, until, s_addr, s_left, s_out, s_write, s_end, done_buf):
     Completed stream ids (all bursts issued; last data at ``s_end[id]``) are written to
     ``done_buf[0:n]``.
     """
-    return _core_inst(inst, MODE_ADVANCE, until, 0, 0, s_addr, s_left, s_out, s_write, s_end,
-                      done_buf, s_end[:0])
+    zero = np.int64(0)
+    return _core_inst(inst, np.int64(MODE_ADVANCE), np.int64(until), zero, zero, s_addr,
+                      s_left, s_out, s_write, s_end, done_buf, s_end[:0])
 
 
 @njit(cache=True)
 def run_trace(inst, addr, is_write, arrival, s_end):
     """Run a request trace (one burst each, arrivals sorted); fills ``s_end``."""
     n = addr.shape[0]
-    return _core_inst(inst, MODE_TRACE, 0, 0, 0, addr.copy(), np.zeros(n, np.int64),
+    zero = np.int64(0)
+    return _core_inst(inst, np.int64(MODE_TRACE), zero, zero, zero, addr.copy(), np.zeros(n, np.int64),
                       np.zeros(n, np.int64), is_write.astype(np.int64), s_end,
                       np.zeros(max(n, 1), np.int64), arrival)

@@ -24,6 +24,7 @@ F_END (latest data completion). Counters ``cnt``: see ``N_*`` indices.
 
 from __future__ import annotations
 
+import numpy as np
 from numba import njit
 
 from archsim.sim import dram_kernel as K
@@ -42,8 +43,9 @@ N_COUNTERS = 4
 @njit(cache=True, inline="always")
 def _go(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cmd, ch, bg, ba, row):
     """Issue ``cmd`` at its earliest legal cycle; returns that cycle."""
-    t = K.earliest(p, tab, nx, cmd, ch, 0, bg, ba)
-    K.issue(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cmd, ch, 0, bg, ba, row, t)
+    Z = np.int64(0)  # typed locals, not literals: one compiled signature of K.issue
+    t = K.earliest_at(p, tab, nx, cmd, ch, Z, bg, ba)
+    K.issue(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cmd, ch, Z, bg, ba, row, t)
     return t
 
 
@@ -51,13 +53,15 @@ def _go(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cmd, ch, bg, ba, row
 def _refresh_if_due(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cs, cnt, ch, t,
                     nrefi):
     """If ``t`` reaches the refresh due time: PREA (if a row is open), REF. True if done."""
+    Z = np.int64(0)
+    IPREA, IREF = np.int64(C_PREA), np.int64(C_REF)
     if nrefi <= 0 or t < cs[ch, F_REF]:
         return False
     if cs[ch, F_OPEN] >= 0 or cs[ch, F_SB] != 0:
-        _go(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, C_PREA, ch, 0, 0, 0)
+        _go(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, IPREA, ch, Z, Z, Z)
         cs[ch, F_OPEN] = -1
         cs[ch, F_SB] = 0
-    _go(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, C_REF, ch, 0, 0, 0)
+    _go(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, IREF, ch, Z, Z, Z)
     cs[ch, F_REF] += nrefi
     cnt[N_REFRESH] += 1
     return True
@@ -87,35 +91,41 @@ def _run(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cs, cnt, ch, nrefi,
             MAC commands per neuron.
         macs_per_row: MAC commands per all-bank activation.
     """
+    # Commands and constant operands as typed int64 locals: a literal argument would make
+    # Numba compile K.issue/K.earliest once per distinct literal (9 signatures, ~20 s cold).
+    Z, ONE = np.int64(0), np.int64(1)
+    IACT, IPRE, IWR, IPREA = np.int64(C_ACT), np.int64(C_PRE), np.int64(C_WR), np.int64(C_PREA)
+    IACTAB, IMACAB = np.int64(C_ACTAB), np.int64(C_MACAB)
+    IWRGB, IRDMAC = np.int64(C_WRGB), np.int64(C_RDMAC)
     banks = p[K.P_BG] * p[K.P_BA]
     nba = p[K.P_BA]
     # ---- KV-cache append: single-bank row writes, one batch = one row per bank --------
     if app_rows > 0:
         if cs[ch, F_OPEN] >= 0:
-            tp = K.earliest(p, tab, nx, C_PREA, ch, 0, 0, 0)
-            K.issue(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, C_PREA, ch, 0, 0, 0, 0, tp)
+            tp = K.earliest_at(p, tab, nx, IPREA, ch, Z, Z, Z)
+            K.issue(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, IPREA, ch, Z, Z, Z, Z, tp)
             cs[ch, F_OPEN] = -1
         done = 0
         while done < app_rows:
             nb = min(banks, app_rows - done)
-            t = K.earliest(p, tab, nx, C_ACT, ch, 0, 0, 0)
+            t = K.earliest_at(p, tab, nx, IACT, ch, Z, Z, Z)
             if _refresh_if_due(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cs, cnt, ch, t, nrefi):
                 continue
             cs[ch, F_SB] = 1
             for b in range(nb):
                 bg, ba = b // nba, b % nba
-                t = K.earliest(p, tab, nx, C_ACT, ch, 0, bg, ba)
-                K.issue(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, C_ACT, ch, 0, bg, ba, 1, t)
+                t = K.earliest_at(p, tab, nx, IACT, ch, Z, bg, ba)
+                K.issue(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, IACT, ch, Z, bg, ba, ONE, t)
                 cnt[N_ROWMISS] += 1
             for b in range(nb):
                 bg, ba = b // nba, b % nba
                 for _ in range(app_bursts):
-                    t = K.earliest(p, tab, nx, C_WR, ch, 0, bg, ba)
-                    K.issue(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, C_WR, ch, 0, bg, ba, 1, t)
+                    t = K.earliest_at(p, tab, nx, IWR, ch, Z, bg, ba)
+                    K.issue(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, IWR, ch, Z, bg, ba, ONE, t)
             for b in range(nb):
                 bg, ba = b // nba, b % nba
-                t = K.earliest(p, tab, nx, C_PRE, ch, 0, bg, ba)
-                K.issue(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, C_PRE, ch, 0, bg, ba, 0, t)
+                t = K.earliest_at(p, tab, nx, IPRE, ch, Z, bg, ba)
+                K.issue(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, IPRE, ch, Z, bg, ba, Z, t)
             cs[ch, F_SB] = 0
             done += nb
             end = t + p[K.P_WLAT]
@@ -128,39 +138,39 @@ def _run(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cs, cnt, ch, nrefi,
         for s in range(nseg):
             for _ in range(seg_wrgb[s]):
                 while True:
-                    t = K.earliest(p, tab, nx, C_WRGB, ch, 0, 0, 0)
+                    t = K.earliest_at(p, tab, nx, IWRGB, ch, Z, Z, Z)
                     if not _refresh_if_due(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cs, cnt, ch, t, nrefi):
                         break
-                K.issue(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, C_WRGB, ch, 0, 0, 0, 0, t)
+                K.issue(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, IWRGB, ch, Z, Z, Z, Z, t)
             for _step in range(seg_steps[s]):
                 for _m in range(seg_mpn[s]):
                     row = pos // macs_per_row
                     while True:
                         if cs[ch, F_OPEN] != row:
                             if cs[ch, F_OPEN] >= 0:
-                                tp = K.earliest(p, tab, nx, C_PREA, ch, 0, 0, 0)
-                                K.issue(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, C_PREA, ch, 0, 0, 0, 0, tp)
+                                tp = K.earliest_at(p, tab, nx, IPREA, ch, Z, Z, Z)
+                                K.issue(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, IPREA, ch, Z, Z, Z, Z, tp)
                                 cs[ch, F_OPEN] = -1
-                            ta = K.earliest(p, tab, nx, C_ACTAB, ch, 0, 0, 0)
+                            ta = K.earliest_at(p, tab, nx, IACTAB, ch, Z, Z, Z)
                             if _refresh_if_due(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cs, cnt, ch, ta, nrefi):
                                 continue
-                            K.issue(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, C_ACTAB, ch, 0, 0, 0, row, ta)
+                            K.issue(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, IACTAB, ch, Z, Z, Z, row, ta)
                             cs[ch, F_OPEN] = row
                             cnt[N_ACTAB] += 1
                             cnt[N_ROWMISS] += 1
-                        t = K.earliest(p, tab, nx, C_MACAB, ch, 0, 0, 0)
+                        t = K.earliest_at(p, tab, nx, IMACAB, ch, Z, Z, Z)
                         if _refresh_if_due(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cs, cnt, ch, t, nrefi):
                             continue
                         break
-                    K.issue(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, C_MACAB, ch, 0, 0, 0, row, t)
+                    K.issue(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, IMACAB, ch, Z, Z, Z, row, t)
                     cnt[N_MACAB] += 1
                     pos += 1
                 while True:
-                    t = K.earliest(p, tab, nx, C_RDMAC, ch, 0, 0, 0)
+                    t = K.earliest_at(p, tab, nx, IRDMAC, ch, Z, Z, Z)
                     if not _refresh_if_due(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cs, cnt, ch, t, nrefi):
                         break
                     # refresh closed the row: results stay in the units' registers
-                K.issue(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, C_RDMAC, ch, 0, 0, 0, 0, t)
+                K.issue(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, IRDMAC, ch, Z, Z, Z, Z, t)
                 end = t + rlat
                 if end > cs[ch, F_END]:
                     cs[ch, F_END] = end

@@ -212,8 +212,8 @@ def request_from_args(args: argparse.Namespace) -> RunRequest:
 def cold_start_note() -> None:
     """Say on stderr that the simulator kernels compile (called when Numba starts
     compiling one: ``run_request.compile_notice``)."""
-    print("note: first cycle-level run: compiling the simulator kernels (up to ~1.5 "
-          "min on 2 cores with DRAM timing; cached for later runs)", file=sys.stderr)
+    print("note: first cycle-level run: compiling the simulator kernels (~5-30 s "
+          "on 2 cores, the most with DRAM timing; cached for later runs)", file=sys.stderr)
 
 
 def evaluate_and_print(args: argparse.Namespace, req: RunRequest) -> int:
