@@ -51,16 +51,19 @@ from typing import Any
 
 from archsim.api import device_build, evaluate, memory_check
 from archsim.arch.accelerator import Accelerator
+from archsim.arch.cluster import single_node
+from archsim.arch.collective import collective, place
 from archsim.mapper.constraints import load_constraints
 from archsim.workloads.errors import ConfigError, Problem, WorkloadError
+from archsim.workloads.formats import get_format
 from archsim.workloads.graph import Workload
 from archsim.workloads.hf import shape_from_hf_config
 from archsim.workloads.models.transformer import TransformerShape
-from archsim.workloads.parallel import DeviceBuild
+from archsim.workloads.parallel import DeviceBuild, ParallelPlan, layer_comms
 from archsim.workloads.tags import ATTENTION_CORE_ROLES
 from archsim.workloads.zoo import model_names, transformer_shape
 
-__all__ = ["Cost", "IterationCost", "Batch", "model_shape"]
+__all__ = ["Cost", "IterationCost", "Batch", "model_shape", "kv_bytes_per_token"]
 
 _GRID = 2 ** 0.25          # dense/embed/head token grid ratio
 _CTX_GRID = 2 ** 0.5       # attention key grid ratio
@@ -134,12 +137,50 @@ def model_shape(model: str) -> TransformerShape:
     return s
 
 
+def kv_bytes_per_token(s: TransformerShape, build: DeviceBuild, tp: int = 1,
+                       pp: int = 1) -> float:
+    """KV-cache bytes per token on one device of a ``tp`` x ``pp`` replica: K and V of the
+    device's ``layers / pp`` blocks and ``max(1, kv_heads / tp)`` heads, in the KV-cache
+    format (``DeviceBuild.kv_bytes``; 16-bit unless a format is given). ``tp = pp = 1``:
+    the whole model's (what a disaggregated hand-off moves)."""
+    kvl = max(1, s.kv // tp)
+    return 2.0 * (s.layers // pp) * kvl * s.hd * build.kv_bytes()
+
+
 def _is_decoder(name: str) -> bool:
 
     try:
         return transformer_shape(name).kind == "decoder"
     except WorkloadError:
         return False
+
+
+def _check_replica(s: TransformerShape, tp: int, pp: int, ep: int) -> None:
+    """A replica's pipeline and expert degrees against the model (one error per flag).
+
+    Raises:
+        WorkloadError: ``pp`` does not divide the blocks, or ``ep`` is not 1 for a dense
+            model, does not divide the routed experts, or does not divide ``tp`` (the experts
+            spread over a stage's tensor-parallel devices, as vLLM's ``--enable-expert-
+            parallel`` inside one replica).
+    """
+    for flag, v in (("--pp", pp), ("--ep", ep)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise WorkloadError(Problem(f"expected an integer >= 1, got {v!r}", flag))
+    if s.layers % pp:
+        ok = [str(p) for p in range(1, s.layers + 1) if s.layers % p == 0]
+        raise WorkloadError(Problem(f"{s.name}'s {s.layers} blocks do not split into {pp} "
+                                    f"pipeline stages; degrees that do: {', '.join(ok)}",
+                                    "--pp"))
+    if ep > 1:
+        if not s.is_moe or s.experts % ep:
+            why = (f"must divide the {s.experts} routed experts" if s.is_moe
+                   else f"{s.name} has no experts")
+            raise WorkloadError(Problem(f"expert-parallel degree {ep}: {why}", "--ep"))
+        if tp % ep:
+            raise WorkloadError(Problem(f"expert-parallel degree {ep} must divide --tp {tp} "
+                                        "(the experts spread over a stage's tensor-parallel "
+                                        "devices)", "--ep"))
 
 
 def _constraints(c: Any) -> Any:
@@ -185,7 +226,7 @@ class IterationCost:
     def __init__(self, acc: Accelerator, model: str, tp: int = 1,
                  fidelity: str = "analytical", constraints: Any = None,
                  decode_constraints: Any = None, attention: str | None = None,
-                 build: DeviceBuild | None = None) -> None:
+                 build: DeviceBuild | None = None, pp: int = 1, ep: int = 1) -> None:
 
         self.acc = acc
         # the choices one device builds its graphs with (archsim.api.device_build, as
@@ -203,12 +244,18 @@ class IterationCost:
         self.decode_constraints = _constraints(decode_constraints) or self.constraints
         self.model = model
         self.tp = tp
+        self.pp = pp
+        self.ep = ep
         self.fidelity = fidelity
         self.shape = model_shape(model)
         self.one = replace(self.shape, layers=1)
         self.layers = self.shape.layers
         self.context = self.shape.context
-        self.build.graph(self.one, "decode", 1, None, 1, tp)     # validates tp and formats
+        _check_replica(self.shape, tp, pp, ep)
+        self.build.graph(self.one, "decode", 1, None, 1, tp, ep)  # validates tp, ep, formats
+        # a replica's devices as a one-node cluster (the design's own link): prices the
+        # expert all-to-alls and the pipeline's stage-to-stage sends (arch.collective)
+        self.cluster = single_node(acc, tp * pp) if pp > 1 or ep > 1 else None
         self._memo: dict[tuple[Any, ...], Cost] = {}
         self._tok = _grid(_GRID, 1 << 17)
         self._ctx = _grid(_CTX_GRID, self.context - 1)
@@ -220,22 +267,28 @@ class IterationCost:
     def kv_bytes_per_token(self) -> float:
         """KV-cache bytes per token on one device (K and V, every layer, in the KV-cache
         format: ``DeviceBuild.kv_bytes``, 16-bit unless a format is given)."""
-        s = self.shape
-        kvl = max(1, s.kv // self.tp)
-        return 2.0 * s.layers * kvl * s.hd * self.build.kv_bytes()
+        return kv_bytes_per_token(self.shape, self.build, self.tp, self.pp)
+
+    @property
+    def devices(self) -> int:
+        """Devices of one replica: ``tp x pp``."""
+        return self.tp * self.pp
 
     def weight_bytes(self) -> float:
         """Resident bytes of one device's shard of the weights (plus the largest op's
-        activations), from ``Workload.resident_bytes`` of a one- and a two-block model."""
-        w1 = self.build.graph(self.one, "prefill", 1, 1, None, self.tp).resident_bytes()
+        activations), from ``Workload.resident_bytes`` of a one- and a two-block model: the
+        fullest pipeline stage's ``layers / pp`` blocks with the embedding and the head both
+        counted on it (conservative by the smaller of the two when ``pp > 1``)."""
+        w1 = self.build.graph(self.one, "prefill", 1, 1, None, self.tp, self.ep
+                              ).resident_bytes()
         two = replace(self.shape, layers=2)
-        w2 = self.build.graph(two, "prefill", 1, 1, None, self.tp).resident_bytes()
-        return w1 + (self.layers - 1) * (w2 - w1)
+        w2 = self.build.graph(two, "prefill", 1, 1, None, self.tp, self.ep).resident_bytes()
+        return w1 + (self.layers // self.pp - 1) * (w2 - w1)
 
     def capacity_bytes(self) -> float:
         """Off-chip memory of one device (0 when the design declares none)."""
 
-        wl = self.build.graph(self.one, "prefill", 1, 1, None, self.tp)
+        wl = self.build.graph(self.one, "prefill", 1, 1, None, self.tp, self.ep)
         mem = memory_check(self.acc, wl)
         return float(mem["capacity_bytes"]) if mem else 0.0
 
@@ -260,7 +313,7 @@ class IterationCost:
         c = self._memo.get(key)
         if c is not None:
             return c
-        w = self.build.graph(self.one, phase, batch, seq, context, self.tp)
+        w = self.build.graph(self.one, phase, batch, seq, context, self.tp, self.ep)
         sub = Workload(name=f"{w.name}:{group}", phase=w.phase, batch=w.batch, seq=w.seq,
                        context=w.context, parameters=w.parameters, family=w.family,
                        devices=w.devices)
@@ -305,7 +358,40 @@ class IterationCost:
         n = -(-m // self.context)
         seq = -(-m // n)
         c = self._eval(group, "prefill", n, seq, None)
+        if group == "dense" and self.ep > 1:
+            c = c + self._expert_comm(n, seq)
         return c if n * seq == m else c.scale(m / (n * seq))
+
+    def _expert_comm(self, n: int, seq: int) -> Cost:
+        """The expert all-to-alls of one MoE block over ``n x seq`` tokens: dispatch and
+        combine of ``tokens / tp x top_k x d`` activations over the ``ep`` devices
+        (:func:`workloads.parallel.layer_comms`, the plan's collectives), priced on the
+        replica's devices by :func:`arch.collective.collective`. A dense block (MoE models
+        with leading dense blocks: the one-block model is a dense block) has none."""
+        if not self.shape.is_moe or self.shape.dense_layers > 0:
+            return Cost()
+        assert self.cluster is not None
+        plan = ParallelPlan(tp=self.tp, ep=self.ep)
+        out = Cost()
+        for cm in layer_comms(self.shape, plan, "prefill", n, seq, True):
+            if cm.group != "ep":
+                continue
+            cc = collective(self.cluster, cm.kind, cm.payload_bytes(), place(self.cluster,
+                                                                              self.ep, 1))
+            # the group's link energy, once per ep group of the replica's tp devices
+            out = out + Cost(cc.time_s, cc.energy_j * self.tp / self.ep)
+        return out
+
+    def _stage_send(self, tokens: int) -> Cost:
+        """One pipeline hand-off of ``tokens`` activations (``tokens x d / tp`` values per
+        device, the scatter/gather optimisation as in :func:`archsim.parallel.evaluate_plan`)
+        from one stage to the next, priced as a send/recv between the stages' devices."""
+        assert self.cluster is not None
+        a = self.build.a_format or self.build.native
+        nbytes = tokens * self.shape.d_model * (get_format(a).bytes_per_element if a else 2.0)
+        cc = collective(self.cluster, "sendrecv", nbytes / self.tp,
+                        place(self.cluster, 2, self.tp))
+        return Cost(cc.time_s, cc.energy_j * self.tp)
 
     @staticmethod
     def _nearest(grid: list[int], x: float) -> int:
@@ -334,15 +420,42 @@ class IterationCost:
         base = self._eval("attn", "prefill", 1, sg, None)
         return base.scale(c * s / (sg * sg))
 
+    def _block(self, b: Batch) -> Cost:
+        """One block of the iteration: its dense ops over all tokens, every request's
+        attention."""
+        block = self._tokens("dense", b.tokens) + self.decode_attention(b.decodes,
+                                                                       b.decode_keys)
+        for c, p in b.chunks:
+            block = block + self.chunk_attention(c, p)
+        return block
+
     def cost(self, b: Batch) -> Cost:
-        """Cost of one iteration (all devices of the replica)."""
+        """Cost of one iteration (all devices of the replica); with pipeline stages, the
+        sum of :meth:`stage_costs` (one batch's latency through the pipeline)."""
         t = b.tokens
         if t == 0:
             return Cost()
-        block = self._tokens("dense", t) + self.decode_attention(b.decodes, b.decode_keys)
-        for c, p in b.chunks:
-            block = block + self.chunk_attention(c, p)
-        out = self._tokens("embed", t) + block.scale(self.layers)
+        if self.pp > 1:
+            out = Cost()
+            for c in self.stage_costs(b):
+                out = out + c
+            return out
+        out = self._tokens("embed", t) + self._block(b).scale(self.layers)
         if b.emit:
             out = out + self._tokens("head", b.emit)
+        return out
+
+    def stage_costs(self, b: Batch) -> list[Cost]:
+        """Each pipeline stage's part of one iteration, in order: ``layers / pp`` blocks, the
+        embedding on the first stage, the head on the last, and on every stage but the last
+        the send of the iteration's activations to the next (:meth:`_stage_send`). One stage
+        (``pp = 1``): ``[cost(b)]``."""
+        if self.pp == 1 or b.tokens == 0:
+            return [self.cost(b)]
+        blocks = self._block(b).scale(self.layers // self.pp)
+        send = self._stage_send(b.tokens)
+        out = [blocks + send for _ in range(self.pp - 1)] + [blocks]
+        out[0] = self._tokens("embed", b.tokens) + out[0]
+        if b.emit:
+            out[-1] = out[-1] + self._tokens("head", b.emit)
         return out
