@@ -338,6 +338,8 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
                                         "--decode-design"))
         dacc = (decode_design if isinstance(decode_design, Accelerator)
                 else load(decode_design, overrides))
+        if dacc.name == acc.name and dacc.raw == acc.raw:
+            dacc = None              # the same design: one pool model, as before
     if decode_replicas:
         if decode_plan is not None and (decode_tp or decode_pp or decode_ep):
             raise WorkloadError(Problem("give the decode pool's degrees either as "
@@ -354,7 +356,7 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
             if v:
                 raise WorkloadError(Problem(f"{flag} needs --decode-replicas", flag))
     if kv_link is None:          # another design: another node, over the scale-out NIC
-        kv_link = "ib-ndr" if dacc is not None and dacc.name != acc.name else "nvlink4"
+        kv_link = "ib-ndr" if dacc is not None else "nvlink4"
     setup = ServeSetup(model, PoolSpec(replicas, tp, sch, pp, ep), decode, router,
                        parse_link(kv_link), memory_fraction, fidelity, constraints,
                        decode_constraints,

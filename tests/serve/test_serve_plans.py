@@ -1,0 +1,212 @@
+"""Serving replicas with any plan (TP x PP x EP) and pools on different designs.
+
+Expected values are worked out independently of the serving cost model: whole-model or
+half-model ``archsim.evaluate`` of the zoo's graphs (ops selected by their ``block`` tag),
+the KV link formula, the pipeline's closed form and the plan machinery's collectives.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import archsim
+from archsim.arch.cluster import single_node
+from archsim.arch.collective import collective, place
+from archsim.serve import PoolSpec, ServeSetup, serve
+from archsim.serve.cluster import LINKS, parse_link
+from archsim.serve.cost import Batch, IterationCost
+from archsim.serve.replica import Pipeline
+from archsim.serve.requests import Request
+from archsim.serve.session import parse_plan, run_serving
+from archsim.workloads.errors import ConfigError, WorkloadError
+from archsim.workloads.graph import Workload
+from tests.serve.conftest import MODEL, full_latency
+
+LAYERS = 32          # llama2-7b: 32 blocks, 32 heads of 128, d 4096
+
+
+def _half(w: Workload, first: bool) -> Workload:
+    """The ops of the first (blocks 0-15 and the embedding before them) or the second half
+    (blocks 16-31, final norm and head) of a whole-model graph, by their ``block`` tag."""
+    keep: set[str] = set()
+    seen = False
+    for op in w.ops():
+        if op.block is not None:
+            seen = True
+            if (op.block < LAYERS // 2) == first:
+                keep.add(op.name)
+        elif (not seen) == first:
+            keep.add(op.name)
+    sub = Workload(name=w.name, phase=w.phase, batch=w.batch, seq=w.seq, context=w.context,
+                   parameters=w.parameters, family=w.family, devices=w.devices)
+    for op in w.ops():
+        if op.name in keep:
+            sub.add(op, [p for p in w.predecessors(op.name) if p in keep])
+    return sub
+
+
+def _send_s(acc, tokens: int) -> float:
+    """One stage-to-stage hand-off: ``tokens x d`` bf16 activations to the next device."""
+    c = single_node(acc, 2)
+    return collective(c, "sendrecv", tokens * 4096 * 2.0, place(c, 2, 1)).time_s
+
+
+def test_pp1_ep1_is_todays_tp_replica_bit_for_bit(a100, costs):
+    reqs = [Request(i, 0.05 * i, 200 + 37 * i, 5 + i) for i in range(6)]
+    old = serve(a100, ServeSetup(MODEL, PoolSpec(2, 1)), reqs, costs=costs).to_dict()
+    new = serve(a100, ServeSetup(MODEL, PoolSpec(2, 1, pp=1, ep=1)), reqs,
+                costs=costs).to_dict()
+    assert new == old
+    a = run_serving(a100, MODEL, tp=2, concurrency=2, isl="128", osl="4", requests=4)
+    b = run_serving(a100, MODEL, plan="tp2pp1ep1", concurrency=2, isl="128", osl="4",
+                    requests=4)
+    assert a.result is not None and b.result is not None
+    assert a.result.to_dict() == b.result.to_dict()
+
+
+def test_pp2_decode_step_is_the_sum_of_its_two_stages(a100):
+    # One request alone on a 2-stage replica: TTFT = first half's prefill + the hand-off of
+    # the prompt's activations + second half's prefill; every later token = the same sum
+    # for a batch-1 decode over the growing cache (whole-model graphs split by block tag).
+    p, o = 256, 4
+    res = serve(a100, ServeSetup(MODEL, PoolSpec(1, 1, pp=2)), [Request(0, 0.0, p, o)])
+
+    def two_stages(phase: str, tokens: int, **kw) -> float:
+        w = archsim.workload(MODEL, phase, **kw)
+        return (archsim.evaluate(a100, _half(w, True)).latency_s + _send_s(a100, tokens)
+                + archsim.evaluate(a100, _half(w, False)).latency_s)
+
+    prefill = two_stages("prefill", p, seq=p)
+    decodes = [two_stages("decode", 1, batch=1, context=p + g - 1) for g in range(1, o)]
+    assert res.ttft_s["p50"] == pytest.approx(prefill, rel=0.01)
+    assert res.tpot_s["p50"] == pytest.approx(sum(decodes) / (o - 1), rel=0.01)
+    assert res.devices == 2
+    # the stages halve one device's work: their sum is the one-stage iteration plus the send
+    one, two = IterationCost(a100, MODEL, 1), IterationCost(a100, MODEL, 1, pp=2)
+    b = Batch([], 3, 3 * 700, 3)
+    st = two.stage_costs(b)
+    assert len(st) == 2
+    assert sum(c.time_s for c in st) == pytest.approx(one.cost(b).time_s
+                                                      + _send_s(a100, 3), rel=1e-12)
+    assert two.cost(b).time_s == pytest.approx(sum(c.time_s for c in st), rel=1e-12)
+    assert full_latency(a100, "decode", batch=1, context=p) < decodes[0]
+
+
+def test_pipeline_keeps_pp_batches_in_flight():
+    # Two batches issued together on stages of a and b seconds: the first leaves at a + b,
+    # the second enters stage 0 at a and stage 1 at max(2a, a + b).
+    a, b = 0.003, 0.005
+    pipe = Pipeline(2)
+    assert pipe.run(0.0, 0.0, [a, b]) == pytest.approx(a + b)
+    assert pipe.run(0.0, 0.0, [a, b]) == pytest.approx(max(2 * a, a + b) + b)
+    # steady state: one batch per slowest stage
+    pipe = Pipeline(2)
+    ends = [pipe.run(0.0, 0.0, [a, b]) for _ in range(10)]
+    assert ends[-1] - ends[-2] == pytest.approx(max(a, b))
+    # overhead before the first stage delays only the batch that pays it
+    assert Pipeline(3).run(1.0, 0.002, [a, a, a]) == pytest.approx(0.002 + 3 * a)
+
+
+def test_pp_splits_weights_and_kv_per_device(a100):
+    # KV per token on one device: K and V of layers/pp blocks, 32 heads of 128, 2 bytes.
+    one = IterationCost(a100, MODEL, 1)
+    two = IterationCost(a100, MODEL, 1, pp=2)
+    assert one.kv_bytes_per_token == 2 * 32 * 32 * 128 * 2
+    assert two.kv_bytes_per_token == 2 * 16 * 32 * 128 * 2
+    # the fullest stage holds 16 of the 32 blocks (plus embedding and head, counted on it)
+    # one block: q, k, v, o (4 d^2) + SwiGLU (3 d ffn) bf16 parameters (norms < 0.01 %)
+    blk = (one.weight_bytes() - two.weight_bytes()) / 16
+    assert blk == pytest.approx(2 * (4 * 4096 ** 2 + 3 * 4096 * 11008), rel=1e-3)
+    # the pool: each of the 2 virtual engines holds half the replica's blocks
+    res = serve(a100, ServeSetup(MODEL, PoolSpec(1, 1, pp=2)), [Request(0, 0.0, 64, 2)])
+    blocks = res.deployment["kv_blocks"]
+    assert len(blocks) == 2 and blocks[0] == blocks[1]
+
+
+def test_a_model_too_big_for_one_device_fits_on_a_pipeline():
+    # llama3-70b in bf16: ~141 GB of weights, > 0.9 x 80 GB of one H100; 4 stages: ~35 GB
+    h100 = archsim.load("gpu/h100")
+    with pytest.raises(ConfigError, match="--pp"):
+        serve(h100, ServeSetup("llama3-70b", PoolSpec(1, 1)), [Request(0, 0.0, 64, 2)])
+    res = serve(h100, ServeSetup("llama3-70b", PoolSpec(1, 1, pp=4)),
+                [Request(0, 0.0, 64, 2)])
+    assert res.finished == 1 and res.devices == 4
+
+
+def test_expert_parallel_all_to_alls_priced_on_the_replica():
+    # mixtral-8x7b, TP8 EP8: each MoE block adds a dispatch and a combine all-to-all of
+    # ceil(T / 8) x top_k 2 x d 4096 bf16 values per device over the 8 devices.
+    h100 = archsim.load("gpu/h100")
+    ep = IterationCost(h100, "mixtral-8x7b", 8, ep=8)
+    t = 512
+    c8 = single_node(h100, 8)
+    a2a = collective(c8, "alltoall", (t // 8) * 2 * 4096 * 2.0, place(c8, 8, 1)).time_s
+    graph = archsim.workload("mixtral-8x7b", "prefill", batch=1, seq=t, tp=8, ep=8)
+    block = sum(o.latency_s for o in archsim.evaluate(h100, graph).ops if o.block == 0
+                and o.role not in ("qk", "attn", "av", "attention"))
+    assert ep._tokens("dense", t).time_s == pytest.approx(block + 2 * a2a, rel=0.02)
+    assert a2a > 0
+
+
+@pytest.mark.parametrize("kw, flag", [
+    ({"model": MODEL, "ep": 2}, "--ep"),                       # dense model
+    ({"model": "mixtral-8x7b", "tp": 8, "ep": 3}, "--ep"),     # does not divide 8 experts
+    ({"model": "mixtral-8x7b", "tp": 2, "ep": 4}, "--ep"),     # does not divide tp
+    ({"model": MODEL, "pp": 3}, "--pp"),                       # 32 blocks
+    ({"model": MODEL, "cp": 2}, "--cp"),
+    ({"model": MODEL, "plan": "tp2xx"}, "--plan"),
+    ({"model": MODEL, "plan": "tp2", "tp": 2}, "--plan"),
+    ({"model": MODEL, "decode_pp": 2}, "--decode-pp"),
+    ({"model": MODEL, "decode_design": "gpu/h100"}, "--decode-design"),
+])
+def test_bad_plans_name_the_flag(a100, kw, flag):
+    with pytest.raises(WorkloadError) as e:
+        run_serving(a100, concurrency=1, isl="16", osl="2", requests=1, **kw)
+    assert flag in str(e.value)
+
+
+def test_parse_plan():
+    assert parse_plan("tp4pp2") == (4, 2, 1)
+    assert parse_plan("tp8 ep8") == (8, 1, 8)
+    assert parse_plan("pp2") == (1, 2, 1)
+    for bad in ("", "tp4tp2", "tp0", "dp2", "tp4 mb2"):
+        with pytest.raises(WorkloadError):
+            parse_plan(bad)
+
+
+def test_heterogeneous_kv_transfer_is_bytes_over_bandwidth_plus_latency(a100):
+    # Prefill on an H100 (TP1), decode on an A100 (TP1), KV over a 40 GB/s, 20 us link:
+    # transfer = 20e-6 + prompt x 2 x 32 layers x 32 heads x 128 x 2 B / 40e9; TTFT is the
+    # H100's prefill, the decodes are the A100's.
+    h100 = archsim.load("gpu/h100")
+    p, o = 512, 4
+    link = parse_link("40:20")
+    setup = ServeSetup(MODEL, PoolSpec(1, 1), PoolSpec(1, 1, design=a100), link=link)
+    res = serve(h100, setup, [Request(0, 0.0, p, o)])
+    xfer = 20e-6 + p * 2 * 32 * 32 * 128 * 2 / 40e9
+    prefill = full_latency(h100, "prefill", seq=p)
+    decodes = sum(full_latency(a100, "decode", batch=1, context=p + g - 1) for g in range(1, o))
+    assert res.kv_transfer["mean_s"] == pytest.approx(xfer, rel=1e-9)
+    assert res.ttft_s["p50"] == pytest.approx(prefill, rel=0.01)
+    assert res.e2e_s["p50"] == pytest.approx(prefill + xfer + decodes, rel=0.01)
+    assert res.deployment["decode_design"] == a100.name
+    # the decode pool's own plan: TP2 pairs carry half each (min(1, 2) = 1 pair here)
+    setup2 = ServeSetup(MODEL, PoolSpec(1, 2), PoolSpec(1, 2, pp=2, design=a100), link=link)
+    res2 = serve(h100, setup2, [Request(0, 0.0, p, o)])
+    assert res2.kv_transfer["mean_s"] == pytest.approx(
+        20e-6 + p * 2 * 32 * 32 * 128 * 2 / 2 / 40e9, rel=1e-9)
+    assert res2.devices == 2 + 4
+
+
+def test_a_pool_on_the_same_design_is_todays_disaggregation(a100):
+    kw = dict(decode_replicas=1, decode_tp=1, concurrency=2, isl="256", osl="6", requests=4)
+    old = run_serving(a100, MODEL, kv_link="nvlink3", **kw)
+    new = run_serving(a100, MODEL, kv_link="nvlink3", decode_design="gpu/a100", **kw)
+    assert old.result is not None and new.result is not None
+    assert new.result.to_dict() == old.result.to_dict()
+    # the default link: NVLink within a design, the scale-out NIC between two
+    dflt = run_serving(a100, MODEL, decode_design="gpu/a100", **kw)
+    assert dflt.result is not None and dflt.result.deployment["link"] == "nvlink4"
+    other = run_serving("gpu/h100", MODEL, decode_design=a100, **kw)
+    assert other.result is not None
+    assert other.result.deployment["link"] == LINKS["ib-ndr"].name
