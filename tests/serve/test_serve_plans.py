@@ -7,11 +7,14 @@ the KV link formula, the pipeline's closed form and the plan machinery's collect
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 import archsim
 from archsim.arch.cluster import single_node
 from archsim.arch.collective import collective, place
+from archsim.cli import main as archsim_main
 from archsim.serve import PoolSpec, ServeSetup, serve
 from archsim.serve.cluster import LINKS, parse_link
 from archsim.serve.cost import Batch, IterationCost
@@ -210,3 +213,17 @@ def test_a_pool_on_the_same_design_is_todays_disaggregation(a100):
     other = run_serving("gpu/h100", MODEL, decode_design=a100, **kw)
     assert other.result is not None
     assert other.result.deployment["link"] == LINKS["ib-ndr"].name
+
+
+def test_cli_plan_and_decode_design_reach_the_deployment(capsys):
+    rc = archsim_main(["serve", "gpu/a100", "--model", MODEL, "--plan", "tp1pp2",
+                       "--decode-replicas", "1", "--decode-plan", "tp2", "--decode-design",
+                       "gpu/h100", "--concurrency", "1", "--isl", "64", "--osl", "3",
+                       "--json"])
+    d = json.loads(capsys.readouterr().out)
+    dep = d["deployment"]
+    assert rc == 0
+    assert (dep["tp"], dep["pp"], dep["decode_tp"], dep["decode_pp"]) == (1, 2, 2, 1)
+    assert dep["decode_design"] == "h100" and dep["link"] == "ib-ndr"
+    assert d["devices"] == 2 + 2
+    assert "TP1 PP2" in dep["summary"] and "TP2 on h100" in dep["summary"]
