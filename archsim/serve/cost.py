@@ -141,8 +141,12 @@ def kv_bytes_per_token(s: TransformerShape, build: DeviceBuild, tp: int = 1,
                        pp: int = 1) -> float:
     """KV-cache bytes per token on one device of a ``tp`` x ``pp`` replica: K and V of the
     device's ``layers / pp`` blocks and ``max(1, kv_heads / tp)`` heads, in the KV-cache
-    format (``DeviceBuild.kv_bytes``; 16-bit unless a format is given). ``tp = pp = 1``:
-    the whole model's (what a disaggregated hand-off moves)."""
+    format (``DeviceBuild.kv_bytes``; 16-bit unless a format is given); multi-head latent
+    attention caches one latent of ``kv_lora_rank + qk_rope_dim`` values per layer, whole
+    on every tensor-parallel device (as ``workloads.parallel.memory_per_device``; DeepSeek-V2
+    Sec. 2.1). ``tp = pp = 1``: the whole model's (what a disaggregated hand-off moves)."""
+    if s.is_mla:
+        return float((s.layers // pp) * (s.kv_lora_rank + s.qk_rope_dim) * build.kv_bytes())
     kvl = max(1, s.kv // tp)
     return 2.0 * (s.layers // pp) * kvl * s.hd * build.kv_bytes()
 
@@ -249,6 +253,11 @@ class IterationCost:
         self.fidelity = fidelity
         self.shape = model_shape(model)
         self.one = replace(self.shape, layers=1)
+        # one-block models by kind: "" the first block's (as it always was), and "moe" for
+        # the MoE blocks of a model whose first blocks are dense (DeepSeek: 3 of 61)
+        self.kinds = {"": self.one}
+        if self.shape.is_moe and 0 < self.shape.dense_layers < self.shape.layers:
+            self.kinds["moe"] = replace(self.shape, layers=1, dense_layers=0)
         self.layers = self.shape.layers
         self.context = self.shape.context
         _check_replica(self.shape, tp, pp, ep)
@@ -278,12 +287,36 @@ class IterationCost:
         """Resident bytes of one device's shard of the weights (plus the largest op's
         activations), from ``Workload.resident_bytes`` of a one- and a two-block model: the
         fullest pipeline stage's ``layers / pp`` blocks with the embedding and the head both
-        counted on it (conservative by the smaller of the two when ``pp > 1``)."""
-        w1 = self.build.graph(self.one, "prefill", 1, 1, None, self.tp, self.ep
-                              ).resident_bytes()
-        two = replace(self.shape, layers=2)
-        w2 = self.build.graph(two, "prefill", 1, 1, None, self.tp, self.ep).resident_bytes()
-        return w1 + (self.layers // self.pp - 1) * (w2 - w1)
+        counted on it (conservative by the smaller of the two when ``pp > 1``). Models with
+        dense and MoE blocks: each kind's block bytes from its own one- and two-block models,
+        summed over the stage's blocks of each kind."""
+        if len(self.kinds) == 1:
+            w1 = self.build.graph(self.one, "prefill", 1, 1, None, self.tp, self.ep
+                                  ).resident_bytes()
+            two = replace(self.shape, layers=2)
+            w2 = self.build.graph(two, "prefill", 1, 1, None, self.tp, self.ep
+                                  ).resident_bytes()
+            return w1 + (self.layers // self.pp - 1) * (w2 - w1)
+        per: dict[str, float] = {}
+        base = 0.0
+        for kind, dl in (("", 2), ("moe", 0)):
+            w1, w2 = (self.build.graph(replace(self.shape, layers=n, dense_layers=min(dl, n)),
+                                       "prefill", 1, 1, None, self.tp, self.ep
+                                       ).resident_bytes() for n in (1, 2))
+            per[kind] = w2 - w1
+            base = w1 - per[kind] if kind == "" else base
+        return base + max(sum(per[k] * n for k, n in self._stage_blocks(i))
+                          for i in range(self.pp))
+
+    def _stage_blocks(self, stage: int) -> list[tuple[str, int]]:
+        """(kind, blocks) of pipeline stage ``stage``: its ``layers / pp`` consecutive blocks
+        split into the leading dense ones and the MoE ones (kinds as ``self.kinds``)."""
+        n = self.layers // self.pp
+        lo = stage * n
+        if len(self.kinds) == 1:
+            return [("", n)]
+        dense = max(0, min(lo + n, self.shape.dense_layers) - lo)
+        return [(k, c) for k, c in (("", dense), ("moe", n - dense)) if c]
 
     def capacity_bytes(self) -> float:
         """Off-chip memory of one device (0 when the design declares none)."""
@@ -308,12 +341,14 @@ class IterationCost:
 
     # ---- evaluation --------------------------------------------------------------------------
     def _eval(self, group: str, phase: str, batch: int, seq: int | None,
-              context: int | None) -> Cost:
-        key = (group, phase, batch, seq, context)
+              context: int | None, kind: str = "") -> Cost:
+        key: tuple[Any, ...] = (group, phase, batch, seq, context)
+        if kind:
+            key += (kind,)
         c = self._memo.get(key)
         if c is not None:
             return c
-        w = self.build.graph(self.one, phase, batch, seq, context, self.tp, self.ep)
+        w = self.build.graph(self.kinds[kind], phase, batch, seq, context, self.tp, self.ep)
         sub = Workload(name=f"{w.name}:{group}", phase=w.phase, batch=w.batch, seq=w.seq,
                        context=w.context, parameters=w.parameters, family=w.family,
                        devices=w.devices)
@@ -332,24 +367,25 @@ class IterationCost:
         self._memo[key] = c
         return c
 
-    def _tokens(self, group: str, m: int) -> Cost:
-        """``group`` (dense/embed/head) over ``m`` rows, interpolated on the token grid."""
-        key = ("tok", group, m)
+    def _tokens(self, group: str, m: int, kind: str = "") -> Cost:
+        """``group`` (dense/embed/head) over ``m`` rows, interpolated on the token grid;
+        ``kind``: the block kind of a ``dense`` group (``self.kinds``)."""
+        key: tuple[Any, ...] = ("tok", group, m) + ((kind,) if kind else ())
         c = self._memo.get(key)
         if c is not None:
             return c
         i = bisect_left(self._tok, m)
         if self._tok[i] == m:
-            c = self._rows(group, m)
+            c = self._rows(group, m, kind)
         else:
             lo, hi = self._tok[i - 1], self._tok[i]
-            a, b = self._rows(group, lo), self._rows(group, hi)
+            a, b = self._rows(group, lo, kind), self._rows(group, hi, kind)
             f = (m - lo) / (hi - lo)
             c = a.scale(1 - f) + b.scale(f)
         self._memo[key] = c
         return c
 
-    def _rows(self, group: str, m: int) -> Cost:
+    def _rows(self, group: str, m: int, kind: str = "") -> Cost:
         # head: one LM-head row per sequence (prefill of m sequences of 1 token);
         # dense/embed: m tokens as n sequences of at most the model context each; when m
         # does not split evenly, n x ceil(m / n) >= m tokens scaled back to m (error < 1/ctx).
@@ -357,8 +393,8 @@ class IterationCost:
             return self._eval(group, "prefill", m, 1, None)
         n = -(-m // self.context)
         seq = -(-m // n)
-        c = self._eval(group, "prefill", n, seq, None)
-        if group == "dense" and self.ep > 1:
+        c = self._eval(group, "prefill", n, seq, None, kind)
+        if group == "dense" and self.ep > 1 and self.kinds[kind].dense_layers == 0:
             c = c + self._expert_comm(n, seq)
         return c if n * seq == m else c.scale(m / (n * seq))
 
@@ -366,11 +402,8 @@ class IterationCost:
         """The expert all-to-alls of one MoE block over ``n x seq`` tokens: dispatch and
         combine of ``tokens / tp x top_k x d`` activations over the ``ep`` devices
         (:func:`workloads.parallel.layer_comms`, the plan's collectives), priced on the
-        replica's devices by :func:`arch.collective.collective`. A dense block (MoE models
-        with leading dense blocks: the one-block model is a dense block) has none."""
-        if not self.shape.is_moe or self.shape.dense_layers > 0:
-            return Cost()
-        assert self.cluster is not None
+        replica's devices by :func:`arch.collective.collective` (MoE blocks only)."""
+        assert self.cluster is not None and self.shape.is_moe
         plan = ParallelPlan(tp=self.tp, ep=self.ep)
         out = Cost()
         for cm in layer_comms(self.shape, plan, "prefill", n, seq, True):
@@ -420,11 +453,11 @@ class IterationCost:
         base = self._eval("attn", "prefill", 1, sg, None)
         return base.scale(c * s / (sg * sg))
 
-    def _block(self, b: Batch) -> Cost:
-        """One block of the iteration: its dense ops over all tokens, every request's
-        attention."""
-        block = self._tokens("dense", b.tokens) + self.decode_attention(b.decodes,
-                                                                       b.decode_keys)
+    def _block(self, b: Batch, kind: str = "") -> Cost:
+        """One block of the iteration (of ``kind``, ``self.kinds``): its dense ops over all
+        tokens, every request's attention (the same in every kind of block)."""
+        block = self._tokens("dense", b.tokens, kind) + self.decode_attention(b.decodes,
+                                                                             b.decode_keys)
         for c, p in b.chunks:
             block = block + self.chunk_attention(c, p)
         return block
@@ -440,7 +473,12 @@ class IterationCost:
             for c in self.stage_costs(b):
                 out = out + c
             return out
-        out = self._tokens("embed", t) + self._block(b).scale(self.layers)
+        if len(self.kinds) == 1:
+            out = self._tokens("embed", t) + self._block(b).scale(self.layers)
+        else:
+            out = self._tokens("embed", t)
+            for kind, n in self._stage_blocks(0):
+                out = out + self._block(b, kind).scale(n)
         if b.emit:
             out = out + self._tokens("head", b.emit)
         return out
@@ -452,9 +490,13 @@ class IterationCost:
         (``pp = 1``): ``[cost(b)]``."""
         if self.pp == 1 or b.tokens == 0:
             return [self.cost(b)]
-        blocks = self._block(b).scale(self.layers // self.pp)
         send = self._stage_send(b.tokens)
-        out = [blocks + send for _ in range(self.pp - 1)] + [blocks]
+        out = []
+        for i in range(self.pp):
+            blocks = Cost()
+            for kind, n in self._stage_blocks(i):
+                blocks = blocks + self._block(b, kind).scale(n)
+            out.append(blocks + send if i < self.pp - 1 else blocks)
         out[0] = self._tokens("embed", b.tokens) + out[0]
         if b.emit:
             out[-1] = out[-1] + self._tokens("head", b.emit)
