@@ -59,8 +59,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "blocks (divides --tp)")
     g.add_argument("--cp", type=positive_int, default=1, help="context parallelism: not "
                    "modelled in a serving replica (only 1; the error says why)")
-    g.add_argument("--plan", help="the replica's plan as a string (tp4pp2, tp8ep8) instead of "
-                   "--tp/--pp/--ep")
+    g.add_argument("--plan", help="the replica's plan instead of --tp/--pp/--ep: a string "
+                   "(tp4pp2, tp8ep8, 'tp4 pp2') or an 'archsim plan --json' output (its best "
+                   "plan)")
     g.add_argument("--replicas", type=positive_int, default=1, help="data-parallel replicas")
     g.add_argument("--router", choices=ROUTERS, default="round-robin")
     g.add_argument("--decode-replicas", type=positive_int,

@@ -27,6 +27,7 @@ run then also carries :attr:`ServingRun.benchmark`, the report those tools print
 
 from __future__ import annotations
 
+import json
 import re
 import warnings
 from collections.abc import Callable, Sequence
@@ -171,12 +172,28 @@ _PLAN_PART = re.compile(r"(tp|pp|ep)(\d+)")
 
 def parse_plan(text: str, flag: str = "--plan") -> tuple[int, int, int]:
     """``(tp, pp, ep)`` of a replica plan string: ``tp4pp2``, ``tp8ep8``, ``pp2tp4`` (each
-    of ``tp``, ``pp``, ``ep`` at most once, degrees >= 1; a missing one is 1), or the
-    ``plan`` label ``archsim plan`` prints (``tp4 pp2``).
+    of ``tp``, ``pp``, ``ep`` at most once, degrees >= 1; a missing one is 1), the ``plan``
+    label ``archsim plan`` prints (``tp4 pp2``; ``single`` is degree 1; a ``mbN`` micro-batch
+    count is dropped: a serving pipeline keeps ``pp`` batches in flight), or the path of an
+    ``archsim plan --json`` output (its best plan, the first of ``plans``).
 
     Raises:
-        WorkloadError: any other text, naming ``flag`` and the accepted form.
+        WorkloadError: any other text (naming ``flag`` and the accepted form), a plan with
+            data, context parallelism or training options (``--replicas`` gives data
+            parallelism), or an unreadable plan file.
     """
+    if text.endswith(".json"):
+        text = _plan_from_file(text, flag)
+    if text.strip() == "single":
+        return 1, 1, 1
+    words = text.split()
+    if len(words) > 1:
+        other = [w for w in words if not re.fullmatch(r"(tp|pp|ep|mb)\d+", w)]
+        if other:
+            raise WorkloadError(Problem(f"a serving replica's plan takes tp, pp and ep; "
+                                        f"{' '.join(other)!r} of {text!r} has no serving "
+                                        "meaning here (data parallelism: --replicas)", flag))
+        text = " ".join(w for w in words if not w.startswith("mb"))
     compact = text.replace(" ", "").lower()
     found = dict.fromkeys(("tp", "pp", "ep"), 1)
     pos = 0
@@ -191,6 +208,22 @@ def parse_plan(text: str, flag: str = "--plan") -> tuple[int, int, int]:
         raise WorkloadError(Problem(f"expected a replica plan such as tp4pp2 or tp8ep8 "
                                     f"(tp, pp, ep with degrees >= 1), got {text!r}", flag))
     return found["tp"], found["pp"], found["ep"]
+
+
+def _plan_from_file(path: str, flag: str) -> str:
+    """The best plan's label in an ``archsim plan --json`` output."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            d = json.load(f)
+        label = d["plans"][0]["plan"]
+    except OSError as e:
+        raise WorkloadError(Problem(f"cannot read {path}: {e.strerror}", flag)) from None
+    except (json.JSONDecodeError, KeyError, IndexError, TypeError):
+        raise WorkloadError(Problem(f"{path} is not an 'archsim plan --json' output (no "
+                                    "plans[0].plan)", flag)) from None
+    if not isinstance(label, str):
+        raise WorkloadError(Problem(f"{path}: plans[0].plan is not a plan label", flag))
+    return label
 
 
 def _open_loop_only(isl: str | None, osl: str | None, requests: int | None) -> None:
@@ -264,8 +297,9 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
         pp, ep: pipeline stages and expert-parallel degree of a replica (the prefill
             pool's when disaggregated; :class:`~archsim.serve.cluster.PoolSpec`).
         cp: context parallelism: only 1 (refused otherwise, with the reason).
-        plan: the replica's plan as a spec string (``tp4pp2``, ``tp8ep8``: ``tp``, ``pp``,
-            ``ep`` followed by degrees, in any order), instead of ``tp``/``pp``/``ep``.
+        plan: the replica's plan instead of ``tp``/``pp``/``ep``: a spec string
+            (``tp4pp2``, ``tp8ep8``, ``"tp4 pp2"``) or an ``archsim plan --json`` output
+            (:func:`parse_plan`).
         decode_replicas, decode_tp, kv_link: disaggregated decode pool and the KV link
             (``nvlink4``, ``ib-ndr``, ... or ``GBPS[:LATENCY_US]``; default ``nvlink4``, or
             ``ib-ndr`` when the decode pool runs on another design: another node).

@@ -174,9 +174,25 @@ def test_parse_plan():
     assert parse_plan("tp4pp2") == (4, 2, 1)
     assert parse_plan("tp8 ep8") == (8, 1, 8)
     assert parse_plan("pp2") == (1, 2, 1)
-    for bad in ("", "tp4tp2", "tp0", "dp2", "tp4 mb2"):
-        with pytest.raises(WorkloadError):
+    assert parse_plan("tp4 pp2 mb16") == (4, 2, 1)       # archsim plan's label
+    assert parse_plan("single") == (1, 1, 1)
+    for bad in ("", "tp4tp2", "tp0", "dp2", "tp2 dp2", "tp4 pp2 zero1", "mb2"):
+        with pytest.raises(WorkloadError, match="--plan"):
             parse_plan(bad)
+
+
+def test_plan_from_archsim_plan_json(tmp_path):
+    # the best plan of an `archsim plan --json` output (its first row)
+    p = tmp_path / "plan.json"
+    p.write_text(json.dumps({"model": "llama3-8b", "plans": [{"plan": "tp4 pp2 mb8"},
+                                                             {"plan": "tp8"}]}))
+    assert parse_plan(str(p)) == (4, 2, 1)
+    for text in ("{}", "not json", json.dumps({"plans": []})):
+        p.write_text(text)
+        with pytest.raises(WorkloadError, match="plans"):
+            parse_plan(str(p))
+    with pytest.raises(WorkloadError, match="cannot read"):
+        parse_plan(str(tmp_path / "missing.json"))
 
 
 def test_heterogeneous_kv_transfer_is_bytes_over_bandwidth_plus_latency(a100):
