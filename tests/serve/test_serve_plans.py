@@ -300,3 +300,18 @@ def test_dense_then_moe_blocks_are_each_their_own_kind(tmp_path):
     assert two._tokens("dense", t, "moe").time_s > two._eval("dense", "prefill", 1, t, None,
                                                              "moe").time_s
     assert two._tokens("dense", t).time_s == two._eval("dense", "prefill", 1, t, None).time_s
+
+
+def test_kv_hand_off_bytes_follow_the_kv_format():
+    # fp8 KV cache: 1 byte per element, so the hand-off moves half the 16-bit bytes
+    h100 = archsim.load("gpu/h100")
+    p, o = 512, 2
+    link = parse_link("40:20")
+    res = {}
+    for fmt, nbytes in ((None, 2), ("fp8_e4m3", 1)):
+        setup = ServeSetup(MODEL, PoolSpec(1, 1), PoolSpec(1, 1), link=link,
+                           build=device_build(h100, kv_format=fmt))
+        res[fmt] = serve(h100, setup, [Request(0, 0.0, p, o)])
+        assert res[fmt].kv_transfer["bytes"] == p * 2 * 32 * 32 * 128 * nbytes
+        assert res[fmt].kv_transfer["mean_s"] == pytest.approx(
+            20e-6 + p * 2 * 32 * 32 * 128 * nbytes / 40e9, rel=1e-9)
