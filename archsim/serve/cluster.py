@@ -229,10 +229,13 @@ class Simulation:
             for _ in range(pool.replicas):
                 # a pipeline's virtual engines share its stages and split its KV blocks
                 pipe = Pipeline(pool.pp) if pool.pp > 1 else None
+                first = len(self.replicas)
                 for _ in range(pool.pp):
-                    self.replicas.append(Replica(len(self.replicas), cost,
-                                                 blocks // pool.pp if pipe else blocks,
-                                                 pool.scheduler, role, pipe))
+                    rep = Replica(len(self.replicas), cost,
+                                  blocks // pool.pp if pipe else blocks, pool.scheduler, role,
+                                  pipe)
+                    rep.link_id = first       # the engines of one replica share its links
+                    self.replicas.append(rep)
         self.front = [r for r in self.replicas if r.role in ("both", "prefill")]
         self.back = [r for r in self.replicas if r.role == "decode"]
         self._routers = {"front": _router(setup.router), "back": _router(setup.router)}
@@ -435,9 +438,9 @@ class Simulation:
                     dst = self._route(self.back, "back")
                     nbytes = (s.prompt + s.g - 1) * kv_tok_full
                     pairs = min(rep.cost.devices, dst.cost.devices)
-                    t0 = max(now, link_free[rep.index])
+                    t0 = max(now, link_free[rep.link_id])
                     dt = self.setup.link.transfer_s(nbytes / pairs)
-                    link_free[rep.index] = t0 + dt
+                    link_free[rep.link_id] = t0 + dt
                     xfer_s += dt
                     xfer_bytes += nbytes
                     rep.kv.release(s.blocks)      # freed when the copy is issued (see docs)

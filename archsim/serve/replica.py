@@ -159,6 +159,7 @@ class Replica:
         self.spec = spec
         self.role = role
         self.pipeline = pipeline
+        self.link_id = index          # whose KV link FIFO this replica's hand-offs join
         self.kv = BlockManager(kv_total, spec.block_size)
         self.waiting: list[tuple[tuple[int, int, int], State]] = []
         self.running: list[State] = []
