@@ -209,10 +209,10 @@ class Simulation:
     """
 
     def __init__(self, acc: Accelerator, setup: ServeSetup,
-                 costs: dict[int, IterationCost] | None = None) -> None:
+                 costs: dict[Any, IterationCost] | None = None) -> None:
         self.acc = acc
         self.setup = setup
-        self.costs: dict[int, IterationCost] = costs if costs is not None else {}
+        self.costs: dict[Any, IterationCost] = costs if costs is not None else {}
         pools = [("both" if setup.decode is None else "prefill", setup.pool)]
         if setup.decode is not None:
             pools.append(("decode", setup.decode))

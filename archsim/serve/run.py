@@ -32,7 +32,7 @@ __all__ = ["serve", "find_capacity", "simulate", "benchmark_report"]
 
 
 def simulate(acc: Accelerator, setup: ServeSetup, requests: list[Request],
-             costs: dict[int, IterationCost] | None = None,
+             costs: dict[Any, IterationCost] | None = None,
              progress: Callable[[int, int], None] | None = None,
              concurrency: int | None = None) -> tuple[Simulation, dict[str, Any]]:
     """The simulation object and its raw records (``states``, ``tbt``, ``timeline`` ...);
@@ -43,7 +43,7 @@ def simulate(acc: Accelerator, setup: ServeSetup, requests: list[Request],
 
 
 def serve(acc: Accelerator, setup: ServeSetup, requests: list[Request], slo: SLO | None = None,
-          seed: int | None = None, costs: dict[int, IterationCost] | None = None,
+          seed: int | None = None, costs: dict[Any, IterationCost] | None = None,
           progress: Callable[[int, int], None] | None = None,
           raw_out: dict[str, Any] | None = None, concurrency: int | None = None
           ) -> ServeResult:
@@ -207,7 +207,7 @@ def find_capacity(acc: Accelerator, setup: ServeSetup, slo: SLO,
     ``steps`` times. Returns (rate, result at that rate) — (0, None) when even the
     lowest rate misses.
     """
-    costs: dict[int, IterationCost] = {}
+    costs: dict[Any, IterationCost] = {}
 
     def ok(rate: float) -> tuple[bool, ServeResult]:
         r = serve(acc, setup, make_requests(rate), slo, costs=costs)
