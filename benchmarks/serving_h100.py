@@ -2,12 +2,17 @@
 "Measured deployments").
 
     python3 benchmarks/serving_h100.py [REQUESTS_PER_CLIENT]
+    python3 benchmarks/serving_h100.py --disaggregated [REQUESTS_PER_CLIENT]
 
 Runs every row of ``shared/reference/serving_h100/deployments.csv`` that archsim can express
 (:func:`archsim.validation.serving_h100.unsupported` says why the others are not) as the
 same closed-loop benchmark on ``gpu/h100`` and prints, per row, the measured and predicted
 mean TTFT and TPOT, then the median |error| per model and backend, and the count of rows
 left out by reason. Deterministic; about 1 s per row on one core.
+
+``--disaggregated`` runs instead the disaggregated rows of the served models, with the decode
+slots (``decode_batch_size x decode_num_workers``) as the client count the rows do not give
+(an assumption: docs/serving.md, "Disaggregated rows"); 20-45 s per row.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import archsim  # noqa: E402
 from archsim.validation.serving_h100 import (  # noqa: E402
+    ZOO,
     load_deployments,
     predict,
     render_markdown,
@@ -27,7 +33,29 @@ from archsim.validation.serving_h100 import (  # noqa: E402
 )
 
 
+def disaggregated(per_client: int) -> int:
+    """The disaggregated rows of served models under the assumed load (module doc)."""
+    acc = archsim.load("gpu/h100")
+    preds = []
+    print("line backend model prefill(workers,tp,pp,bs) decode(...) clients | TTFT meas pred "
+          "err | TPOT meas pred err")
+    for d in load_deployments():
+        if d.mode != "disagg" or d.model_path not in ZOO:
+            continue
+        conc = d.decode[0] * d.decode[3]
+        p = predict(d, acc, requests_per_client=per_client, concurrency=conc)
+        preds.append(p)
+        print(f"{d.line} {d.backend} {d.model} {d.prefill} {d.decode} {conc} | "
+              f"{d.ttft_ms:.1f} {p.ttft_ms:.1f} {p.ttft_error:+.0%} | {d.tpot_ms:.2f} "
+              f"{p.tpot_ms:.2f} {p.tpot_error:+.0%}", flush=True)
+    print()
+    print(render_markdown([("check, load assumed", preds)]))
+    return 0
+
+
 def main(argv: list[str]) -> int:
+    if argv and argv[0] == "--disaggregated":
+        return disaggregated(int(argv[1]) if len(argv) > 1 else 10)
     per_client = int(argv[0]) if argv else 10
     rows = load_deployments()
     why = Counter(r for r in (unsupported(d) for d in rows) if r)

@@ -1,8 +1,10 @@
 """``archsim serve``: request-level serving simulation of a model on a design
 (:func:`archsim.serve.session.run_serving`).
 
-    archsim serve DESIGN --model M [--tp N --replicas R --router kv-aware]
-                  [--decode-replicas R --decode-tp N --kv-link nvlink4]
+    archsim serve DESIGN --model M [--tp N --pp P --ep E | --plan tp4pp2]
+                  [--replicas R --router kv-aware]
+                  [--decode-replicas R --decode-tp N (--decode-plan tp8) --kv-link nvlink4
+                   --decode-design DESIGN2]
                   (--rate R --duration S [--prompt LEN --output LEN] | --trace FILE
                    | --concurrency N --isl LEN --osl LEN [--requests K])
                   [--scheduler vllm|orca|sarathi --chunk 512] [--slo ttft=2s,tpot=100ms]
@@ -53,13 +55,29 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("deployment")
     g.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel devices per replica "
                    "(the prefill pool's when disaggregated)")
+    g.add_argument("--pp", type=positive_int, default=1, help="pipeline stages per replica "
+                   "(pp batches in flight, as vLLM/TensorRT-LLM)")
+    g.add_argument("--ep", type=positive_int, default=1, help="expert-parallel degree of MoE "
+                   "blocks (divides --tp)")
+    g.add_argument("--cp", type=positive_int, default=1, help="context parallelism: not "
+                   "modelled in a serving replica (only 1; the error says why)")
+    g.add_argument("--plan", help="the replica's plan instead of --tp/--pp/--ep: a string "
+                   "(tp4pp2, tp8ep8, 'tp4 pp2') or an 'archsim plan --json' output (its best "
+                   "plan)")
     g.add_argument("--replicas", type=positive_int, default=1, help="data-parallel replicas")
     g.add_argument("--router", choices=ROUTERS, default="round-robin")
     g.add_argument("--decode-replicas", type=positive_int,
                    help="disaggregate: this many decode replicas")
     g.add_argument("--decode-tp", type=positive_int, help="TP of a decode replica (default --tp)")
-    g.add_argument("--kv-link", default="nvlink4",
-                   help="KV link: nvlink4, nvlink3, ib-ndr, ib-hdr or GBPS[:LATENCY_US]")
+    g.add_argument("--decode-pp", type=positive_int,
+                   help="pipeline stages of a decode replica (default --pp)")
+    g.add_argument("--decode-ep", type=positive_int,
+                   help="expert-parallel degree of a decode replica (default --ep)")
+    g.add_argument("--decode-plan", help="a decode replica's plan string (tp8, tp4pp2)")
+    g.add_argument("--decode-design", help="the decode pool's design (default DESIGN): "
+                   "prefill on DESIGN, decode on this one")
+    g.add_argument("--kv-link", help="KV link: nvlink4, nvlink3, ib-ndr, ib-hdr or "
+                   "GBPS[:LATENCY_US] (default nvlink4; ib-ndr with --decode-design)")
     g.add_argument("--a-format", type=non_empty, help="activation number format (e.g. fp8_e4m3)")
     g.add_argument("--w-format", type=non_empty, help="weight number format (e.g. fp8_e4m3, int4)")
     g.add_argument("--kv-format", type=non_empty,
@@ -147,7 +165,10 @@ def run(args: argparse.Namespace) -> int:
         constraints=args.constraints, decode_constraints=args.decode_constraints,
         a_format=args.a_format, w_format=args.w_format, kv_format=args.kv_format,
         progress=None if quiet else stderr_progress, note=note,
-        concurrency=args.concurrency, isl=args.isl, osl=args.osl, requests=args.requests)
+        concurrency=args.concurrency, isl=args.isl, osl=args.osl, requests=args.requests,
+        pp=args.pp, ep=args.ep, cp=args.cp, plan=args.plan, decode_pp=args.decode_pp,
+        decode_ep=args.decode_ep, decode_plan=args.decode_plan,
+        decode_design=args.decode_design)
     res = sr.result
     if res is None:
         print("no tested rate meets the SLO (the lowest tried was 0.25 req/s)",

@@ -39,9 +39,9 @@ from typing import Any, Protocol
 
 from archsim import energy
 from archsim.arch.accelerator import Accelerator
-from archsim.serve.cost import IterationCost
+from archsim.serve.cost import IterationCost, kv_bytes_per_token
 from archsim.serve.kv import MEMORY_FRACTION, kv_blocks
-from archsim.serve.replica import Replica, SchedulerSpec, State
+from archsim.serve.replica import Pipeline, Replica, SchedulerSpec, State
 from archsim.serve.requests import Request
 from archsim.serve.router import ROUTERS, Router
 from archsim.workloads.errors import Problem, WorkloadError
@@ -118,11 +118,42 @@ def parse_link(text: str) -> KVLink:
 
 @dataclass(frozen=True)
 class PoolSpec:
-    """``replicas`` replicas of ``tp`` devices each, with one scheduler spec."""
+    """``replicas`` replicas of ``tp x pp`` devices each, with one scheduler spec.
+
+    Attributes:
+        replicas: data-parallel copies of the model.
+        tp: tensor-parallel devices per pipeline stage.
+        scheduler: the batching policy and its limits.
+        pp: pipeline stages per replica (``layers / pp`` blocks each). A replica of ``pp``
+            stages runs ``pp`` virtual engines, each with its own scheduler and ``1 / pp`` of
+            the KV blocks, whose batches flow through the shared stages (vLLM's pipeline
+            parallelism: ``pp`` batches in flight; docs/serving.md).
+        ep: expert-parallel degree of MoE blocks (divides ``tp``): ``experts / ep`` whole
+            experts per device, token all-to-alls priced on the replica's devices.
+        design: the design this pool runs on (None: the setup's); a disaggregated
+            deployment may run its prefill and decode pools on different designs.
+        build: the pool's graph choices (formats, attention; None: the setup's ``build``
+            when the pool is on the setup's design, else the pool design's own).
+    """
 
     replicas: int = 1
     tp: int = 1
     scheduler: SchedulerSpec = field(default_factory=SchedulerSpec)
+    pp: int = 1
+    ep: int = 1
+    design: Accelerator | None = None
+    build: DeviceBuild | None = None
+
+    @property
+    def devices(self) -> int:
+        """Devices of one replica: ``tp x pp``."""
+        return self.tp * self.pp
+
+    def label(self) -> str:
+        """``TP4``, ``TP4 PP2 EP4`` (degrees above 1 after TP), with the design when set."""
+        par = f"TP{self.tp}" + "".join(f" {k}{v}" for k, v in (("PP", self.pp),
+                                                               ("EP", self.ep)) if v > 1)
+        return par + (f" on {self.design.name}" if self.design is not None else "")
 
 
 @dataclass(frozen=True)
@@ -178,43 +209,66 @@ class Simulation:
     """
 
     def __init__(self, acc: Accelerator, setup: ServeSetup,
-                 costs: dict[int, IterationCost] | None = None) -> None:
+                 costs: dict[Any, IterationCost] | None = None) -> None:
         self.acc = acc
         self.setup = setup
-        self.costs: dict[int, IterationCost] = costs if costs is not None else {}
+        self.costs: dict[Any, IterationCost] = costs if costs is not None else {}
         pools = [("both" if setup.decode is None else "prefill", setup.pool)]
         if setup.decode is not None:
             pools.append(("decode", setup.decode))
         self.replicas: list[Replica] = []
         for role, pool in pools:
-            cost = self.cost_model(pool.tp)
+            cost = self.cost_model(pool)
             cap = cost.capacity_bytes()
             if cap > 0:
                 blocks = kv_blocks(cap, cost.weight_bytes(), cost.kv_bytes_per_token,
-                                   pool.scheduler.block_size, setup.memory_fraction, acc.name,
-                                   setup.model)
+                                   pool.scheduler.block_size, setup.memory_fraction,
+                                   cost.acc.name, setup.model)
             else:          # the design declares no memory capacity: an unbounded cache
                 blocks = 1 << 40
             for _ in range(pool.replicas):
-                self.replicas.append(Replica(len(self.replicas), cost, blocks, pool.scheduler,
-                                             role))
+                # a pipeline's virtual engines share its stages and split its KV blocks
+                pipe = Pipeline(pool.pp) if pool.pp > 1 else None
+                first = len(self.replicas)
+                for _ in range(pool.pp):
+                    rep = Replica(len(self.replicas), cost,
+                                  blocks // pool.pp if pipe else blocks, pool.scheduler, role,
+                                  pipe)
+                    rep.link_id = first       # the engines of one replica share its links
+                    self.replicas.append(rep)
         self.front = [r for r in self.replicas if r.role in ("both", "prefill")]
         self.back = [r for r in self.replicas if r.role == "decode"]
         self._routers = {"front": _router(setup.router), "back": _router(setup.router)}
-        self.idle_power_w = sum(self._idle_power(r.cost.tp) for r in self.replicas)
+        self.idle_power_w = sum(self._idle_power(r.cost.tp, r.cost.acc)
+                                for r in self.replicas)
+        # the KV a hand-off moves: the whole model's, in the prefill pool's KV format
+        front = self.cost_model(setup.pool)
+        self.kv_bytes_full = kv_bytes_per_token(front.shape, front.build)
 
-    def cost_model(self, tp: int) -> IterationCost:
-        if tp not in self.costs:
-            self.costs[tp] = IterationCost(self.acc, self.setup.model, tp,
-                                           self.setup.fidelity, self.setup.constraints,
-                                           self.setup.decode_constraints,
-                                           build=self.setup.build)
-        return self.costs[tp]
+    def cost_model(self, pool: PoolSpec | int) -> IterationCost:
+        """The iteration-cost model of a pool (memoised in ``costs``: a tensor-parallel pool
+        on the setup's design under its ``tp``, as before; others under a tuple key)."""
+        if isinstance(pool, int):
+            pool = PoolSpec(tp=pool)
+        acc = pool.design or self.acc
+        same = pool.design is None or pool.design is self.acc
+        build = pool.build or (self.setup.build if same else None)
+        key: Any = pool.tp if (same and pool.pp == 1 and pool.ep == 1
+                               and pool.build is None) else (acc.name, pool.tp, pool.pp,
+                                                             pool.ep, build)
+        if key not in self.costs:
+            self.costs[key] = IterationCost(acc, self.setup.model, pool.tp,
+                                            self.setup.fidelity, self.setup.constraints,
+                                            self.setup.decode_constraints, build=build,
+                                            pp=pool.pp, ep=pool.ep)
+        return self.costs[key]
 
-    def _idle_power(self, devices: int) -> float:
-        """Leakage power of ``devices`` idle devices (W): energy of no actions over 1 s."""
-        tech = energy.Technology(node_nm=self.acc.technology.node_nm)
-        comps = [c for u in self.acc.units for c in u.components()]
+    def _idle_power(self, devices: int, acc: Accelerator | None = None) -> float:
+        """Leakage power of ``devices`` idle devices of ``acc`` (default the setup's design;
+        W): energy of no actions over 1 s."""
+        acc = acc or self.acc
+        tech = energy.Technology(node_nm=acc.technology.node_nm)
+        comps = [c for u in acc.units for c in u.components()]
         return energy.evaluate(comps, {}, 1.0, tech).total_j * devices
 
     # ---- routing -------------------------------------------------------------------------
@@ -265,7 +319,7 @@ class Simulation:
         link_free = [0.0] * len(self.replicas)
         xfer_s = 0.0
         xfer_bytes = 0.0
-        kv_tok_full = self.cost_model(1).kv_bytes_per_token if self.back else 0.0
+        kv_tok_full = self.kv_bytes_full if self.back else 0.0
         total = len(states)
         next_report = max(1, total // 20)
 
@@ -286,7 +340,11 @@ class Simulation:
                 chunks, dec, swap_t = rep.schedule()
                 if chunks or dec:
                     b, c = rep.run(chunks, dec)
-                    dt = c.time_s + swap_t + rep.spec.overhead_s
+                    if rep.pipeline is None:
+                        dt = c.time_s + swap_t + rep.spec.overhead_s
+                    else:      # through the stages, behind the other engines' batches
+                        dt = rep.pipeline.run(now, swap_t + rep.spec.overhead_s,
+                                              [x.time_s for x in rep.cost.stage_costs(b)])
                     rep.account(c, dt)
                     timeline.append((rep.index, now, dt, b.tokens - b.decodes, b.decodes,
                                      rep.kv.used, c.energy_j))
@@ -379,10 +437,10 @@ class Simulation:
                     # hand off: KV crosses the link to a decode replica
                     dst = self._route(self.back, "back")
                     nbytes = (s.prompt + s.g - 1) * kv_tok_full
-                    pairs = min(rep.cost.tp, dst.cost.tp)
-                    t0 = max(now, link_free[rep.index])
+                    pairs = min(rep.cost.devices, dst.cost.devices)
+                    t0 = max(now, link_free[rep.link_id])
                     dt = self.setup.link.transfer_s(nbytes / pairs)
-                    link_free[rep.index] = t0 + dt
+                    link_free[rep.link_id] = t0 + dt
                     xfer_s += dt
                     xfer_bytes += nbytes
                     rep.kv.release(s.blocks)      # freed when the copy is issued (see docs)

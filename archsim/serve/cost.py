@@ -50,16 +50,19 @@ from typing import Any
 
 from archsim.api import device_build, evaluate, memory_check
 from archsim.arch.accelerator import Accelerator
+from archsim.arch.cluster import single_node
+from archsim.arch.collective import collective, place
 from archsim.mapper.constraints import load_constraints
 from archsim.workloads.errors import ConfigError, Problem, WorkloadError
+from archsim.workloads.formats import get_format
 from archsim.workloads.graph import Workload
 from archsim.workloads.hf import config_path, shape_from_hf_config
 from archsim.workloads.models.transformer import TransformerShape
-from archsim.workloads.parallel import DeviceBuild
+from archsim.workloads.parallel import DeviceBuild, ParallelPlan, layer_comms
 from archsim.workloads.tags import ATTENTION_CORE_ROLES
 from archsim.workloads.zoo import model_names, transformer_shape
 
-__all__ = ["Cost", "IterationCost", "Batch", "model_shape"]
+__all__ = ["Cost", "IterationCost", "Batch", "model_shape", "kv_bytes_per_token"]
 
 _GRID = 2 ** 0.25          # dense/embed/head token grid ratio
 _CTX_GRID = 2 ** 0.5       # attention key grid ratio
@@ -133,12 +136,54 @@ def model_shape(model: str) -> TransformerShape:
     return s
 
 
+def kv_bytes_per_token(s: TransformerShape, build: DeviceBuild, tp: int = 1,
+                       pp: int = 1) -> float:
+    """KV-cache bytes per token on one device of a ``tp`` x ``pp`` replica: K and V of the
+    device's ``layers / pp`` blocks and ``max(1, kv_heads / tp)`` heads, in the KV-cache
+    format (``DeviceBuild.kv_bytes``; 16-bit unless a format is given); multi-head latent
+    attention caches one latent of ``kv_lora_rank + qk_rope_dim`` values per layer, whole
+    on every tensor-parallel device (as ``workloads.parallel.memory_per_device``; DeepSeek-V2
+    Sec. 2.1). ``tp = pp = 1``: the whole model's (what a disaggregated hand-off moves)."""
+    if s.is_mla:
+        return float((s.layers // pp) * (s.kv_lora_rank + s.qk_rope_dim) * build.kv_bytes())
+    kvl = max(1, s.kv // tp)
+    return 2.0 * (s.layers // pp) * kvl * s.hd * build.kv_bytes()
+
+
 def _is_decoder(name: str) -> bool:
 
     try:
         return transformer_shape(name).kind == "decoder"
     except WorkloadError:
         return False
+
+
+def _check_replica(s: TransformerShape, tp: int, pp: int, ep: int) -> None:
+    """A replica's pipeline and expert degrees against the model (one error per flag).
+
+    Raises:
+        WorkloadError: ``pp`` does not divide the blocks, or ``ep`` is not 1 for a dense
+            model, does not divide the routed experts, or does not divide ``tp`` (the experts
+            spread over a stage's tensor-parallel devices, as vLLM's ``--enable-expert-
+            parallel`` inside one replica).
+    """
+    for flag, v in (("--pp", pp), ("--ep", ep)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise WorkloadError(Problem(f"expected an integer >= 1, got {v!r}", flag))
+    if s.layers % pp:
+        ok = [str(p) for p in range(1, s.layers + 1) if s.layers % p == 0]
+        raise WorkloadError(Problem(f"{s.name}'s {s.layers} blocks do not split into {pp} "
+                                    f"pipeline stages; degrees that do: {', '.join(ok)}",
+                                    "--pp"))
+    if ep > 1:
+        if not s.is_moe or s.experts % ep:
+            why = (f"must divide the {s.experts} routed experts" if s.is_moe
+                   else f"{s.name} has no experts")
+            raise WorkloadError(Problem(f"expert-parallel degree {ep}: {why}", "--ep"))
+        if tp % ep:
+            raise WorkloadError(Problem(f"expert-parallel degree {ep} must divide --tp {tp} "
+                                        "(the experts spread over a stage's tensor-parallel "
+                                        "devices)", "--ep"))
 
 
 def _constraints(c: Any) -> Any:
@@ -184,7 +229,7 @@ class IterationCost:
     def __init__(self, acc: Accelerator, model: str, tp: int = 1,
                  fidelity: str = "analytical", constraints: Any = None,
                  decode_constraints: Any = None, attention: str | None = None,
-                 build: DeviceBuild | None = None) -> None:
+                 build: DeviceBuild | None = None, pp: int = 1, ep: int = 1) -> None:
 
         self.acc = acc
         # the choices one device builds its graphs with (archsim.api.device_build, as
@@ -202,12 +247,23 @@ class IterationCost:
         self.decode_constraints = _constraints(decode_constraints) or self.constraints
         self.model = model
         self.tp = tp
+        self.pp = pp
+        self.ep = ep
         self.fidelity = fidelity
         self.shape = model_shape(model)
         self.one = replace(self.shape, layers=1)
+        # one-block models by kind: "" the first block's (as it always was), and "moe" for
+        # the MoE blocks of a model whose first blocks are dense (DeepSeek: 3 of 61)
+        self.kinds = {"": self.one}
+        if self.shape.is_moe and 0 < self.shape.dense_layers < self.shape.layers:
+            self.kinds["moe"] = replace(self.shape, layers=1, dense_layers=0)
         self.layers = self.shape.layers
         self.context = self.shape.context
-        self.build.graph(self.one, "decode", 1, None, 1, tp)     # validates tp and formats
+        _check_replica(self.shape, tp, pp, ep)
+        self.build.graph(self.one, "decode", 1, None, 1, tp, ep)  # validates tp, ep, formats
+        # a replica's devices as a one-node cluster (the design's own link): prices the
+        # expert all-to-alls and the pipeline's stage-to-stage sends (arch.collective)
+        self.cluster = single_node(acc, tp * pp) if pp > 1 or ep > 1 else None
         self._memo: dict[tuple[Any, ...], Cost] = {}
         self._tok = _grid(_GRID, 1 << 17)
         self._ctx = _grid(_CTX_GRID, self.context - 1)
@@ -219,22 +275,52 @@ class IterationCost:
     def kv_bytes_per_token(self) -> float:
         """KV-cache bytes per token on one device (K and V, every layer, in the KV-cache
         format: ``DeviceBuild.kv_bytes``, 16-bit unless a format is given)."""
-        s = self.shape
-        kvl = max(1, s.kv // self.tp)
-        return 2.0 * s.layers * kvl * s.hd * self.build.kv_bytes()
+        return kv_bytes_per_token(self.shape, self.build, self.tp, self.pp)
+
+    @property
+    def devices(self) -> int:
+        """Devices of one replica: ``tp x pp``."""
+        return self.tp * self.pp
 
     def weight_bytes(self) -> float:
         """Resident bytes of one device's shard of the weights (plus the largest op's
-        activations), from ``Workload.resident_bytes`` of a one- and a two-block model."""
-        w1 = self.build.graph(self.one, "prefill", 1, 1, None, self.tp).resident_bytes()
-        two = replace(self.shape, layers=2)
-        w2 = self.build.graph(two, "prefill", 1, 1, None, self.tp).resident_bytes()
-        return w1 + (self.layers - 1) * (w2 - w1)
+        activations), from ``Workload.resident_bytes`` of a one- and a two-block model: the
+        fullest pipeline stage's ``layers / pp`` blocks with the embedding and the head both
+        counted on it (conservative by the smaller of the two when ``pp > 1``). Models with
+        dense and MoE blocks: each kind's block bytes from its own one- and two-block models,
+        summed over the stage's blocks of each kind."""
+        if len(self.kinds) == 1:
+            w1 = self.build.graph(self.one, "prefill", 1, 1, None, self.tp, self.ep
+                                  ).resident_bytes()
+            two = replace(self.shape, layers=2)
+            w2 = self.build.graph(two, "prefill", 1, 1, None, self.tp, self.ep
+                                  ).resident_bytes()
+            return w1 + (self.layers // self.pp - 1) * (w2 - w1)
+        per: dict[str, float] = {}
+        base = 0.0
+        for kind, dl in (("", 2), ("moe", 0)):
+            w1, w2 = (self.build.graph(replace(self.shape, layers=n, dense_layers=min(dl, n)),
+                                       "prefill", 1, 1, None, self.tp, self.ep
+                                       ).resident_bytes() for n in (1, 2))
+            per[kind] = w2 - w1
+            base = w1 - per[kind] if kind == "" else base
+        return base + max(sum(per[k] * n for k, n in self._stage_blocks(i))
+                          for i in range(self.pp))
+
+    def _stage_blocks(self, stage: int) -> list[tuple[str, int]]:
+        """(kind, blocks) of pipeline stage ``stage``: its ``layers / pp`` consecutive blocks
+        split into the leading dense ones and the MoE ones (kinds as ``self.kinds``)."""
+        n = self.layers // self.pp
+        lo = stage * n
+        if len(self.kinds) == 1:
+            return [("", n)]
+        dense = max(0, min(lo + n, self.shape.dense_layers) - lo)
+        return [(k, c) for k, c in (("", dense), ("moe", n - dense)) if c]
 
     def capacity_bytes(self) -> float:
         """Off-chip memory of one device (0 when the design declares none)."""
 
-        wl = self.build.graph(self.one, "prefill", 1, 1, None, self.tp)
+        wl = self.build.graph(self.one, "prefill", 1, 1, None, self.tp, self.ep)
         mem = memory_check(self.acc, wl)
         return float(mem["capacity_bytes"]) if mem else 0.0
 
@@ -254,12 +340,14 @@ class IterationCost:
 
     # ---- evaluation --------------------------------------------------------------------------
     def _eval(self, group: str, phase: str, batch: int, seq: int | None,
-              context: int | None) -> Cost:
-        key = (group, phase, batch, seq, context)
+              context: int | None, kind: str = "") -> Cost:
+        key: tuple[Any, ...] = (group, phase, batch, seq, context)
+        if kind:
+            key += (kind,)
         c = self._memo.get(key)
         if c is not None:
             return c
-        w = self.build.graph(self.one, phase, batch, seq, context, self.tp)
+        w = self.build.graph(self.kinds[kind], phase, batch, seq, context, self.tp, self.ep)
         sub = Workload(name=f"{w.name}:{group}", phase=w.phase, batch=w.batch, seq=w.seq,
                        context=w.context, parameters=w.parameters, family=w.family,
                        devices=w.devices)
@@ -278,24 +366,25 @@ class IterationCost:
         self._memo[key] = c
         return c
 
-    def _tokens(self, group: str, m: int) -> Cost:
-        """``group`` (dense/embed/head) over ``m`` rows, interpolated on the token grid."""
-        key = ("tok", group, m)
+    def _tokens(self, group: str, m: int, kind: str = "") -> Cost:
+        """``group`` (dense/embed/head) over ``m`` rows, interpolated on the token grid;
+        ``kind``: the block kind of a ``dense`` group (``self.kinds``)."""
+        key: tuple[Any, ...] = ("tok", group, m) + ((kind,) if kind else ())
         c = self._memo.get(key)
         if c is not None:
             return c
         i = bisect_left(self._tok, m)
         if self._tok[i] == m:
-            c = self._rows(group, m)
+            c = self._rows(group, m, kind)
         else:
             lo, hi = self._tok[i - 1], self._tok[i]
-            a, b = self._rows(group, lo), self._rows(group, hi)
+            a, b = self._rows(group, lo, kind), self._rows(group, hi, kind)
             f = (m - lo) / (hi - lo)
             c = a.scale(1 - f) + b.scale(f)
         self._memo[key] = c
         return c
 
-    def _rows(self, group: str, m: int) -> Cost:
+    def _rows(self, group: str, m: int, kind: str = "") -> Cost:
         # head: one LM-head row per sequence (prefill of m sequences of 1 token);
         # dense/embed: m tokens as n sequences of at most the model context each; when m
         # does not split evenly, n x ceil(m / n) >= m tokens scaled back to m (error < 1/ctx).
@@ -303,8 +392,38 @@ class IterationCost:
             return self._eval(group, "prefill", m, 1, None)
         n = -(-m // self.context)
         seq = -(-m // n)
-        c = self._eval(group, "prefill", n, seq, None)
+        c = self._eval(group, "prefill", n, seq, None, kind)
+        if group == "dense" and self.ep > 1 and self.kinds[kind].dense_layers == 0:
+            c = c + self._expert_comm(n, seq)
         return c if n * seq == m else c.scale(m / (n * seq))
+
+    def _expert_comm(self, n: int, seq: int) -> Cost:
+        """The expert all-to-alls of one MoE block over ``n x seq`` tokens: dispatch and
+        combine of ``tokens / tp x top_k x d`` activations over the ``ep`` devices
+        (:func:`workloads.parallel.layer_comms`, the plan's collectives), priced on the
+        replica's devices by :func:`arch.collective.collective` (MoE blocks only)."""
+        assert self.cluster is not None and self.shape.is_moe
+        plan = ParallelPlan(tp=self.tp, ep=self.ep)
+        out = Cost()
+        for cm in layer_comms(self.shape, plan, "prefill", n, seq, True):
+            if cm.group != "ep":
+                continue
+            cc = collective(self.cluster, cm.kind, cm.payload_bytes(), place(self.cluster,
+                                                                              self.ep, 1))
+            # the group's link energy, once per ep group of the replica's tp devices
+            out = out + Cost(cc.time_s, cc.energy_j * self.tp / self.ep)
+        return out
+
+    def _stage_send(self, tokens: int) -> Cost:
+        """One pipeline hand-off of ``tokens`` activations (``tokens x d / tp`` values per
+        device, the scatter/gather optimisation as in :func:`archsim.parallel.evaluate_plan`)
+        from one stage to the next, priced as a send/recv between the stages' devices."""
+        assert self.cluster is not None
+        a = self.build.a_format or self.build.native
+        nbytes = tokens * self.shape.d_model * (get_format(a).bytes_per_element if a else 2.0)
+        cc = collective(self.cluster, "sendrecv", nbytes / self.tp,
+                        place(self.cluster, 2, self.tp))
+        return Cost(cc.time_s, cc.energy_j * self.tp)
 
     @staticmethod
     def _nearest(grid: list[int], x: float) -> int:
@@ -333,15 +452,51 @@ class IterationCost:
         base = self._eval("attn", "prefill", 1, sg, None)
         return base.scale(c * s / (sg * sg))
 
+    def _block(self, b: Batch, kind: str = "") -> Cost:
+        """One block of the iteration (of ``kind``, ``self.kinds``): its dense ops over all
+        tokens, every request's attention (the same in every kind of block)."""
+        block = self._tokens("dense", b.tokens, kind) + self.decode_attention(b.decodes,
+                                                                             b.decode_keys)
+        for c, p in b.chunks:
+            block = block + self.chunk_attention(c, p)
+        return block
+
     def cost(self, b: Batch) -> Cost:
-        """Cost of one iteration (all devices of the replica)."""
+        """Cost of one iteration (all devices of the replica); with pipeline stages, the
+        sum of :meth:`stage_costs` (one batch's latency through the pipeline)."""
         t = b.tokens
         if t == 0:
             return Cost()
-        block = self._tokens("dense", t) + self.decode_attention(b.decodes, b.decode_keys)
-        for c, p in b.chunks:
-            block = block + self.chunk_attention(c, p)
-        out = self._tokens("embed", t) + block.scale(self.layers)
+        if self.pp > 1:
+            out = Cost()
+            for c in self.stage_costs(b):
+                out = out + c
+            return out
+        if len(self.kinds) == 1:
+            out = self._tokens("embed", t) + self._block(b).scale(self.layers)
+        else:
+            out = self._tokens("embed", t)
+            for kind, n in self._stage_blocks(0):
+                out = out + self._block(b, kind).scale(n)
         if b.emit:
             out = out + self._tokens("head", b.emit)
+        return out
+
+    def stage_costs(self, b: Batch) -> list[Cost]:
+        """Each pipeline stage's part of one iteration, in order: ``layers / pp`` blocks, the
+        embedding on the first stage, the head on the last, and on every stage but the last
+        the send of the iteration's activations to the next (:meth:`_stage_send`). One stage
+        (``pp = 1``): ``[cost(b)]``."""
+        if self.pp == 1 or b.tokens == 0:
+            return [self.cost(b)]
+        send = self._stage_send(b.tokens)
+        out = []
+        for i in range(self.pp):
+            blocks = Cost()
+            for kind, n in self._stage_blocks(i):
+                blocks = blocks + self._block(b, kind).scale(n)
+            out.append(blocks + send if i < self.pp - 1 else blocks)
+        out[0] = self._tokens("embed", b.tokens) + out[0]
+        if b.emit:
+            out[-1] = out[-1] + self._tokens("head", b.emit)
         return out

@@ -41,7 +41,7 @@ def kv_blocks(capacity_bytes: float, weight_bytes: float, kv_bytes_per_token: fl
         raise ConfigError(Problem(
             f"{model} needs {weight_bytes / 1e9:.3g} GB of weights per device but {design} "
             f"has {capacity_bytes / 1e9:.3g} GB x {fraction:g} usable: no room for a KV "
-            "cache; use a larger --tp or a design with more memory", "--tp"))
+            "cache; use a larger --tp (or --pp) or a design with more memory", "--tp"))
     return blocks
 
 

@@ -28,7 +28,7 @@ from archsim.serve.policy import POLICIES, Policy
 from archsim.serve.requests import Request
 from archsim.workloads.errors import Problem, WorkloadError
 
-__all__ = ["SchedulerSpec", "State", "Replica", "POLICIES", "ORDERS", "PREEMPTIONS",
+__all__ = ["SchedulerSpec", "State", "Replica", "Pipeline", "POLICIES", "ORDERS", "PREEMPTIONS",
            "policy_for"]
 
 ORDERS = ("fcfs", "priority")
@@ -118,19 +118,48 @@ class IterationRecord:
     energy_j: float
 
 
+class Pipeline:
+    """The stages of a pipeline-parallel replica, shared by its virtual engines.
+
+    A batch entering at ``t`` passes the stages in order; stage ``k`` starts it when the
+    batch has left stage ``k - 1`` and stage ``k`` has finished the batch before it (FIFO),
+    so with ``pp`` engines busy the replica completes one batch per (slowest) stage time and
+    a batch's latency is the sum of its stage times (vLLM's and TensorRT-LLM's pipeline
+    parallelism keep ``pp`` batches in flight).
+    """
+
+    def __init__(self, stages: int) -> None:
+        self.free = [0.0] * stages
+
+    def run(self, now: float, pre_s: float, stage_s: list[float]) -> float:
+        """Reserve the stages for a batch issued at ``now`` that spends ``pre_s`` before the
+        first stage (engine overhead, swaps) and ``stage_s[k]`` in stage ``k``; returns its
+        latency (s)."""
+        t = now + pre_s
+        free = self.free
+        for k, st in enumerate(stage_s):
+            t = max(t, free[k]) + st
+            free[k] = t
+        return t - now
+
+
 class Replica:
     """A replica: ``devices`` devices running one model copy, one scheduler.
 
     ``role``: ``both`` (aggregated), ``prefill`` (hands requests off after their first
-    token) or ``decode`` (receives them with their KV).
+    token) or ``decode`` (receives them with their KV). ``pipeline``: the stages this
+    replica shares with the other virtual engines of a pipeline-parallel replica (None: it
+    has all its devices to itself).
     """
 
     def __init__(self, index: int, cost: IterationCost, kv_total: int, spec: SchedulerSpec,
-                 role: str = "both") -> None:
+                 role: str = "both", pipeline: Pipeline | None = None) -> None:
         self.index = index
         self.cost = cost
         self.spec = spec
         self.role = role
+        self.pipeline = pipeline
+        self.link_id = index          # whose KV link FIFO this replica's hand-offs join
         self.kv = BlockManager(kv_total, spec.block_size)
         self.waiting: list[tuple[tuple[int, int, int], State]] = []
         self.running: list[State] = []
@@ -304,6 +333,7 @@ class Replica:
 
     def info(self) -> dict[str, Any]:
         return {"replica": self.index, "role": self.role, "devices": self.cost.tp,
+                "pp": self.cost.pp, "ep": self.cost.ep, "design": self.cost.acc.name,
                 "kv_blocks": self.kv.total, "kv_peak_blocks": self.kv.peak,
                 "iterations": self.iterations, "preemptions": self.preemptions,
                 "busy_s": self.busy_s}

@@ -32,7 +32,7 @@ __all__ = ["serve", "find_capacity", "simulate", "benchmark_report"]
 
 
 def simulate(acc: Accelerator, setup: ServeSetup, requests: list[Request],
-             costs: dict[int, IterationCost] | None = None,
+             costs: dict[Any, IterationCost] | None = None,
              progress: Callable[[int, int], None] | None = None,
              concurrency: int | None = None) -> tuple[Simulation, dict[str, Any]]:
     """The simulation object and its raw records (``states``, ``tbt``, ``timeline`` ...);
@@ -43,7 +43,7 @@ def simulate(acc: Accelerator, setup: ServeSetup, requests: list[Request],
 
 
 def serve(acc: Accelerator, setup: ServeSetup, requests: list[Request], slo: SLO | None = None,
-          seed: int | None = None, costs: dict[int, IterationCost] | None = None,
+          seed: int | None = None, costs: dict[Any, IterationCost] | None = None,
           progress: Callable[[int, int], None] | None = None,
           raw_out: dict[str, Any] | None = None, concurrency: int | None = None
           ) -> ServeResult:
@@ -112,7 +112,7 @@ def summarise(sim: Simulation, raw: dict[str, Any], setup: ServeSetup, slo: SLO,
     busy_energy = sum(r.energy_j for r in reps)
     idle = 0.0
     for r in reps:
-        idle += sim._idle_power(r.cost.tp) * max(0.0, raw["end_s"] - t0 - r.busy_s)
+        idle += sim._idle_power(r.cost.tp, r.cost.acc) * max(0.0, raw["end_s"] - t0 - r.busy_s)
     e_total = busy_energy + idle
     out_tokens = float(out.sum())
     kv_u = [r.kv_area / (span * r.kv.total) for r in reps if r.kv.total]
@@ -177,14 +177,18 @@ def _deployment(setup: ServeSetup, sim: Simulation) -> dict[str, Any]:
     sch = p.scheduler
     sched = policy_for(sch.policy).label(sch) + f", {sch.order}, preempt by {sch.preemption}"
     if setup.decode is None:
-        summary = f"{p.replicas} replica(s) x TP{p.tp}, router {setup.router}"
+        summary = f"{p.replicas} replica(s) x {p.label()}, router {setup.router}"
     else:
         d = setup.decode
-        summary = (f"disaggregated: {p.replicas} prefill x TP{p.tp} + {d.replicas} decode x "
-                   f"TP{d.tp}, router {setup.router}")
+        summary = (f"disaggregated: {p.replicas} prefill x {p.label()} + {d.replicas} decode "
+                   f"x {d.label()}, router {setup.router}")
     return {"summary": summary, "scheduler": sched, "replicas": p.replicas, "tp": p.tp,
+            "pp": p.pp, "ep": p.ep,
             "decode_replicas": setup.decode.replicas if setup.decode else 0,
             "decode_tp": setup.decode.tp if setup.decode else 0,
+            "decode_pp": setup.decode.pp if setup.decode else 0,
+            "decode_ep": setup.decode.ep if setup.decode else 0,
+            "decode_design": (setup.decode.design or sim.acc).name if setup.decode else "",
             "router": setup.router, "link": setup.link.name if setup.decode else "",
             "kv_blocks": [r.kv.total for r in sim.replicas],
             "block_size": sch.block_size, "memory_fraction": setup.memory_fraction}
@@ -203,7 +207,7 @@ def find_capacity(acc: Accelerator, setup: ServeSetup, slo: SLO,
     ``steps`` times. Returns (rate, result at that rate) — (0, None) when even the
     lowest rate misses.
     """
-    costs: dict[int, IterationCost] = {}
+    costs: dict[Any, IterationCost] = {}
 
     def ok(rate: float) -> tuple[bool, ServeResult]:
         r = serve(acc, setup, make_requests(rate), slo, costs=costs)

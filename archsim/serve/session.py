@@ -27,6 +27,8 @@ run then also carries :attr:`ServingRun.benchmark`, the report those tools print
 
 from __future__ import annotations
 
+import json
+import re
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -51,7 +53,8 @@ from archsim.serve.run import benchmark_report, serve
 from archsim.serve.run import find_capacity as search_capacity
 from archsim.workloads.errors import Problem, WorkloadError
 
-__all__ = ["run_serving", "ServingRun", "request_source", "closed_loop_requests"]
+__all__ = ["run_serving", "ServingRun", "request_source", "closed_loop_requests",
+           "parse_plan"]
 
 #: Closed-loop runs without a request count send this many requests per client.
 REQUESTS_PER_CLIENT = 10
@@ -164,6 +167,65 @@ def closed_loop_requests(concurrency: int, isl: str | None, osl: str | None,
                        parse_length(osl or "", "--osl"), seed)
 
 
+_PLAN_PART = re.compile(r"(tp|pp|ep)(\d+)")
+
+
+def parse_plan(text: str, flag: str = "--plan") -> tuple[int, int, int]:
+    """``(tp, pp, ep)`` of a replica plan string: ``tp4pp2``, ``tp8ep8``, ``pp2tp4`` (each
+    of ``tp``, ``pp``, ``ep`` at most once, degrees >= 1; a missing one is 1), the ``plan``
+    label ``archsim plan`` prints (``tp4 pp2``; ``single`` is degree 1; a ``mbN`` micro-batch
+    count is dropped: a serving pipeline keeps ``pp`` batches in flight), or the path of an
+    ``archsim plan --json`` output (its best plan, the first of ``plans``).
+
+    Raises:
+        WorkloadError: any other text (naming ``flag`` and the accepted form), a plan with
+            data, context parallelism or training options (``--replicas`` gives data
+            parallelism), or an unreadable plan file.
+    """
+    if text.endswith(".json"):
+        text = _plan_from_file(text, flag)
+    if text.strip() == "single":
+        return 1, 1, 1
+    words = text.split()
+    if len(words) > 1:
+        other = [w for w in words if not re.fullmatch(r"(tp|pp|ep|mb)\d+", w)]
+        if other:
+            raise WorkloadError(Problem(f"a serving replica's plan takes tp, pp and ep; "
+                                        f"{' '.join(other)!r} of {text!r} has no serving "
+                                        "meaning here (data parallelism: --replicas)", flag))
+        text = " ".join(w for w in words if not w.startswith("mb"))
+    compact = text.replace(" ", "").lower()
+    found = dict.fromkeys(("tp", "pp", "ep"), 1)
+    pos = 0
+    seen: set[str] = set()
+    for m in _PLAN_PART.finditer(compact):
+        if m.start() != pos or m.group(1) in seen or int(m.group(2)) < 1:
+            break
+        seen.add(m.group(1))
+        found[m.group(1)] = int(m.group(2))
+        pos = m.end()
+    if not seen or pos != len(compact):
+        raise WorkloadError(Problem(f"expected a replica plan such as tp4pp2 or tp8ep8 "
+                                    f"(tp, pp, ep with degrees >= 1), got {text!r}", flag))
+    return found["tp"], found["pp"], found["ep"]
+
+
+def _plan_from_file(path: str, flag: str) -> str:
+    """The best plan's label in an ``archsim plan --json`` output."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            d = json.load(f)
+        label = d["plans"][0]["plan"]
+    except OSError as e:
+        raise WorkloadError(Problem(f"cannot read {path}: {e.strerror}", flag)) from None
+    except (json.JSONDecodeError, KeyError, IndexError, TypeError):
+        raise WorkloadError(Problem(f"{path} is not an 'archsim plan --json' output (no "
+                                    "plans[0].plan)", flag)) from None
+    if not isinstance(label, str):
+        raise WorkloadError(Problem(f"{path}: plans[0].plan is not a plan label", flag))
+    return label
+
+
 def _open_loop_only(isl: str | None, osl: str | None, requests: int | None) -> None:
     """``--isl``/``--osl``/``--requests`` belong to closed-loop load (one line otherwise)."""
     for flag, v in (("--isl", isl), ("--osl", osl), ("--requests", requests)):
@@ -206,7 +268,7 @@ def _warn_inert(*, arrival: str, cv: float, scheduler: str, chunk: int,
 def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[str] = (),
                 tp: int = 1, replicas: int = 1, router: str = "round-robin",
                 decode_replicas: int | None = None, decode_tp: int | None = None,
-                kv_link: str = "nvlink4", memory_fraction: float = 0.9,
+                kv_link: str | None = None, memory_fraction: float = 0.9,
                 rate: float | None = None, duration: float | None = None,
                 trace: str | None = None, prompt: str = "512", output: str = "128",
                 arrival: str = "poisson", cv: float = 1.0, seed: int = 0,
@@ -222,15 +284,30 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
                 progress: Callable[[int, int], None] | None = None,
                 note: Callable[[str], None] | None = None, concurrency: int | None = None,
                 isl: str | None = None, osl: str | None = None,
-                requests: int | None = None) -> ServingRun:
+                requests: int | None = None, pp: int = 1, ep: int = 1, cp: int = 1,
+                plan: str | None = None, decode_pp: int | None = None,
+                decode_ep: int | None = None, decode_plan: str | None = None,
+                decode_design: str | Accelerator | None = None) -> ServingRun:
     """Simulate serving ``model`` on ``design`` (docs/serving.md).
 
     Args:
         design: config YAML, reference-design name or a loaded accelerator.
         tp, replicas, router: tensor parallelism per replica, data-parallel replicas and
             the router (the prefill pool's when disaggregated).
+        pp, ep: pipeline stages and expert-parallel degree of a replica (the prefill
+            pool's when disaggregated; :class:`~archsim.serve.cluster.PoolSpec`).
+        cp: context parallelism: only 1 (refused otherwise, with the reason).
+        plan: the replica's plan instead of ``tp``/``pp``/``ep``: a spec string
+            (``tp4pp2``, ``tp8ep8``, ``"tp4 pp2"``) or an ``archsim plan --json`` output
+            (:func:`parse_plan`).
         decode_replicas, decode_tp, kv_link: disaggregated decode pool and the KV link
-            (``nvlink4``, ``ib-ndr``, ... or ``GBPS[:LATENCY_US]``).
+            (``nvlink4``, ``ib-ndr``, ... or ``GBPS[:LATENCY_US]``; default ``nvlink4``, or
+            ``ib-ndr`` when the decode pool runs on another design: another node).
+        decode_pp, decode_ep, decode_plan: the decode pool's plan (default the prefill
+            pool's degrees, as ``decode_tp``).
+        decode_design: the decode pool's design (config YAML, name or loaded accelerator;
+            default ``design``): a heterogeneous deployment, prefill on one design and
+            decode on another, each with its own plan; formats apply to both.
         memory_fraction: share of device memory for weights + KV, in (0, 1].
         rate, duration, trace, prompt, output, arrival, cv, seed, max_requests: the
             requests (:func:`request_source`); rate in req/s, duration in s.
@@ -276,13 +353,47 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
     if not 0 <= iteration_overhead_ms < 1e4:
         raise WorkloadError(Problem(f"expected 0 <= ms < 10000, got "
                                     f"{iteration_overhead_ms}", "--iteration-overhead-ms"))
+    if cp != 1:
+        raise WorkloadError(Problem(
+            f"context parallelism (cp {cp}) inside a serving replica is not modelled: its "
+            "ring attention splits one long prompt's prefill over devices, while a replica "
+            "here batches many requests per iteration and keeps each request's KV on every "
+            "stage; use --tp/--pp (or archsim run --cp for one long prefill)", "--cp"))
+    if plan is not None:
+        if (tp, pp, ep) != (1, 1, 1):
+            raise WorkloadError(Problem("give the replica's degrees either as --plan or as "
+                                        "--tp/--pp/--ep, not both", "--plan"))
+        tp, pp, ep = parse_plan(plan, "--plan")
     decode = None
+    dacc: Accelerator | None = None
+    if decode_design is not None:
+        if not decode_replicas:
+            raise WorkloadError(Problem("--decode-design needs --decode-replicas",
+                                        "--decode-design"))
+        dacc = (decode_design if isinstance(decode_design, Accelerator)
+                else load(decode_design, overrides))
+        if dacc.name == acc.name and dacc.raw == acc.raw:
+            dacc = None              # the same design: one pool model, as before
     if decode_replicas:
-        decode = PoolSpec(decode_replicas, decode_tp or tp, sch)
-    elif decode_tp:
-        raise WorkloadError(Problem("--decode-tp needs --decode-replicas", "--decode-tp"))
-    setup = ServeSetup(model, PoolSpec(replicas, tp, sch), decode, router, parse_link(kv_link),
-                       memory_fraction, fidelity, constraints, decode_constraints,
+        if decode_plan is not None and (decode_tp or decode_pp or decode_ep):
+            raise WorkloadError(Problem("give the decode pool's degrees either as "
+                                        "--decode-plan or as --decode-tp/--decode-pp/"
+                                        "--decode-ep, not both", "--decode-plan"))
+        dtp, dpp, dep = (parse_plan(decode_plan, "--decode-plan") if decode_plan is not None
+                         else (decode_tp or tp, decode_pp or pp, decode_ep or ep))
+        dbuild = (None if dacc is None
+                  else device_build(dacc, a_format, w_format, kv_format=kv_format))
+        decode = PoolSpec(decode_replicas, dtp, sch, dpp, dep, dacc, dbuild)
+    else:
+        for flag, v in (("--decode-tp", decode_tp), ("--decode-pp", decode_pp),
+                        ("--decode-ep", decode_ep), ("--decode-plan", decode_plan)):
+            if v:
+                raise WorkloadError(Problem(f"{flag} needs --decode-replicas", flag))
+    if kv_link is None:          # another design: another node, over the scale-out NIC
+        kv_link = "ib-ndr" if dacc is not None else "nvlink4"
+    setup = ServeSetup(model, PoolSpec(replicas, tp, sch, pp, ep), decode, router,
+                       parse_link(kv_link), memory_fraction, fidelity, constraints,
+                       decode_constraints,
                        device_build(acc, a_format, w_format, kv_format=kv_format))
     raw: dict[str, Any] = {}
     if concurrency is not None:

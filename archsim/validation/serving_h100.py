@@ -9,8 +9,11 @@ never read here). Each row archsim can express is run as the same closed-loop be
 
 A row is expressible when its model is a zoo decoder or a shipped config (:data:`ZOO`), its precision is the
 checkpoint's bf16 (``--w-format`` in serve is issue 27 item 2), it is aggregated (one pool)
-with pipeline degree 1 and no attention data parallelism or expert parallelism;
-:func:`unsupported` says why another is not. Splits for fit/check are by model or by
+without attention data parallelism, and its expert-parallel degree (if any) divides its TP;
+:func:`unsupported` says why another is not. A disaggregated row's deployment (prefill and
+decode pools with their plans and batch caps, its precision, the KV link) is built by
+:func:`disaggregated_setup`, but the row carries no client count, so :func:`predict` runs it
+only for a given ``concurrency``. Splits for fit/check are by model or by
 backend (:func:`group`), never at random (docs/serving.md, "Measured deployments").
 """
 
@@ -19,16 +22,22 @@ from __future__ import annotations
 import csv
 import statistics
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from archsim.api import device_build, load
 from archsim.arch.accelerator import Accelerator
 from archsim.arch.reference import reference_dir
+from archsim.serve.cluster import PoolSpec, ServeSetup, parse_link
 from archsim.serve.cost import model_shape
-from archsim.serve.session import REQUESTS_PER_CLIENT, run_serving
+from archsim.serve.replica import SchedulerSpec
+from archsim.serve.run import benchmark_report, serve
+from archsim.serve.session import REQUESTS_PER_CLIENT, closed_loop_requests, run_serving
+from archsim.workloads.errors import Problem, WorkloadError
 
 __all__ = ["Deployment", "Prediction", "ZOO", "deployments_path", "load_deployments",
-           "checkpoint_precision", "unsupported", "predict", "median_errors", "render_markdown"]
+           "checkpoint_precision", "unsupported", "predict", "disaggregated_setup", "FORMATS",
+           "DISAGG_LINK", "median_errors", "render_markdown"]
 
 _DATA = Path(__file__).resolve().parents[2] / "tests" / "data"
 _HF = _DATA / "hf_dense"
@@ -63,7 +72,9 @@ BACKEND_POLICY = {"trtllm": "sarathi", "vllm": "sarathi", "sglang": "vllm"}
 
 @dataclass(frozen=True)
 class Deployment:
-    """One measured row (the columns used; lengths in tokens, times in ms)."""
+    """One measured row (the columns used; lengths in tokens, times in ms). Disaggregated
+    rows: ``prefill`` and ``decode`` = (workers, tp, pp, batch size) of each pool (the
+    ``prefill_*`` / ``decode_*`` columns; zeros on aggregated rows)."""
 
     backend: str
     model_path: str
@@ -79,6 +90,8 @@ class Deployment:
     ttft_ms: float
     tpot_ms: float
     line: int
+    prefill: tuple[int, int, int, int] = (0, 0, 0, 0)
+    decode: tuple[int, int, int, int] = (0, 0, 0, 0)
 
     @property
     def model(self) -> str:
@@ -110,6 +123,10 @@ def deployments_path() -> Path:
     return reference_dir() / "serving_h100" / "deployments.csv"
 
 
+#: a disaggregated row's pool columns, in :attr:`Deployment.prefill` order
+_POOL = ("num_workers", "tp_size", "pp_size", "batch_size")
+
+
 def _int(v: str) -> int:
     return int(v) if v.strip() else 0
 
@@ -124,7 +141,9 @@ def load_deployments(path: str | Path | None = None) -> list[Deployment]:
                 r["backend"], r["model_path"], r["precision"], r["mode"], _int(r["isl"]),
                 _int(r["osl"]), _int(r["concurrency"]), _int(r["tp_size"]),
                 _int(r["pp_size"]), _int(r["attention_dp_size"]), _int(r["moe_ep_size"]),
-                float(r["silicon_ttft_ms"]), float(r["silicon_tpot_ms"]), line))
+                float(r["silicon_ttft_ms"]), float(r["silicon_tpot_ms"]), line,
+                tuple(_int(r[f"prefill_{k}"]) for k in _POOL),     # type: ignore[arg-type]
+                tuple(_int(r[f"decode_{k}"]) for k in _POOL)))     # type: ignore[arg-type]
     return out
 
 
@@ -141,36 +160,87 @@ def checkpoint_precision(model: str) -> str:
 def unsupported(d: Deployment) -> str | None:
     """Why archsim cannot run ``d`` as measured today, or None when it can."""
     if d.mode != "agg":
-        return "disaggregated workers with their own batch sizes (not compared yet)"
+        # the pools, their plans and the KV link are expressible (disaggregated_setup), the
+        # load is not: the decode slots (batch size x workers) as clients contradict the
+        # measured TTFTs (docs/serving.md, "Disaggregated rows")
+        return ("disaggregated: the row gives no client count (concurrency empty), so its "
+                "closed-loop load is unknown; predict(d, concurrency=N) runs it for a given N")
     if d.model_path not in ZOO:
         return "model neither in the zoo nor a shipped config"
     s = model_shape(ZOO[d.model_path])
     if s.windows:
         return ("blocks with different attention (sliding-window and full): serving prices "
                 "one repeated block")
-    if s.is_moe and s.dense_layers:
-        return "dense first blocks before the MoE blocks: serving prices one repeated block"
     if d.precision != checkpoint_precision(ZOO[d.model_path]):
         return f"{d.precision} weights: serve has no --w-format yet (issue 27 item 2)"
-    if d.pp > 1 or d.attention_dp > 1 or d.moe_ep > 1:
-        return "pipeline, attention-DP or expert parallelism inside a replica"
+    if d.attention_dp > 1:
+        return "attention data parallelism (DP attention with EP MoE) inside a replica"
+    if d.moe_ep > 1 and d.tp % d.moe_ep:
+        return "expert-parallel degree not dividing the tensor-parallel degree"
     if d.concurrency < 1 or d.tp < 1:
         return "no closed-loop concurrency or TP degree"
     return None
 
 
+#: The precisions of the measured rows as archsim formats: fp8 checkpoints run W8A8 GEMMs
+#: (dynamic per-token activation scales) with the KV cache in the model's 16-bit dtype (the
+#: engines' ``kv_cache_dtype auto``).
+FORMATS = {"": {}, "fp8": {"a_format": "fp8_e4m3", "w_format": "fp8_e4m3", "kv_format": "bf16"}}
+
+#: The link disaggregated engines move KV over: their transfer engines (NIXL, Mooncake) use
+#: the GPUs' RDMA NICs, InfiniBand NDR 400 Gb/s per GPU on an H100 SXM node.
+DISAGG_LINK = "ib-ndr"
+
+
+def disaggregated_setup(d: Deployment, acc: Accelerator) -> ServeSetup:
+    """The deployment of a disaggregated row: ``prefill`` workers of TP x PP with at most
+    ``batch`` prompts per iteration, ``decode`` workers of TP x PP holding at most ``batch``
+    running requests each, the backend's batching, the row's precision
+    (:data:`FORMATS`; others raise), KV over :data:`DISAGG_LINK`.
+
+    Raises:
+        WorkloadError: not a disaggregated row of a model archsim serves (:data:`ZOO`), or
+            a precision without formats.
+    """
+    if d.mode != "disagg" or d.model_path not in ZOO or d.precision not in FORMATS:
+        raise WorkloadError(Problem(f"line {d.line}: not a disaggregated row of a served "
+                                    "model and precision", "deployment"))
+    (pw, ptp, ppp, pbs), (dw, dtp, dpp, dbs) = d.prefill, d.decode
+    base = SchedulerSpec(BACKEND_POLICY[d.backend], chunk=ENGINE_TOKENS,
+                         max_batched_tokens=ENGINE_TOKENS)
+    return ServeSetup(ZOO[d.model_path],
+                      PoolSpec(pw, ptp, replace(base, max_num_seqs=max(1, pbs)), max(1, ppp)),
+                      PoolSpec(dw, dtp, replace(base, max_num_seqs=max(1, dbs)), max(1, dpp)),
+                      "least-outstanding", parse_link(DISAGG_LINK),
+                      build=device_build(acc, **FORMATS[d.precision]))
+
+
 def predict(d: Deployment, acc: Accelerator | str = "gpu/h100", requests_per_client: int = REQUESTS_PER_CLIENT,
-            iteration_overhead_ms: float = 0.0, scheduler: str | None = None
-            ) -> Prediction:
+            iteration_overhead_ms: float = 0.0, scheduler: str | None = None,
+            concurrency: int | None = None) -> Prediction:
     """Run ``d`` as its benchmark ran (``concurrency`` clients, ``requests_per_client`` x
     ``concurrency`` requests of ``isl``/``osl`` tokens, TP ``tp``, the backend's batching
     (:data:`BACKEND_POLICY`, or ``scheduler``) with :data:`ENGINE_TOKENS` tokens per
     iteration) and return the mean TTFT and TPOT. The first requests of a closed loop all arrive at once, so the means depend
     on the count: 10 per client (``archsim serve``'s default) is used throughout.
 
+    A disaggregated row (:func:`disaggregated_setup`) runs with ``concurrency`` clients,
+    which the row does not give.
+
     Raises:
         WorkloadError: ``d`` is not expressible (:func:`unsupported`).
     """
+    if d.mode == "disagg":
+        if concurrency is None:
+            raise WorkloadError(Problem(f"line {d.line}: a disaggregated row needs the "
+                                        "client count (concurrency=N)", "concurrency"))
+        h100 = acc if isinstance(acc, Accelerator) else load(acc)
+        raw: dict = {}
+        reqs = closed_loop_requests(concurrency, str(d.isl), str(d.osl),
+                                    requests_per_client * concurrency, 0)
+        serve(h100, disaggregated_setup(d, h100), reqs, raw_out=raw, concurrency=concurrency)
+        rep = benchmark_report(raw, concurrency)
+        return Prediction(d, rep.ttft_ms["mean"], rep.tpot_ms["mean"])
     policy = scheduler or BACKEND_POLICY[d.backend]
     # the engine's per-iteration token budget, in the setting the policy reads
     budget = {"chunk": ENGINE_TOKENS} if policy == "sarathi" else {

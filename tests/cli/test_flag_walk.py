@@ -73,7 +73,9 @@ VALUES: dict[str, dict[str, list[str]]] = {
               "--block-size": ["32"], "--iteration-overhead-ms": ["1"],
               "--slo": ["ttft=1ms"], "--attainment": ["0.5"], "--constraints": ["{tmp}/c.yaml"],
               "--decode-constraints": ["{tmp}/c.yaml"], "--timeline": ["{tmp}/tl.json"],
-              "--plot": ["{tmp}/p.png"]},
+              "--plot": ["{tmp}/p.png"], "--pp": ["2"], "--ep": ["2"], "--cp": ["2"],
+              "--plan": ["tp2pp2"], "--decode-pp": ["2"], "--decode-ep": ["2"],
+              "--decode-plan": ["tp2"], "--decode-design": ["gpu/a100"]},
 }
 
 

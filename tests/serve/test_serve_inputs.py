@@ -100,6 +100,13 @@ def test_cli_bad_trace_is_one_line_exit_2(tmp_path, capsys):
     (["--rate", "1", "--duration", "1", "--kv-link", "warp"], "--kv-link"),
     (["--rate", "1"], "--duration"),
     (["--rate", "1", "--duration", "1", "--tp", "3"], "tp"),
+    (["--rate", "1", "--duration", "1", "--pp", "3"], "--pp"),
+    (["--rate", "1", "--duration", "1", "--ep", "2"], "--ep"),
+    (["--rate", "1", "--duration", "1", "--cp", "2"], "--cp"),
+    (["--rate", "1", "--duration", "1", "--plan", "tp2x"], "--plan"),
+    (["--rate", "1", "--duration", "1", "--decode-design", "gpu/h100"], "--decode-design"),
+    (["--rate", "1", "--duration", "1", "--decode-replicas", "1", "--decode-design",
+      "gpu/nope"], "gpu/nope"),
 ])
 def test_cli_bad_flags(capsys, argv, where):
     rc = main(["gpu/a100", "--model", "llama2-7b", *argv])

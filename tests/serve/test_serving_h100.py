@@ -9,16 +9,20 @@ from __future__ import annotations
 import pytest
 
 import archsim
+from archsim.api import device_build
+from archsim.serve.cost import model_shape
 from archsim.validation.serving_h100 import (
     ZOO,
     Prediction,
     checkpoint_precision,
+    disaggregated_setup,
     load_deployments,
     median_errors,
     predict,
     render_markdown,
     unsupported,
 )
+from archsim.workloads.errors import WorkloadError
 from archsim.workloads.hf import from_hf_config
 
 
@@ -104,3 +108,35 @@ def test_every_expressible_row_median_errors(rows, h100):
     preds = [predict(d, h100) for d in rows if unsupported(d) is None]
     for n, at, ap, _, _ in median_errors(preds).values():
         assert n >= 80 and ap <= 0.12 and at <= 0.60
+
+
+def test_disaggregated_rows_load_their_pools_and_say_why_they_are_left_out(rows, h100):
+    # line 88 of the CSV: SGLang, Qwen3-32B fp8, 5 prefill workers TP1 (batch 1), 11 decode
+    # workers TP1 (batch 48); isl 4000, osl 1000; concurrency empty
+    d = next(r for r in rows if r.line == 88)
+    assert (d.mode, d.concurrency, d.prefill, d.decode) == ("disagg", 0, (5, 1, 1, 1),
+                                                             (11, 1, 1, 48))
+    assert "client count" in (unsupported(d) or "")
+    setup = disaggregated_setup(d, h100)
+    assert (setup.pool.replicas, setup.pool.tp, setup.pool.scheduler.max_num_seqs) == (5, 1, 1)
+    assert setup.decode is not None
+    assert (setup.decode.replicas, setup.decode.tp, setup.decode.scheduler.max_num_seqs) == \
+        (11, 1, 48)
+    assert setup.link.bandwidth_gbps == 50.0          # InfiniBand NDR, 400 Gb/s
+    assert setup.build is not None and setup.build.w_format == "fp8_e4m3"
+    with pytest.raises(WorkloadError, match="concurrency"):
+        predict(d, h100)
+
+
+def test_a_disaggregated_row_with_one_client_is_its_fp8_prefill_then_decodes(rows, h100):
+    # one client: TTFT = the fp8 W8A8 prefill of 4000 tokens on one H100 (full-model
+    # evaluate of the same build), nothing queued; TPOT = decode steps on a TP1 worker
+    d = next(r for r in rows if r.line == 88)
+    p = predict(d, h100, requests_per_client=1, concurrency=1)
+    b = device_build(h100, "fp8_e4m3", "fp8_e4m3", kv_format="bf16")
+    g = b.graph(model_shape(ZOO[d.model_path]), "prefill", 1, d.isl, None, 1)
+    # 3 %: 4000 tokens lie between the cost model's token grid points 3444 and 4096
+    # (ratio 2^(1/4), linear interpolation: docs/serving.md "Cost model")
+    assert p.ttft_ms == pytest.approx(archsim.evaluate(h100, g).latency_s * 1e3, rel=0.03)
+    g1 = b.graph(model_shape(ZOO[d.model_path]), "decode", 1, None, d.isl, 1)
+    assert p.tpot_ms == pytest.approx(archsim.evaluate(h100, g1).latency_s * 1e3, rel=0.05)
