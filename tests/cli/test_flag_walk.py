@@ -59,7 +59,7 @@ VALUES: dict[str, dict[str, list[str]]] = {
             "--kv-format": ["fp8_e4m3"], "--interleave": ["2"], "--moe-imbalance": ["1.5"],
             "--timeloop": ["{tmp}/c.yaml"], "--problem": ["{tmp}/c.yaml"],
             "--ert": ["{tmp}/c.yaml"], "--time-budget": ["1"], "--seed": ["1"],
-            "--save-mapping": ["{tmp}/m.yaml"]},
+            "--save-mapping": ["{tmp}/m.yaml"], "--moe-routing": ["balanced"]},
     "serve": {"--model": ["gpt2-medium"], "--set": ["units[0].sm_count=66"], "--tp": ["2"],
               "--replicas": ["2"], "--decode-replicas": ["1"], "--decode-tp": ["2"],
               "--kv-link": ["pcie5"], "--a-format": ["fp8_e4m3"], "--w-format": ["fp8_e4m3"],
