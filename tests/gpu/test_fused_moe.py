@@ -132,7 +132,23 @@ def test_unpriced_formats_and_backends_refused_with_a_reason() -> None:
     assert "int8 weights is not modelled" in (u.supports(_moe(w_format=FORMATS["int8"])) or "")
     assert "no fused_moe constants for triton_fp8 " in (
         u.supports(_moe(w_format=FP8, fp8_block=False)) or "")
-    assert load("gpu/a100").units[0].supports(_moe()) == "no fused_moe constants for this GPU"
+    assert load("gpu/t4").units[0].supports(_moe()) == "no fused_moe constants for this GPU"
+    # A100 carries H100's Triton bf16 constants; Ampere has no fp8 kernels
+    a100 = load("gpu/a100").units[0]
+    assert a100.supports(_moe()) is None
+    assert "no fused_moe constants for triton_fp8_block" in (
+        a100.supports(_moe(w_format=FP8)) or "")
+
+
+def test_h200_same_kernels_faster_hbm() -> None:
+    """H200 carries H100's constants (same die, same kernels): a weight-bound decode call is
+    faster by at most the HBM ratio (4.8 vs 3.35 TB/s peak), a fixed-cost-bound one not."""
+    h100, h200 = _h100().spec, load("gpu/h200").units[0].spec
+    big = [fused_moe_time(s, _moe(tokens=16)).time_s for s in (h100, h200)]
+    assert 1.0 < big[0] / big[1] <= h200.memory.sustained_bytes_per_s \
+        / h100.memory.sustained_bytes_per_s + 1e-9
+    tiny = [fused_moe_time(s, _moe(ep=256, width=64)).time_s for s in (h100, h200)]
+    assert tiny[0] / tiny[1] < 1.1
 
 
 # ---- the op in the graph ----------------------------------------------------------------
