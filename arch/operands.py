@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from archsim.workloads.formats import NumberFormat
-from archsim.workloads.ops import Attention
+from archsim.workloads.ops import Attention, FusedMoE
 
 __all__ = ["operand_fits", "operand_width_problem", "fused_attention_problem"]
 
@@ -51,9 +51,14 @@ def operand_width_problem(operands: Iterable[tuple[str, NumberFormat]], hw: Numb
 def fused_attention_problem(op: object, kind: str) -> str | None:
     """The reason a unit without a fused-attention kernel refuses a ``workloads.ops.Attention``
     op (None for any other op). Such units run attention as its QK GEMM, softmax and AV GEMM
-    (``archsim.workload(..., attention="unfused")``, the zoo's default for them)."""
+    (``archsim.workload(..., attention="unfused")``, the zoo's default for them). A
+    ``workloads.ops.FusedMoE`` (a GPU serving kernel) is refused the same way: such units
+    run the routed experts as separate GEMMs (the zoo's default, no ``moe_routing``)."""
 
     if isinstance(op, Attention):
         return (f"a {kind} unit has no fused attention kernel; build the model with "
                 f"attention='unfused' (QK GEMM, softmax, AV GEMM)")
+    if isinstance(op, FusedMoE):
+        return (f"a {kind} unit has no fused MoE kernel; build the model without "
+                f"moe_routing (the routed experts as separate GEMMs)")
     return None

@@ -82,8 +82,13 @@ def load(config: str | Path | Accelerator, overrides: Iterable[str] = ()) -> Acc
 def workload(model: str, phase: str | None = None, batch: int = 1, seq: int | None = None,
              context: int | None = None, a_format: str | NumberFormat | None = None,
              w_format: str | NumberFormat | None = None, tp: int = 1, ep: int = 1,
-             attention: str = "unfused", kernels: str = "fused") -> Workload:
+             attention: str = "unfused", kernels: str = "fused",
+             moe_routing: str | None = None) -> Workload:
     """Build a zoo model (or a Hugging Face ``config.json`` path) for one phase.
+
+    ``moe_routing`` (zoo mixture-of-experts transformers): each MoE block's routed experts as
+    one ``FusedMoE`` op with this routing (``balanced`` or ``power_law:ALPHA``), as vLLM's
+    fused MoE layer runs them; None = separate expert ops.
 
     ``kernels="eager_amp"`` (transformers) builds the kernels PyTorch eager runs for the
     Hugging Face module code under ``torch.autocast(a_format)`` with fp32 parameters (casts,
@@ -110,6 +115,9 @@ def workload(model: str, phase: str | None = None, batch: int = 1, seq: int | No
                                         f"({amp}); expected no --w-format or {amp}",
                                         "--w-format"))
     cfg = config_path(model)
+    if moe_routing is not None and (cfg is not None or model.endswith(".onnx")):
+        raise WorkloadError(Problem("a fused MoE layer is built for zoo models only",
+                                    "--moe-routing"))
     if cfg is not None:
         w = from_hf_config(cfg, phase=phase, batch=batch, seq=seq, context=context, tp=tp,
                            ep=ep, attention=attention, kernels=kernels, amp=amp)
@@ -129,7 +137,7 @@ def workload(model: str, phase: str | None = None, batch: int = 1, seq: int | No
     else:
 
         w = build(model, phase=phase, batch=batch, seq=seq, context=context, tp=tp, ep=ep,
-                  attention=attention, kernels=kernels, amp=amp)
+                  attention=attention, kernels=kernels, amp=amp, moe_routing=moe_routing)
         if amp is not None:     # the builder set every op's format (autocast's policy)
             return w
     if a_format is not None or w_format is not None:

@@ -94,10 +94,11 @@ def _set_value(text: str, path: tuple[str, ...], value: float, where: str) -> st
 
 
 def _table(title: str, scores: dict[str, Any]) -> list[str]:
-    out = [title, f"  {'class':18s} {'n':>3s} {'median |err|':>13s} {'worst |err|':>12s}"]
+    w = max([18, *map(len, scores)])
+    out = [title, f"  {'class':{w}s} {'n':>3s} {'median |err|':>13s} {'worst |err|':>12s}"]
     for c in sorted(scores):
         s = scores[c]
-        out.append(f"  {c:18s} {len(s.errors):3d} {s.median_abs:13.1%} {s.worst_abs:12.1%}")
+        out.append(f"  {c:{w}s} {len(s.errors):3d} {s.median_abs:13.1%} {s.worst_abs:12.1%}")
     return out
 
 

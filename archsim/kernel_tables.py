@@ -23,6 +23,14 @@ no shared power window). Files read:
   ``vllm_attn_prefill`` and ``vllm_attn_decode``, split by head_dim: 64 and 256 fit, 128
   and 192 check.
 
+* ``moe.csv(.gz)`` — ``kernel,moe_dtype,num_tokens,hidden_size,inter_size,topk,num_experts,
+  moe_tp_size,moe_ep_size,distribution,ms``: one vLLM fused-MoE layer call (``kind``
+  ``moe``), predicted by ``arch.gpu.moe.fused_moe_time`` on the op of :func:`moe_op`.
+  Rows of the Triton kernel (bf16, fp8_block) and FlashInfer's CUTLASS kernel (fp8,
+  fp8_block) are read; other weight formats (int4, mxfp4: Marlin and gpt-oss kernels) are
+  skipped. Classes ``vllm_moe_<kernel>_<dtype>``, split by shape family: hidden size a
+  power of two fits, the others (2688, 2816, 3072, 5120, 6144, 7168) check.
+
 Rows become dicts with ``kind`` ``gemm`` (``"protocol": "b2b"``, ``"quant"`` for fp8)
 or ``fp8_quant_delta``. Classes scored: ``vllm_gemm_bf16``, ``vllm_gemm_fp8`` (m > 64) and
 ``vllm_gemm_small_m`` (m <= 64, both dtypes). The fit/check split is by shape family:
@@ -41,19 +49,30 @@ from pathlib import Path
 from typing import Any
 
 from archsim.arch.gpu.kernels import ROW_CHUNK_ELEMS, paged_attention_time, row_quant_s
+from archsim.arch.gpu.moe import fused_moe_time, moe_kernel_spec
 from archsim.workloads.errors import ConfigError, Problem
 from archsim.workloads.formats import FORMATS
-from archsim.workloads.ops import Attention, Gemm
+from archsim.workloads.ops import Attention, FusedMoE, Gemm
 
 __all__ = ["load_kernel_rows", "is_kernel_table", "kernel_class", "predict_b2b_ms",
            "shape_half", "back_to_back", "fit_launch_b2b_us", "fit_row_quant_us", "sample",
            "TINY_MNK", "VLLM_SCALED_MM_TILES", "scaled_mm_mapping", "attention_op",
-           "ATTN_FIT_HEAD_DIMS"]
+           "ATTN_FIT_HEAD_DIMS", "moe_op", "MOE_KERNELS"]
 
 _GEMM_COLS = ("dtype", "kernel", "m", "n", "k", "ms")
 _QUANT_COLS = ("kernel", "quant_dtype", "m", "k", "ms")
 _ATTN_COLS = ("kernel", "batch_size", "isl", "step", "num_heads", "num_key_value_heads",
               "head_dim", "attn_dtype", "kv_cache_dtype", "window_size", "ms")
+_MOE_COLS = ("kernel", "moe_dtype", "num_tokens", "hidden_size", "inter_size", "topk",
+             "num_experts", "moe_tp_size", "moe_ep_size", "distribution", "ms")
+#: vLLM 0.24 fused-MoE kernels of moe.csv.gz the model prices: kernel name -> (backend,
+#: weight formats it is read for)
+MOE_KERNELS = {
+    "vllm_unquantizedfusedmoe_triton_tritonexperts": ("triton", ("bfloat16",)),
+    "vllm_fp8moe_triton_tritonexperts": ("triton", ("fp8_block",)),
+    "vllm_fp8moe_flashinfer_cutlass_flashinferexperts": ("cutlass", ("fp8_block",)),
+    "vllm_modeloptfp8moe_flashinfer_cutlass_flashinferexperts": ("cutlass", ("fp8",)),
+}
 _DTYPE = {"bfloat16": "bf16", "float16": "fp16", "fp8": "fp8"}
 #: the FlashAttention kernel the attention rows are modelled for (FA3: Hopper)
 _FA_KERNEL = "vllm_flash_attn_fa3"
@@ -91,6 +110,8 @@ def load_kernel_rows(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
     cols = tuple(reader.fieldnames or ())
     if cols == _ATTN_COLS:
         return _attention_rows(reader, p)
+    if cols == _MOE_COLS:
+        return _moe_rows(reader, p)
     if cols == _GEMM_COLS:
         gemm = True
     elif cols == _QUANT_COLS:
@@ -98,7 +119,8 @@ def load_kernel_rows(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
     else:
         raise ConfigError(Problem(f"expected the columns {','.join(_GEMM_COLS)} (gemm), "
                                   f"{','.join(_QUANT_COLS)} (fp8_quantize) or "
-                                  f"{','.join(_ATTN_COLS)} (attention), got "
+                                  f"{','.join(_ATTN_COLS)} (attention) or "
+                                  f"{','.join(_MOE_COLS)} (moe), got "
                                   f"{','.join(cols) or 'none'}", f"{p}:1"))
     rows = []
     for i, r in enumerate(reader, 2):
@@ -145,6 +167,55 @@ def _attention_rows(reader: csv.DictReader, p: Path) -> list[tuple[int, dict[str
     return rows
 
 
+def _moe_rows(reader: csv.DictReader, p: Path) -> list[tuple[int, dict[str, Any]]]:
+    rows = []
+    ints = (("tokens", "num_tokens"), ("hidden", "hidden_size"), ("inter", "inter_size"),
+            ("top_k", "topk"), ("experts", "num_experts"), ("tp", "moe_tp_size"),
+            ("ep", "moe_ep_size"))
+    for i, r in enumerate(reader, 2):
+        try:
+            known = MOE_KERNELS.get(r["kernel"])
+            if known is None or r["moe_dtype"] not in known[1]:
+                continue
+            d: dict[str, Any] = {k: int(r[c]) for k, c in ints}
+            dist = r["distribution"]
+            d.update(kind="moe", protocol="b2b", ms=float(r["ms"]), backend=known[0],
+                     dtype=r["moe_dtype"],
+                     routing="balanced" if dist == "balanced"
+                     else "power_law:" + dist.removeprefix("power_law_"))
+        except (KeyError, ValueError, TypeError) as e:
+            raise ConfigError(Problem(f"expected integer shape columns and a float ms ({e!s})",
+                                      f"{p}:{i}")) from None
+        if min(d[k] for k, _ in ints) < 1 or not math.isfinite(d["ms"]) or d["ms"] <= 0:
+            raise ConfigError(Problem("expected positive shapes and a finite ms > 0",
+                                      f"{p}:{i}"))
+        rows.append((i, d))
+    return rows
+
+
+#: (hidden, inter, experts, top_k) of the moe-table families measured for models with
+#: non-gated squared-ReLU experts (NVIDIA Nemotron 3: Nano 30B-A3B is 2688/1856/128/6, the
+#: latent-MoE Super/Ultra shapes 1024/2688 and 2048/5120 with 512 experts, top-22; model
+#: cards), whose experts hold up and down matrices only: the model's architecture, not a
+#: fitted value (their gated reading would stream 3/2 of the weights, beyond the HBM rate).
+NON_GATED_MOE = frozenset({(2688, 1856, 128, 6), (1024, 2688, 512, 22),
+                           (2048, 5120, 512, 22)})
+
+
+def moe_op(row: dict[str, Any]) -> FusedMoE:
+    """The ``FusedMoE`` op of a moe-table row: the expert width sharded over
+    ``moe_tp_size``, ``moe_ep_size`` devices' worth of experts (the row times EP rank 0, the
+    busiest under power-law routing)."""
+    f = FORMATS["bf16" if row["dtype"] == "bfloat16" else "fp8_e4m3"]
+    return FusedMoE(name="moe", tokens=int(row["tokens"]), hidden=int(row["hidden"]),
+                    width=-(-int(row["inter"]) // int(row["tp"])), experts=int(row["experts"]),
+                    top_k=int(row["top_k"]), ep=int(row["ep"]), routing=str(row["routing"]),
+                    backend=str(row["backend"]), fp8_block=row["dtype"] == "fp8_block",
+                    gated=(int(row["hidden"]), int(row["inter"]), int(row["experts"]),
+                           int(row["top_k"])) not in NON_GATED_MOE,
+                    a_format=FORMATS["bf16"], w_format=f)
+
+
 def attention_op(row: dict[str, Any]) -> Attention:
     """The ``Attention`` op of an attention-table row: prefill = ``isl`` causal queries over
     ``isl`` keys; decode = one query over ``step + 1`` keys (the new token's own K/V is
@@ -166,6 +237,8 @@ def kernel_class(row: dict[str, Any]) -> str:
         return "vllm_attn_prefill"
     if row.get("protocol") == "b2b" and row.get("kind") == "attn_generation":
         return "vllm_attn_decode"
+    if row.get("kind") == "moe":
+        return f"vllm_moe_{row['backend']}_{'bf16' if row['dtype'] == 'bfloat16' else row['dtype']}"
     if row.get("kind") != "gemm" or row.get("protocol") != "b2b":
         return ""
     if int(row["m"]) <= 64:
@@ -175,9 +248,13 @@ def kernel_class(row: dict[str, Any]) -> str:
 
 def shape_half(row: dict[str, Any]) -> str:
     """``fit`` when K is a power of two, else ``check`` (split by shape family); attention
-    rows: ``fit`` at the head_dims :data:`ATTN_FIT_HEAD_DIMS`, else ``check``."""
+    rows: ``fit`` at the head_dims :data:`ATTN_FIT_HEAD_DIMS`, else ``check``; moe rows:
+    ``fit`` when the hidden size is a power of two."""
     if str(row.get("kind", "")).startswith("attn_"):
         return "fit" if int(row["d"]) in ATTN_FIT_HEAD_DIMS else "check"
+    if row.get("kind") == "moe":
+        h = int(row["hidden"])
+        return "fit" if h & (h - 1) == 0 else "check"
     k = int(row["k"])
     return "fit" if k & (k - 1) == 0 else "check"
 
@@ -207,12 +284,20 @@ def predict_b2b_ms(unit: Any, row: dict[str, Any]) -> float | None:
     ``F.linear`` = the library's GEMM; vLLM's fp8 linear = the dynamic per-token activation
     quantisation kernel (``arch.gpu.kernels.row_quant_s``) + the CUTLASS scaled-mm with
     vLLM's tile for the M bucket (:func:`scaled_mm_mapping`). Attention rows:
-    ``arch.gpu.kernels.paged_attention_time`` (None without ``paged_attention`` constants).
+    ``arch.gpu.kernels.paged_attention_time`` (None without ``paged_attention`` constants);
+    moe rows: ``arch.gpu.moe.fused_moe_time`` (None where the GPU has no constants for the
+    row's kernel and weight format).
     ``unit`` should be :func:`back_to_back`."""
     if str(row.get("kind", "")).startswith("attn_"):
         if getattr(unit.spec, "paged_attention", None) is None:
             return None
         return paged_attention_time(unit.spec, attention_op(row)) * 1e3
+    if row.get("kind") == "moe":
+        moe = moe_op(row)
+        if getattr(unit.spec, "fused_moe", None) is None \
+                or isinstance(moe_kernel_spec(unit.spec, moe), str):
+            return None
+        return fused_moe_time(unit.spec, moe).time_s * 1e3
     if row.get("kind") != "gemm":
         return None
     m, n, k = int(row["m"]), int(row["n"]), int(row["k"])

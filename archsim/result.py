@@ -208,6 +208,8 @@ class Result:
             parts.append(f"formats {fmt}{src}")
         if p.get("tp", 1) != 1:
             parts.append(f"tp {p['tp']}")
+        if p.get("moe_routing"):
+            parts.append(f"fused MoE, {p['moe_routing']} routing")
         if p.get("sparsity"):
             parts.append(f"sparsity {p['sparsity']}")
         return [f"design   {self.design}{sets}",

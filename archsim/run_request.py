@@ -71,6 +71,8 @@ class RunRequest:
         m, n, k: the GEMM's dimensions (``gemm``).
         overrides: ``KEY=VALUE`` config overrides (``--set``).
         sparsity: ``(N, M)`` structured weight sparsity, or None.
+        moe_routing: mixture-of-experts models: one fused MoE op per block with this
+            routing (``--moe-routing``); None = separate expert ops.
         native_format: set by :func:`request_workload`: the design-native format applied
             when no format was given (None: none applied).
     """
@@ -84,6 +86,7 @@ class RunRequest:
     context: int | None = None
     tp: int = 1
     kernels: str = "fused"
+    moe_routing: str | None = None
     m: int = 0
     n: int = 0
     k: int = 0
@@ -118,6 +121,8 @@ class RunRequest:
                 argv += ["--tp", str(self.tp)]
             if self.kernels != "fused":
                 argv += ["--kernels", self.kernels]
+            if self.moe_routing:
+                argv += ["--moe-routing", self.moe_routing]
         argv += ["--batch", str(self.batch), "--fidelity", self.fidelity, "--objective",
                  self.objective, "--mapping", self.mapping_mode]
         for flag, v in (("--a-format", self.a_format), ("--w-format", self.w_format),
@@ -146,7 +151,7 @@ def request_workload(req: RunRequest, acc: Accelerator) -> tuple[Workload, RunRe
         wl = build_model_workload(req.model, phase=req.phase, batch=req.batch, seq=req.seq,
                                   context=req.context, tp=req.tp, a_format=req.a_format,
                                   w_format=req.w_format, attention=b.attention,
-                                  kernels=req.kernels)
+                                  kernels=req.kernels, moe_routing=req.moe_routing)
         _warn_unused_lengths(req, wl)
     native = None
     # eager_amp: autocast's policy set every op's format, so no design-native formats
@@ -363,4 +368,4 @@ def _provenance(req: RunRequest, acc: Accelerator, wl: Workload, res: Result) ->
         "refine": req.refine, "constraints": req.constraints,
         "archsim_version": res.archsim_version, "input_hash": res.input_hash,
         "argv": req.argv(),
-    }
+    } | ({"moe_routing": req.moe_routing} if req.moe_routing else {})

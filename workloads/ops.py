@@ -24,6 +24,7 @@ from typing import ClassVar
 
 from archsim.workloads.errors import Problem, WorkloadError
 from archsim.workloads.formats import FORMATS, NumberFormat
+from archsim.workloads.routing import device_loads, parse_routing
 from archsim.workloads.tags import (
     ATTENTION_CORE_ROLES,
     EXPERT_ROLES,
@@ -36,7 +37,8 @@ from archsim.workloads.tags import (
 __all__ = [
     "Sparsity", "Op", "Gemm", "Conv2d", "Softmax", "Norm", "Elementwise", "Embedding",
     "AllReduce", "VectorOp", "VECTOR_OPS_PER_ELEMENT", "PASSES", "MATRIX_OPS", "Attention",
-    "ROLES", "ATTENTION_CORE_ROLES", "EXPERT_ROLES", "PassGroup", "pass_group",
+    "ROLES", "ATTENTION_CORE_ROLES", "EXPERT_ROLES", "PassGroup", "pass_group", "FusedMoE",
+    "MOE_BACKENDS",
 ]
 
 
@@ -656,6 +658,98 @@ class Attention(Op):
         f = f" kv:{self.kv_format.name}" if self.kv_format else ""
         return (f"b{self.batch} h{self.heads}/{self.kv_heads} q{self.q_len} kv{self.kv_len} "
                 f"d{self.head_dim}{c}{w}{f}")
+
+
+#: Fused-MoE kernels a ``FusedMoE`` op may name (vLLM 0.24's dispatch).
+MOE_BACKENDS = ("triton", "cutlass")
+
+
+@dataclass(frozen=True, kw_only=True)
+class FusedMoE(Op):
+    """A mixture-of-experts layer's routed experts as one fused call (vLLM's ``FusedMoE``):
+    top-k over the router scores, token alignment / sort by expert, the grouped gate+up GEMM
+    over the experts that received tokens, the SwiGLU, the grouped down GEMM and the weighted
+    combine. The router GEMM and shared experts are separate ops.
+
+    ``tokens`` enter the layer on this device; each goes to ``top_k`` of ``experts`` routed
+    experts, of which this device holds ``experts / ep`` (expert parallelism; the tokens for
+    other devices' experts arrive / leave by all-to-all, separate ops). ``width`` is the
+    expert FFN width on this device (tensor-parallel sharded). ``routing``: ``balanced`` or
+    ``power_law:ALPHA`` (``workloads.routing``). ``backend``: the kernel (``triton`` or
+    ``cutlass``); ``fp8_block``: fp8 weights carry 128x128 block scales (else one scale per
+    tensor); ``gated``: SwiGLU experts (gate, up, down) or, False, non-gated ones (up, down;
+    squared-ReLU experts as in Nemotron-H). Counts (MACs, weight bytes) are the expected
+    ones of the busiest device.
+    """
+
+    kind: ClassVar[str] = "fused_moe"
+    tokens: int
+    hidden: int
+    width: int
+    experts: int
+    top_k: int
+    ep: int = 1
+    routing: str = "balanced"
+    backend: str = "triton"
+    fp8_block: bool = True
+    gated: bool = True
+    role: str = "moe"
+
+    def _positive_fields(self) -> tuple[str, ...]:
+        return ("tokens", "hidden", "width", "experts", "top_k", "ep")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        parse_routing(self.routing, self.name)
+        if self.backend not in MOE_BACKENDS:
+            raise WorkloadError(Problem(f"backend must be one of {', '.join(MOE_BACKENDS)}, "
+                                        f"got {self.backend!r}", self.name))
+        if self.experts % self.ep or self.top_k > self.experts:
+            raise WorkloadError(Problem(f"ep ({self.ep}) must divide experts ({self.experts}) "
+                                        f"and top_k ({self.top_k}) be at most experts",
+                                        self.name))
+
+    @property
+    def local_experts(self) -> int:
+        """Experts on this device (``experts / ep``)."""
+        return self.experts // self.ep
+
+    def loads(self) -> tuple[float, ...]:
+        """Tokens each local expert that receives any gets, busiest device
+        (``workloads.routing.device_loads``)."""
+        return device_loads(self.tokens, self.experts, self.top_k, self.ep,
+                            parse_routing(self.routing, self.name))
+
+    @property
+    def matrices(self) -> int:
+        """Weight matrices per expert: 3 (gate, up, down) or 2 (non-gated: up, down)."""
+        return 3 if self.gated else 2
+
+    def macs(self) -> int:
+        # gate + up (2 x width) and down (width) per (token, expert) pair on this device
+        return round(sum(self.loads()) * self.matrices * self.hidden * self.width)
+
+    def vector_ops(self) -> int:
+        return round(sum(self.loads()) * self.width * VECTOR_OPS_PER_ELEMENT["swiglu"])
+
+    def flops(self) -> int:
+        return 2 * self.macs() + self.vector_ops()
+
+    def weight_bytes(self) -> float:
+        """Weights the call reads: those of the local experts that receive tokens (every
+        local expert is resident: ``models.common.op_parameters`` counts them all)."""
+        return float(self.matrices * len(self.loads()) * self.hidden * self.width) \
+            * self.w_format.bytes_per_element
+
+    def input_bytes(self) -> float:
+        return self.tokens * self.hidden * self.a_format.bytes_per_element
+
+    def output_bytes(self) -> float:
+        return self.tokens * self.hidden * self.a_format.bytes_per_element
+
+    def describe(self) -> str:
+        return (f"t{self.tokens} d{self.hidden} w{self.width} e{self.experts}/ep{self.ep} "
+                f"top{self.top_k} {self.routing} {self.backend}")
 
 
 MATRIX_OPS = (Gemm, Conv2d)

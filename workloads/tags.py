@@ -65,6 +65,8 @@ ROLES: dict[str, str] = {
     "expert_act": "routed experts' activation",
     "expert_down": "routed experts' down projections",
     "combine": "the weighted sum of the experts' outputs",
+    "moe": "a fused mixture-of-experts call: top-k, token sort, the routed experts' grouped "
+           "GEMMs, activation and weighted combine in one op",
     "lm_head": "the language-model head (and its input projection)",
     "loss": "the loss (cast of the logits, log-softmax, NLL)",
     "classifier": "a classifier head (ViT)",

@@ -258,8 +258,8 @@ def transformer_shape(name: str) -> TransformerShape:
 
 def build(name: str, phase: str | None = None, batch: int = 1, seq: int | None = None,
           context: int | None = None, tp: int = 1, ep: int = 1,
-          attention: str = "unfused", kernels: str = "fused", amp: str | None = None
-          ) -> Workload:
+          attention: str = "unfused", kernels: str = "fused", amp: str | None = None,
+          moe_routing: str | None = None) -> Workload:
     """Build a zoo model's op graph.
 
     Args:
@@ -276,6 +276,8 @@ def build(name: str, phase: str | None = None, batch: int = 1, seq: int | None =
             ``fused`` only.
         amp: with ``kernels="eager_amp"``: the autocast format of the linear layers (the
             shape's ``a_format`` when None).
+        moe_routing: mixture-of-experts transformers: one ``FusedMoE`` op per MoE block
+            with this routing (``build_transformer``); None = separate expert ops.
 
     Returns:
         The workload with ``parameters`` counted from its op shapes.
@@ -289,8 +291,11 @@ def build(name: str, phase: str | None = None, batch: int = 1, seq: int | None =
         if amp is not None:
             s = replace(s, a_format=amp, w_format=amp)
         return build_transformer(s, phase, batch, seq, context, tp, ep,
-                                 attention=attention, kernels=kernels)
+                                 attention=attention, kernels=kernels, moe_routing=moe_routing)
     if name in CNN_BUILDERS:
+        if moe_routing is not None:
+            raise WorkloadError(Problem(f"a fused MoE layer applies to mixture-of-experts "
+                                        f"transformers; {name} is a CNN", "moe_routing"))
         if ep != 1:
             raise WorkloadError(Problem(f"expert parallelism applies to mixture-of-experts "
                                         f"transformers; {name} is a CNN (use ep 1)", "ep"))

@@ -14,7 +14,7 @@ from archsim.arch.memory import MemorySpec
 from archsim.arch.spec import param
 
 __all__ = ["TensorCoreSpec", "CudaCoreSpec", "SmSpec", "L2Spec", "NvlinkSpec", "GpuSpec",
-           "PagedAttentionSpec",
+           "PagedAttentionSpec", "MoeKernelSpec", "FusedMoeSpec",
            "TC_FORMATS"]
 
 #: Formats a tensor core may list a rate for (the MMA operand formats of NVIDIA GPUs).
@@ -181,6 +181,61 @@ class PagedAttentionSpec:
 
 
 @dataclass(frozen=True)
+class MoeKernelSpec:
+    """One fused-MoE backend as a serving framework calls it (vLLM's ``fused_experts``):
+    the costs beyond its two grouped GEMMs' MMAs and weight stream
+    (arch/gpu/moe.py ``fused_moe_time``)."""
+
+    call_us: float = param(doc="fixed work of one layer call: top-k, token alignment / sort, "
+                               "the activation and combine kernels at one token", unit="us",
+                           min=0)
+    mma_efficiency: float = param(doc="achieved fraction of the dense MMA rate in the grouped "
+                                      "GEMMs' main loop", min=0, max=1, min_exclusive=True)
+    cta_gbps: float = param(doc="HBM rate one CTA sustains (bounds the stream when few "
+                                "tiles run: decode with few experts hit)", unit="GB/s", min=0,
+                            min_exclusive=True)
+    block_m: int = param(doc="rows of a CTA tile: each expert's tokens are padded to a "
+                             "multiple of it (above the decode threshold)", min=1)
+    block_m_small: int = param(doc="rows of a CTA tile when tokens <= experts (vLLM's "
+                                   "small-batch config)", min=1)
+    block_n: int = param(doc="columns of a CTA tile", min=1)
+    token_ns: float = param(0.0, doc="per token (top-k softmax, per-token quantisation, the "
+                                     "combine's output row)", unit="ns", min=0)
+    pair_width_b: float = param(0.0, doc="bytes moved per (token, expert) pair routed "
+                                         "anywhere, per unit of the expert width (the "
+                                         "intermediate caches every pair owns, local or not)",
+                                min=0)
+    pair_hidden_b: float = param(0.0, doc="bytes per routed pair per unit of the hidden "
+                                          "width (zero-filled outputs, the combine's reads)",
+                                 min=0)
+    local_width_b: float = param(0.0, doc="bytes per pair on this device's experts per unit "
+                                          "of the expert width (permute, activation)", min=0)
+    local_hidden_b: float = param(0.0, doc="bytes per local pair per unit of the hidden width "
+                                           "(gather, un-permute)", min=0)
+    expert_us: float = param(0.0, doc="per expert that receives tokens (its GEMM problem's "
+                                      "prologue and pipeline fill)", unit="us", min=0)
+    stream_efficiency: float = param(1.0, doc="achieved fraction of the sustained HBM rate "
+                                              "while streaming expert weights", min=0, max=1,
+                                     min_exclusive=True)
+
+
+@dataclass(frozen=True)
+class FusedMoeSpec:
+    """Fused mixture-of-experts layers (arch/gpu/moe.py), one constant set per kernel and
+    weight format as vLLM 0.24 dispatches them: its Triton kernel (bf16, block-scaled fp8)
+    and FlashInfer's CUTLASS kernel (per-tensor and block-scaled fp8). Null = that pair is
+    not modelled (refused with a reason)."""
+
+    triton_bf16: MoeKernelSpec | None = param(None, doc="Triton fused_moe, bf16/fp16")
+    triton_fp8_block: MoeKernelSpec | None = param(None, doc="Triton fused_moe, fp8 weights "
+                                                             "with 128x128 block scales")
+    cutlass_fp8: MoeKernelSpec | None = param(None, doc="FlashInfer CUTLASS, fp8 weights with "
+                                                        "per-tensor scales")
+    cutlass_fp8_block: MoeKernelSpec | None = param(None, doc="FlashInfer CUTLASS, fp8 "
+                                                              "weights with block scales")
+
+
+@dataclass(frozen=True)
 class GpuSpec:
     """A tensor-core GPU (``kind: tensor_core_gpu``)."""
 
@@ -224,6 +279,9 @@ class GpuSpec:
     paged_attention: PagedAttentionSpec | None = param(
         None, doc="FlashAttention through a serving framework's paged-KV backend (fitted on "
                   "kernels_h100 attention tables); null = not modelled")
+    fused_moe: FusedMoeSpec | None = param(
+        None, doc="fused mixture-of-experts layers as a serving framework runs them (fitted on "
+                  "kernels_h100 moe.csv.gz); null = not modelled")
     attention: str = param("unfused", doc="attention kernels: separate QK/softmax/AV kernels "
                            "with scores in HBM, or flash-style fused", choices=("unfused", "fused"))
     dequant_ops_per_weight: float = param(

@@ -45,6 +45,7 @@ from archsim.arch.gpu.kernels import (
     vector_read_passes,
 )
 from archsim.arch.gpu.lower import lower_attention, lower_gemm, lower_stream
+from archsim.arch.gpu.moe import estimate_fused_moe, moe_kernel_spec
 from archsim.arch.gpu.power import solve_clock
 from archsim.arch.gpu.precision import MmaPlan, plan_mma
 from archsim.arch.gpu.spec import GpuSpec
@@ -60,6 +61,7 @@ from archsim.workloads.ops import (
     Conv2d,
     Elementwise,
     Embedding,
+    FusedMoE,
     Gemm,
     Norm,
     Op,
@@ -125,6 +127,9 @@ class TensorCoreGpu(Unit[GpuMapping]):
             if not self.spec.tc_rate_per_sm(f):
                 return f"no tensor-core rate for attention in {op.a_format.name}"
             return None
+        if isinstance(op, FusedMoE):
+            k = moe_kernel_spec(self.spec, op)
+            return k if isinstance(k, str) else None
         if isinstance(op, AllReduce):
             if op.devices > 1 and self.spec.nvlink is None:
                 return "all-reduce over several GPUs needs an nvlink spec"
@@ -146,6 +151,9 @@ class TensorCoreGpu(Unit[GpuMapping]):
         (vector ops: FP32 lanes)."""
         if isinstance(op, Attention):
             f = "fp16" if op.a_format.name in ("fp16", "fp32") else op.a_format.name
+            return float(self.spec.sm_count * self.spec.tc_rate_per_sm(f))
+        if isinstance(op, FusedMoE):
+            f = "fp8_e4m3" if op.w_format.bytes_per_element < 2 else "fp16"
             return float(self.spec.sm_count * self.spec.tc_rate_per_sm(f))
         if op.is_matrix:
             plan = self._plan(op)
@@ -310,6 +318,8 @@ class TensorCoreGpu(Unit[GpuMapping]):
             return self._with_host(self._estimate_allreduce(op))
         if isinstance(op, Attention):
             return self._with_host(self._estimate_attention(op))
+        if isinstance(op, FusedMoE):
+            return self._with_host(estimate_fused_moe(self, op))
         return infeasible(op, self.name, f"op kind {op.kind!r} not modelled", self.clock_hz)
 
     def _with_host(self, e: Estimate) -> Estimate:

@@ -152,6 +152,11 @@ def add_arguments(r: argparse.ArgumentParser) -> None:
                         "parameters, as a Hugging Face script runs them: casts, fp32 norms, "
                         "dropout, the activation op by op, the loss; --a-format is the "
                         "autocast format, default bf16)")
+    r.add_argument("--moe-routing", metavar="ROUTING", default=None,
+                   help="mixture-of-experts zoo models: run each MoE block's routed experts as "
+                        "one fused call (vLLM's fused MoE layer; GPUs with fused_moe "
+                        "constants) with this routing: 'balanced' or 'power_law:ALPHA' (skewed, "
+                        "e.g. power_law:1.2); default: separate expert ops, balanced")
     r.add_argument("--max-ops", type=positive_int, default=None,
                    help="op rows in the text table (default 40; 'run' only, not with --json)")
     add_evaluation_flags(r, timeloop_inputs=True)
@@ -192,6 +197,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"argument --mapping: invalid choice: {args.mapping!r} (choose from "
                          f"{', '.join(repr(m) for m in MAPPING_MODES)})")
     if find_cluster(args.config) is not None or plan_flags_given(args):
+        if getattr(args, "moe_routing", None):
+            raise UsageError("--moe-routing applies to one device's run, not to a cluster "
+                             "plan (plans take --moe-imbalance)")
         return run_plan(args)
     return evaluate_and_print(args, request_from_args(args))
 
@@ -206,7 +214,8 @@ def request_from_args(args: argparse.Namespace) -> RunRequest:
     if args.cmd == "gemm":
         return replace(base, m=args.m, n=args.n, k=args.k)
     return replace(base, model=args.model, phase=args.phase, seq=args.seq,
-                   context=args.context, tp=args.tp, kernels=args.kernels)
+                   context=args.context, tp=args.tp, kernels=args.kernels,
+                   moe_routing=args.moe_routing)
 
 
 def cold_start_note() -> None:

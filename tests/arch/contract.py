@@ -21,6 +21,7 @@ from archsim.workloads.ops import (
     Conv2d,
     Elementwise,
     Embedding,
+    FusedMoE,
     Gemm,
     Norm,
     Op,
@@ -34,8 +35,8 @@ FORMAT_PAIRS = (("fp16", "fp16"), ("bf16", "bf16"), ("int8", "int8"), ("int16", 
 def ops_for(unit: Unit) -> list[Op]:
     """A fixed set of ops in the first format pair the unit supports: GEMM, GEMV,
     attention GEMM (shared B), strided convolution, softmax of scores, norm, element-wise,
-    embedding gather, a fused attention (refused with a reason by units without the
-    kernel), and a low-bit weight GEMM when the unit takes int4 weights."""
+    embedding gather, a fused attention and a fused MoE layer (each refused with a reason by
+    units without the kernel), and a low-bit weight GEMM when the unit takes int4 weights."""
     probe = Gemm(name="probe", m=8, n=8, k=8)
     a, w = next(((FORMATS[x], FORMATS[y]) for x, y in FORMAT_PAIRS
                  if unit.supports(Gemm(name="p", m=8, n=8, k=8, a_format=FORMATS[x],
@@ -55,6 +56,8 @@ def ops_for(unit: Unit) -> list[Op]:
         Embedding(name="embed", tokens=64, dim=256, vocab=1000, **f),
         Attention(name="attn.core", batch=2, heads=8, kv_heads=2, q_len=64, kv_len=256,
                   head_dim=64, causal=True, **f),
+        FusedMoE(name="moe.experts", tokens=48, hidden=512, width=256, experts=16, top_k=2,
+                 routing="power_law:1.2", w_format=w, **f),
     ]
     int4 = Gemm(name="gemm_w4", m=16, n=512, k=512, w_format=FORMATS["int4"], **f)
     if unit.supports(int4) is None:

@@ -45,6 +45,7 @@ from archsim.workloads.ops import (
     Conv2d,
     Elementwise,
     Embedding,
+    FusedMoE,
     Gemm,
     Norm,
     Op,
@@ -65,7 +66,7 @@ def op_parameters(op: Op) -> int:
 
     Gemm with weights: ``batch / b_shared * k * n``; Conv2d: ``k * c / groups * r * s``;
     Embedding: ``vocab * dim``; Norm: ``2 * cols`` (layernorm gain and shift) or ``cols``
-    (rmsnorm gain); every other op: 0.
+    (rmsnorm gain); FusedMoE: gate, up and down of its local experts; every other op: 0.
     """
     if isinstance(op, Gemm):
         return (op.batch // op.b_shared) * op.k * op.n if op.b_is_weight else 0
@@ -75,6 +76,8 @@ def op_parameters(op: Op) -> int:
         return op.parameters()
     if isinstance(op, Norm):
         return (2 if op.norm == "layernorm" else 1) * op.cols
+    if isinstance(op, FusedMoE):
+        return op.matrices * op.local_experts * op.hidden * op.width
     return 0
 
 

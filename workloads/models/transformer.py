@@ -101,11 +101,13 @@ from archsim.workloads.ops import (
     Conv2d,
     Elementwise,
     Embedding,
+    FusedMoE,
     Gemm,
     Norm,
     Op,
     Softmax,
 )
+from archsim.workloads.routing import parse_routing
 
 __all__ = ["TransformerShape", "build_transformer", "resolve_phase", "KERNELS"]
 
@@ -298,7 +300,7 @@ def _tokens(s: TransformerShape, phase: str, seq: int | None, context: int | Non
 def build_transformer(s: TransformerShape, phase: str | None = None, batch: int = 1,
                       seq: int | None = None, context: int | None = None,
                       tp: int = 1, ep: int = 1, attention: str = "unfused",
-                      kernels: str = "fused") -> Workload:
+                      kernels: str = "fused", moe_routing: str | None = None) -> Workload:
     """The op graph of transformer ``s`` for one phase.
 
     Args:
@@ -316,6 +318,11 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
         kernels: ``fused`` (one kernel per layer op, in the shape's formats: what a tuned
             engine runs) or ``eager_amp``: the kernels PyTorch eager runs for the module code
             under ``torch.autocast`` with fp32 parameters (:data:`KERNELS`, module doc).
+        moe_routing: None (default): the routed experts as separate ops (module doc); else
+            each MoE block's routed experts are one ``FusedMoE`` op (vLLM's fused MoE layer:
+            top-k, token sort, grouped expert GEMMs, combine) with this routing
+            (``balanced`` or ``power_law:ALPHA``, ``workloads.routing``); the router GEMM
+            and shared experts stay separate ops. Dropless: not with a ``capacity_factor``.
 
     Returns:
         The workload, ``parameters`` counted from the op shapes.
@@ -332,6 +339,14 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
         raise WorkloadError(Problem(f"kernels must be one of {', '.join(KERNELS)}, got "
                                     f"{kernels!r}", "kernels"))
     eager = kernels == "eager_amp"
+    if moe_routing is not None:
+        parse_routing(moe_routing, "moe_routing")
+        if not s.is_moe or s.capacity_factor > 0 or eager or ph == "train":
+            why = (f"{s.name} has no experts" if not s.is_moe
+                   else f"{s.name} has a capacity_factor (the fused layer is dropless)"
+                   if s.capacity_factor > 0 else "needs kernels='fused'" if eager
+                   else "is a forward (serving) kernel, not for phase train")
+            raise WorkloadError(Problem(f"a fused MoE layer: {why}", "moe_routing"))
     q, keys, ctx = _tokens(s, ph, seq, context)
     hl, kvl = _tp_heads(s, tp)
     _check_ep(s, ep)
@@ -613,6 +628,8 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
         """Mixture-of-experts FFN of one block (module doc); returns the combined output."""
         router = lin(f"{L}.moe.router", L, m, s.experts, d, "router", [f_in], bias=s.bias,
                      quant=False)
+        if moe_routing is not None:
+            return fused_moe(L, f_in, router)
         scores = b.add(Softmax(name=f"{L}.moe.softmax", rows=m, cols=s.experts, layer=L,
                                block=blk, role="router"), [router])
         if ep > 1:      # whole experts; the tensor-parallel ranks split the tokens
@@ -638,13 +655,32 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
                     idle + bd, ew_fmt)
         parts: list[Op | str] = [out]
         if s.shared_experts:
-            ws = -(-s.shared_experts * s.moe_ffn // tp)
-            sg = lin(f"{L}.moe.shared_gate", L, m, ws, d, "ffn_gate", [f_in], bias=False)
-            su = lin(f"{L}.moe.shared_up", L, m, ws, d, "ffn_up", [f_in], bias=False)
-            sa = add(f"{L}.moe.shared_act", L, m, ws, [sg, su], fn="swiglu", role="act")
-            parts.append(lin(f"{L}.moe.shared_down", L, m, d, ws, "ffn_down", [sa],
-                             bias=False))
+            parts.append(shared(L, f_in))
         return add(f"{L}.moe.combine", L, m, d, parts, role="combine")
+
+    def shared(L: str, f_in: Op) -> Op:
+        """The always-on shared experts of one MoE block (a SwiGLU FFN); returns its down."""
+        ws = -(-s.shared_experts * s.moe_ffn // tp)
+        sg = lin(f"{L}.moe.shared_gate", L, m, ws, d, "ffn_gate", [f_in], bias=False)
+        su = lin(f"{L}.moe.shared_up", L, m, ws, d, "ffn_up", [f_in], bias=False)
+        sa = add(f"{L}.moe.shared_act", L, m, ws, [sg, su], fn="swiglu", role="act")
+        return lin(f"{L}.moe.shared_down", L, m, d, ws, "ffn_down", [sa], bias=False)
+
+    def fused_moe(L: str, f_in: Op, router: Op) -> Op:
+        """The routed experts as one FusedMoE op: every device sees the tokens of the ``ep``
+        devices it shares experts with (``tokens x ep``) and holds ``experts / ep``."""
+        if ep > 1:
+            width, tokens = s.moe_ffn, -(-m // tp) * ep
+        else:
+            width, tokens = -(-s.moe_ffn // tp), m
+        assert moe_routing is not None
+        out = b.add(FusedMoE(name=f"{L}.moe.experts", tokens=tokens, hidden=d, width=width,
+                             experts=s.experts, top_k=s.top_k, ep=ep, routing=moe_routing,
+                             layer=L, block=blk, a_format=a_fmt, w_format=w_fmt,
+                             acc_format=acc_fmt), [router])
+        if not s.shared_experts:
+            return out
+        return add(f"{L}.moe.combine", L, m, d, [out, shared(L, f_in)], role="combine")
 
     # --- embeddings ---------------------------------------------------------------------
     if s.kind == "vit":

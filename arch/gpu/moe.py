@@ -1,0 +1,163 @@
+"""Fused mixture-of-experts layer on the tensor-core GPU, as vLLM's ``FusedMoE`` runs it.
+
+One call (``workloads.ops.FusedMoE``) is: top-k over the router scores, the token alignment
+(``moe_align_block_size``: the (token, expert) pairs sorted by expert, each expert's run
+padded to the kernel's block M), the grouped gate+up GEMM (one kernel over the experts that
+received tokens: expert ``e``'s M = its tokens), the SwiGLU, the grouped down GEMM and the
+weighted combine (``moe_sum``). Constants per kernel and weight format are in
+``GpuSpec.fused_moe`` (:class:`~archsim.arch.gpu.spec.MoeKernelSpec`)::
+
+    T = call + tokens x token_ns
+        + pairs x (pair_width_b x width + pair_hidden_b x hidden) / BW      (every pair)
+        + local pairs x (local_width_b x width + local_hidden_b x hidden) / BW
+        + experts hit x expert_us
+        + G(N = 2 width, K = hidden) + G(N = hidden, K = width)     (non-gated: N = width)
+    G   = max(compute, stream)
+    compute = 2 x (sum_e ceil(m_e / BM) x BM) x N x K / (SMs x MMA rate x mma_efficiency)
+    stream  = (experts hit x N x K x weight bytes + sum_e m_e x (K x act bytes + N x 2))
+              / min(BW x stream_efficiency, CTAs x cta_gbps)
+    CTAs    = sum_e ceil(m_e / BM) x ceil(N / block_n)
+
+``m_e`` are the tokens of each local expert on the busiest device
+(``workloads.routing.device_loads``: balanced or power-law routing, expert parallelism =
+``experts / ep`` local experts); experts with no token cost nothing (no tile), those hit
+read their whole weights whatever their M. BM = ``block_m_small`` when tokens <= experts
+(vLLM's small-batch config), else ``block_m``. ``pairs`` counts every (token, expert)
+pair, local or not: vLLM's Triton path sizes its intermediate caches by all of them and
+zero-fills the rows of other devices' experts (``expert_map``), which is why an EP rank's
+time grows with the global token count even when its own experts get few.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+from archsim.arch.base import Estimate
+from archsim.arch.gpu.spec import GpuSpec, MoeKernelSpec
+from archsim.workloads.ops import FusedMoE
+
+if TYPE_CHECKING:
+    from archsim.arch.gpu.unit import TensorCoreGpu
+
+__all__ = ["moe_kernel_spec", "fused_moe_time", "MoeTime", "estimate_fused_moe",
+           "MOE_FORMATS"]
+
+#: weight formats the fused-MoE model prices (16-bit and fp8 e4m3)
+MOE_FORMATS = ("bf16", "fp16", "fp8_e4m3")
+
+
+def _key(op: FusedMoE) -> str:
+    if op.w_format.name in ("bf16", "fp16"):
+        return f"{op.backend}_bf16"
+    return f"{op.backend}_fp8_block" if op.fp8_block else f"{op.backend}_fp8"
+
+
+def moe_kernel_spec(spec: GpuSpec, op: FusedMoE) -> MoeKernelSpec | str:
+    """The constants that price ``op`` on ``spec``, or the reason it cannot be priced."""
+    if op.w_format.name not in MOE_FORMATS:
+        return (f"fused MoE with {op.w_format.name} weights is not modelled (expected "
+                f"{', '.join(MOE_FORMATS)})")
+    if spec.fused_moe is None:
+        return "no fused_moe constants for this GPU"
+    k = getattr(spec.fused_moe, _key(op), None)
+    if k is None:
+        have = [n for n in ("triton_bf16", "triton_fp8_block", "cutlass_fp8",
+                            "cutlass_fp8_block") if getattr(spec.fused_moe, n) is not None]
+        return f"no fused_moe constants for {_key(op)} (this GPU has {', '.join(have)})"
+    return k
+
+
+@dataclass(frozen=True)
+class MoeTime:
+    """Parts of one fused-MoE call (seconds) and its traffic (bytes)."""
+
+    fixed_s: float
+    compute_s: float
+    stream_s: float
+    read_b: float
+    write_b: float
+    experts_hit: int
+    local_pairs: float
+
+    @property
+    def time_s(self) -> float:
+        return self.fixed_s + self.compute_s + self.stream_s
+
+
+def _grouped(spec: GpuSpec, k: MoeKernelSpec, loads: tuple[float, ...], n: int, kk: int,
+             bm: int, w_bpe: float, a_bpe: float, mma_per_s_sm: float
+             ) -> tuple[float, float, float, float]:
+    """(time, compute time, read bytes, write bytes) of one grouped GEMM."""
+    tiles = sum(math.ceil(m / bm) for m in loads)
+    ctas = tiles * math.ceil(n / k.block_n)
+    compute = 2.0 * tiles * bm * n * kk / (spec.sm_count * mma_per_s_sm * k.mma_efficiency)
+    read = len(loads) * n * kk * w_bpe + sum(loads) * kk * a_bpe
+    write = sum(loads) * n * 2.0
+    bw = min(spec.memory.sustained_bytes_per_s * k.stream_efficiency, ctas * k.cta_gbps * 1e9)
+    stream = (read + write) / bw if ctas else 0.0
+    return max(compute, stream), compute, read, write
+
+
+def fused_moe_time(spec: GpuSpec, op: FusedMoE) -> MoeTime:
+    """One fused-MoE call on ``spec`` (module doc), back to back (the framework's protocol).
+
+    Raises:
+        ValueError: ``op`` cannot be priced on ``spec`` (:func:`moe_kernel_spec` says why).
+    """
+    k = moe_kernel_spec(spec, op)
+    if isinstance(k, str):
+        raise ValueError(k)
+    loads = op.loads()
+    bm = k.block_m_small if op.tokens <= op.experts else k.block_m
+    w_bpe = op.w_format.bytes_per_element
+    a_bpe = w_bpe                       # fp8 kernels quantise the activations too
+    fmt = "fp8_e4m3" if w_bpe < 2 else "fp16"
+    mma = float(spec.tc_rate_per_sm(fmt)) * spec.tensor_clock_mhz * 1e6
+    up = op.matrices - 1                # gate + up, or up alone
+    g1 = _grouped(spec, k, loads, up * op.width, op.hidden, bm, w_bpe, a_bpe, mma)
+    g2 = _grouped(spec, k, loads, op.hidden, op.width, bm, w_bpe, a_bpe, mma)
+    bw = spec.memory.sustained_bytes_per_s
+    pairs = float(op.tokens * op.top_k)
+    local = sum(loads)
+    # per-width bytes are for gated experts (gate+up cache written and read, activation
+    # written: 2 x 2w + w); non-gated ones move 2 x w + w of them
+    wide = op.width * (2 * up + 1) / 5.0
+    pair_b = pairs * (k.pair_width_b * wide + k.pair_hidden_b * op.hidden)
+    local_b = local * (k.local_width_b * wide + k.local_hidden_b * op.hidden)
+    fixed = (k.call_us * 1e-6 + op.tokens * k.token_ns * 1e-9 + len(loads) * k.expert_us * 1e-6
+             + (pair_b + local_b) / bw)
+    body = g1[0] + g2[0]
+    compute = min(body, g1[1] + g2[1])
+    return MoeTime(fixed, compute, body - compute, g1[2] + g2[2] + 0.5 * (pair_b + local_b),
+                   g1[3] + g2[3] + 0.5 * (pair_b + local_b), len(loads), local)
+
+
+def estimate_fused_moe(unit: TensorCoreGpu, op: FusedMoE) -> Estimate:
+    """The Estimate of a fused-MoE call on ``unit``: :func:`fused_moe_time`, tensor-core MACs
+    of the padded tiles' useful part, the HBM traffic (the weights of the experts hit, the
+    activations, the intermediate caches)."""
+    s = unit.spec
+    t = fused_moe_time(s, op)
+    fmt = "fp8_e4m3" if op.w_format.bytes_per_element < 2 else "fp16"
+    macs = float(op.macs())
+    actions: dict[tuple[str, str], float] = {
+        (unit.cname(f"tensor_core_{fmt}"), "mac"): macs,
+        (unit.cname("cuda_core"), "op"): float(op.vector_ops()),
+        (unit.cname("hbm"), "read"): t.read_b,
+        (unit.cname("hbm"), "write"): t.write_b}
+    cycles = unit.to_cycles(t.time_s)
+    rate = float(s.tc_rate_per_sm(fmt)) * s.sm_count
+    util = macs / (rate * cycles) if cycles else 0.0
+    return Estimate(op.name, op.kind, unit.name, "fused_moe", cycles, unit.clock_hz,
+                    macs=op.macs(), flops=op.flops(), dram_read_bytes=t.read_b,
+                    dram_write_bytes=t.write_b, actions=MappingProxyType(actions),
+                    utilization=min(1.0, util),
+                    bound="compute" if t.compute_s >= t.stream_s else "memory",
+                    mapping=f"{op.backend} grouped GEMMs, {t.experts_hit} experts hit",
+                    details=MappingProxyType({"fixed_s": t.fixed_s, "compute_s": t.compute_s,
+                                              "stream_s": t.stream_s,
+                                              "experts_hit": float(t.experts_hit),
+                                              "local_pairs": t.local_pairs}))

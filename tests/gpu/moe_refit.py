@@ -1,0 +1,82 @@
+"""Refit of ``GpuSpec.fused_moe`` (configs/gpu/h100.yaml) on the fit half of
+shared/reference/kernels_h100/moe.csv.gz (hidden size a power of two: 1024, 2048, 4096; the
+check half is 2688, 2816, 3072, 5120, 6144, 7168). One constant set per kernel class
+(``archsim.kernel_tables.kernel_class``): least squares of the log ratio predicted /
+measured over every FIT_STRIDE-th fit row of the class. The block sizes are not fitted
+(vLLM's Triton default configs: BM 16 below ``tokens <= experts``, else 64, BN 64;
+CUTLASS: 128 x 128). Needs scipy (not a dependency of archsim: this script is how the
+constants were made; tests/gpu/test_fused_moe.py checks them).
+
+    python3 -m tests.gpu.moe_refit
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import replace
+
+import numpy as np
+from scipy.optimize import least_squares
+
+from archsim.api import load
+from archsim.arch.gpu.moe import fused_moe_time
+from archsim.arch.gpu.spec import FusedMoeSpec, MoeKernelSpec
+from archsim.kernel_tables import kernel_class, load_kernel_rows, moe_op, shape_half
+from tests.gpu.gpu_helpers import SHARED_REF
+
+MOE_CSV = SHARED_REF / "kernels_h100" / "moe.csv.gz"
+FIT_STRIDE = 13          # coprime to the table's 3 routings and 27 token counts
+NAMES = ("call_us", "token_ns", "pair_width_b", "pair_hidden_b", "local_width_b",
+         "local_hidden_b", "expert_us", "mma_efficiency", "stream_efficiency", "cta_gbps")
+UPPER = (500, 100, 100, 100, 100, 100, 100, 1, 1, 2000)
+BLOCKS = {"triton": (64, 16, 64), "cutlass": (128, 128, 128)}
+START = (30.0, 1.0, 5.0, 2.0, 2.0, 1.0, 0.5, 0.5, 0.8, 50.0)
+
+
+def _key(cls: str) -> str:
+    return cls.removeprefix("vllm_moe_")
+
+
+def fit_class(spec, cls: str, rows: list[dict]) -> MoeKernelSpec:
+    bm, bms, bn = BLOCKS[cls.split("_")[2]]
+    ops = [(moe_op(d), d["ms"] * 1e-3) for d in rows]
+
+    def kspec(x):
+        return MoeKernelSpec(block_m=bm, block_m_small=bms, block_n=bn,
+                             **dict(zip(NAMES, (float(v) for v in x), strict=True)))
+
+    def res(x):
+        s = replace(spec, fused_moe=FusedMoeSpec(**{_key(cls): kspec(x)}))
+        return np.array([math.log(fused_moe_time(s, op).time_s / ms) for op, ms in ops])
+
+    x0 = np.array(START)
+    lo = [0.0] * len(NAMES)
+    lo[NAMES.index("mma_efficiency")] = lo[NAMES.index("stream_efficiency")] = 0.02
+    lo[NAMES.index("cta_gbps")] = 1.0
+    sol = least_squares(res, x0, x_scale=x0, diff_step=1e-3, bounds=(lo, list(UPPER)))
+    return kspec(sol.x)
+
+
+def main() -> None:
+    spec = load("gpu/h100").units[0].spec
+    rows = [d for _, d in load_kernel_rows(MOE_CSV)]
+    fitted = {}
+    for cls in sorted({kernel_class(d) for d in rows}):
+        mine = [d for d in rows if kernel_class(d) == cls]
+        k = fit_class(spec, cls, [d for d in mine if shape_half(d) == "fit"][::FIT_STRIDE])
+        fitted[_key(cls)] = k
+        s = replace(spec, fused_moe=FusedMoeSpec(**{_key(cls): k}))
+        for h in ("fit", "check"):
+            e = [abs(fused_moe_time(s, moe_op(d)).time_s * 1e3 / d["ms"] - 1)
+                 for d in mine if shape_half(d) == h][::7]
+            print(f"{cls} {h}: {len(e)} rows, median |err| {statistics.median(e):.3f}")
+    for key, k in fitted.items():
+        print(f"      {key}:")
+        for n in ("call_us", *NAMES[1:], "block_m", "block_m_small", "block_n"):
+            v = getattr(k, n)
+            print(f"        {n}: {0 if v < 1e-3 else float(f'{v:.4g}'):g}")
+
+
+if __name__ == "__main__":
+    main()
