@@ -102,3 +102,14 @@ def test_cli_runs_blackwell_with_fp4_and_hopper_refuses_it() -> None:
 def test_cli_runs_llama3_70b_fp4_on_b200() -> None:
     r = _cli("run", "gpu/b200", "--model", "llama3-70b", "--w-format", "fp4", "--json")
     assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("name", ["a100", "b200", "gb200"])
+def test_align1_kernels_carry_their_absolute_rate_per_sm_clock(name: str) -> None:
+    """The Turing-class align1 kernels are bound by their 1-element loads, not the tensor
+    core: the H100-fitted fraction x the H100's bf16 rate per SM is the same absolute FMA rate
+    per SM clock on every GPU carrying it (0.0925 x 2048 = 189.4 FMA/clock/SM)."""
+    h, u = gpu("h100").spec, gpu(name).spec
+    absolute = h.tensor_core.align1_rate_fraction * h.tc_rate_per_sm("bf16")
+    assert u.tensor_core.align1_rate_fraction * u.tc_rate_per_sm("bf16") == pytest.approx(
+        absolute, rel=0.01)
