@@ -39,7 +39,7 @@ from archsim.api import (
 )
 from archsim.api import workload as build_model_workload
 from archsim.arch.accelerator import Accelerator
-from archsim.arch.gpu.precision import plan_mma
+from archsim.arch.gpu.precision import plan_mma, tc_format_name
 from archsim.arch.gpu.spec import GpuSpec
 from archsim.result import Result
 from archsim.workloads.errors import MappingError
@@ -322,7 +322,8 @@ def _check_tensor_core_path(req: RunRequest, acc: Accelerator, res: Result) -> N
         if u.name not in used or not isinstance(spec, GpuSpec):
             continue
         plan = plan_mma(spec, a, b, spec.dequant_ops_per_weight)
-        if plan is not None and plan.tensor and plan.tc_format not in (a.name, b.name):
+        if plan is not None and plan.tensor and plan.tc_format not in (
+                a.name, b.name, tc_format_name(a), tc_format_name(b)):
             warnings.warn(f"--a-format {a.name} --w-format {b.name}: {acc.name}'s {u.name} has "
                           f"no {a.name} x {b.name} tensor-core path (rates for "
                           f"{', '.join(spec.tensor_core.fma_per_clock)}); the MMAs run as "

@@ -22,6 +22,7 @@ import numpy as np
 
 from archsim.api import evaluate, load, preferred_attention, workload
 from archsim.arch.gpu.bench import DO_BENCH, timed_call_s
+from archsim.arch.gpu.kernels import NORM_VEC_ELEMS
 from archsim.arch.gpu.unit import TensorCoreGpu
 from archsim.kernel_tables import (
     back_to_back,
@@ -36,7 +37,7 @@ from archsim.workloads.graph import Workload
 from archsim.workloads.ops import Attention, Elementwise, Gemm, Norm, Op, Softmax
 
 __all__ = ["Row", "load_rows", "row_class", "row_op", "predict_ms", "score", "ClassScore", "model_rows",
-           "fit_power", "PowerFit", "energy_prediction", "fit_reduce_pass_rate", "ROW_KINDS",
+           "fit_power", "PowerFit", "energy_prediction", "fit_reduce_pass_rate", "fit_norm_pass_rate", "ROW_KINDS",
            "MEASURED_FIELDS"]
 
 _DTYPES = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8_e4m3", "int8": "int8"}
@@ -147,12 +148,13 @@ def row_op(row: dict[str, Any]) -> Op | None:
 
         f = _fmt(row)
         h = int(row["h"])
+        kvh = int(row.get("kv_heads", h))     # GQA rows (enable_gqa) name their KV heads
         if k == "attn_prefill":
             s = int(row["s"])
-            return Attention(name="attn", batch=int(row["b"]), heads=h, kv_heads=h, q_len=s,
+            return Attention(name="attn", batch=int(row["b"]), heads=h, kv_heads=kvh, q_len=s,
                              kv_len=s, head_dim=int(row["d"]), causal=bool(row["causal"]),
                              a_format=f, w_format=f)
-        return Attention(name="attn", batch=int(row["b"]), heads=h, kv_heads=h, q_len=1,
+        return Attention(name="attn", batch=int(row["b"]), heads=h, kv_heads=kvh, q_len=1,
                          kv_len=int(row["L"]), head_dim=int(row["d"]), causal=False,
                          a_format=f, w_format=f)
     if k == "vector":
@@ -317,6 +319,29 @@ def fit_reduce_pass_rate(unit: Any, rows: Sequence[Row | dict[str, Any]]) -> flo
         left = float(d["ms"]) * 1e-3 - fast.estimate(op).latency_s
         if left > 0:
             rates.append(2 * op.input_bytes() / left / (s.sm_count * s.clock_hz))
+    return statistics.median(rates) if rates else None
+
+
+def fit_norm_pass_rate(unit: Any, rows: Sequence[Row | dict[str, Any]]) -> float | None:
+    """``cuda_core.norm_scalar_bytes_per_clock`` (bytes per clock per SM) from layer/RMS norm
+    rows on PyTorch's scalar path (width not a multiple of ``NORM_VEC_ELEMS``): per row, the
+    two passes' bytes (2 x input) over the measured time less two launches and the DRAM
+    latency, at the SM count and top clock; rows whose time the HBM stream explains (within
+    5 %) carry no rate and are skipped; the median. None without such rows."""
+    s = unit.spec
+    rates = []
+    for r in rows:
+        d = r.data if isinstance(r, Row) else r
+        if d.get("kind") != "vector" or d.get("op") not in ("layernorm", "rmsnorm"):
+            continue
+        op = row_op(d)
+        if not isinstance(op, Norm) or op.cols % NORM_VEC_ELEMS == 0:
+            continue
+        body = float(d["ms"]) * 1e-3 - 2 * s.kernel_launch_s - s.dram_latency_ns * 1e-9
+        stream = (op.input_bytes() + op.weight_bytes() + op.output_bytes()) \
+            / s.memory.sustained_bytes_per_s
+        if body > 1.05 * stream:
+            rates.append(2 * op.input_bytes() / body / (s.sm_count * s.clock_hz))
     return statistics.median(rates) if rates else None
 
 

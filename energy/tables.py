@@ -260,7 +260,9 @@ FLOAT_FORMATS: Mapping[str, Mapping[str, int | str]] = MappingProxyType(
         "fp16": {"bits": 16, "arith_bits": 16, "significand_bits": 11, "source": "IEEE 754-2008 binary16"},
         "fp8_e4m3": {"bits": 8, "arith_bits": 8, "significand_bits": 4, "source": "Micikevicius et al., 'FP8 formats for deep learning', 2022"},
         "fp8_e5m2": {"bits": 8, "arith_bits": 8, "significand_bits": 3, "source": "Micikevicius et al., 'FP8 formats for deep learning', 2022"},
-        "fp4_e2m1": {"bits": 4, "arith_bits": 4, "significand_bits": 2, "source": OCP_MX + " (FP4 E2M1 element)"},
+        "fp6_e2m3": {"bits": 6, "arith_bits": 6, "significand_bits": 4, "source": OCP_MX + " (FP6 E2M3 element)"},
+        "fp6_e3m2": {"bits": 6, "arith_bits": 6, "significand_bits": 3, "source": OCP_MX + " (FP6 E3M2 element)"},
+        "fp4": {"bits": 4, "arith_bits": 4, "significand_bits": 2, "source": OCP_MX + " (FP4 E2M1 element)"},
     }
 )
 INT_FORMATS: Mapping[str, Mapping[str, int | str]] = MappingProxyType(
@@ -283,7 +285,10 @@ BLOCK_FORMATS: Mapping[str, Mapping[str, int | str]] = MappingProxyType(
     {
         # storage bits per element (scale amortised separately), element format,
         # block size, shared-scale bits (E8M0)
-        "mxfp4": {"bits": 4, "element": "fp4_e2m1", "block_size": 32, "scale_bits": 8, "source": OCP_MX},
+        "mxfp4": {"bits": 4, "element": "fp4", "block_size": 32, "scale_bits": 8, "source": OCP_MX},
+        # NVFP4: E2M1 elements, one FP8 E4M3 scale per 16 (NVIDIA Blackwell technical brief, 2024)
+        "nvfp4": {"bits": 4, "element": "fp4", "block_size": 16, "scale_bits": 8,
+                  "source": "NVIDIA Blackwell architecture technical brief (2024): NVFP4"},
         "mxint8": {"bits": 8, "element": "int8", "block_size": 32, "scale_bits": 8, "source": OCP_MX},
     }
 )

@@ -6,7 +6,9 @@ cost. Names are the ones accepted on the command line (``--a-format fp16``); int
 are included for fixed-point datapaths (Eyeriss) and accumulators.
 
 Sources: OCP Microscaling Formats (MX) v1.0 (2023) for mxfp4/mxint8 (block of 32 elements,
-one 8-bit E8M0 scale); NVIDIA Hopper FP8 (E4M3/E5M2); BitNet b1.58 (ternary weights,
+one 8-bit E8M0 scale) and the FP6 (E2M3, E3M2) and FP4 (E2M1) element formats; NVIDIA
+Blackwell architecture technical brief (2024) for NVFP4 (E2M1 elements, one FP8 E4M3 scale
+per 16 elements); NVIDIA Hopper FP8 (E4M3/E5M2); BitNet b1.58 (ternary weights,
 log2(3) = 1.58 bits of information, stored in 2 bits).
 """
 
@@ -97,6 +99,10 @@ FORMATS: dict[str, NumberFormat] = {
         _f("fp16", 16, 5, 10),
         _f("fp8_e4m3", 8, 4, 3),
         _f("fp8_e5m2", 8, 5, 2),
+        _f("fp6_e2m3", 6, 2, 3),
+        _f("fp6_e3m2", 6, 3, 2),
+        # FP4 E2M1 as a plain element (per-tensor scale); with block scales: nvfp4 / mxfp4
+        _f("fp4", 4, 2, 1),
         _i("int32", 32),
         _i("int16", 16),
         _i("int8", 8),
@@ -107,6 +113,8 @@ FORMATS: dict[str, NumberFormat] = {
         NumberFormat("ternary", "ternary", 2, mantissa_bits=1),
         NumberFormat("int1", "binary", 1),
         NumberFormat("mxfp4", "block", 4, exponent_bits=2, mantissa_bits=1, block_size=32,
+                     scale_bits=8, element_kind="float"),
+        NumberFormat("nvfp4", "block", 4, exponent_bits=2, mantissa_bits=1, block_size=16,
                      scale_bits=8, element_kind="float"),
         NumberFormat("mxint8", "block", 8, mantissa_bits=7, block_size=32, scale_bits=8,
                      element_kind="int"),

@@ -64,15 +64,49 @@ from archsim.arch.gpu.spec import GpuSpec
 
 if TYPE_CHECKING:
     from archsim.arch.gpu.unit import TensorCoreGpu
+from archsim.workloads.formats import NumberFormat
 from archsim.workloads.ops import Attention, Norm, Op, Softmax
 
-__all__ = ["paged_attention_time", "fa_tile_work", "row_quant_s", "ROW_CHUNK_ELEMS", "AttentionTime", "attention_time", "cta_imbalance", "cta_pairs", "vector_read_passes",
-           "estimate_attention", "softmax_reread_s", "unit_attention_time"]
+__all__ = ["attention_tc_format", "paged_attention_time", "fa_tile_work", "row_quant_s", "ROW_CHUNK_ELEMS", "AttentionTime", "attention_time", "cta_imbalance", "cta_pairs", "vector_read_passes",
+           "estimate_attention", "softmax_reread_s", "unit_attention_time", "NORM_VEC_ELEMS",
+           "norm_kernels", "norm_pass_s"]
 
 #: PyTorch keeps a softmax row in registers (one read) up to this many columns
 #: (``dispatch_softmax_forward``: persistent warp softmax for dim <= 1024); longer rows
 #: are read three times: max, sum of exp, normalise (``cunn_SoftMaxForward``).
 _SOFTMAX_PERSISTENT_COLS = 1024
+
+
+#: PyTorch's ``layer_norm_kernel.cu`` takes the vectorised kernel when the row width is a
+#: multiple of ``vec_size`` = 4 elements (and the rows are aligned to 4 elements); otherwise
+#: the scalar path: ``RowwiseMomentsCUDAKernel`` then ``LayerNormForwardCUDAKernel`` (tag C;
+#: ``F.rms_norm`` shares the file). The H100 rows cannot tell 4 from 8: every aligned width
+#: measured is a multiple of 8 and every unaligned one is odd.
+NORM_VEC_ELEMS = 4
+
+
+def _scalar_norm(spec: GpuSpec, op: Op) -> bool:
+    return (isinstance(op, Norm) and op.cols % NORM_VEC_ELEMS != 0
+            and spec.cuda_core.norm_scalar_bytes_per_clock is not None)
+
+
+def norm_kernels(spec: GpuSpec, op: Op) -> int:
+    """Kernels one layer/RMS norm launches: 2 on the scalar path (row moments, then apply),
+    else 1 (the vectorised kernel, or a GPU without a scalar-path rate)."""
+    return 2 if _scalar_norm(spec, op) else 1
+
+
+def norm_pass_s(spec: GpuSpec, op: Op) -> float | None:
+    """Seconds, at the top clock, of the two SM-issue-bound passes (row moments, then
+    normalise) of a layer/RMS norm on PyTorch's scalar path (width not a multiple of
+    NORM_VEC_ELEMS): ``2 x input bytes / (norm_scalar_bytes_per_clock x SMs x f)``; they
+    overlap with the HBM stream (the kernel time is the larger). None for any other op, a
+    vectorised width, or a GPU without that rate (the vectorised model applies)."""
+    if not _scalar_norm(spec, op):
+        return None
+    rate = spec.cuda_core.norm_scalar_bytes_per_clock
+    assert rate is not None
+    return 2.0 * op.input_bytes() / (rate * spec.sm_count * spec.clock_hz)
 
 
 def vector_read_passes(op: Op) -> int:
@@ -242,7 +276,7 @@ def paged_attention_time(spec: GpuSpec, op: Attention) -> float:
         return (c.decode_call_us * 1e-6 + fixed + op.batch * c.seq_ns * 1e-9
                 + max(1.0, ctas / sms) * (c.decode_cta_us * 1e-6 + dim_s) + stream)
     f = spec.tensor_clock_mhz * 1e6
-    fmt = "fp16" if op.a_format.name in ("fp16", "fp32") else op.a_format.name
+    fmt = attention_tc_format(spec, op.a_format)
     mma = float(spec.tc_rate_per_sm(fmt)) * c.mma_efficiency * f
     pair_s = 2.0 * op.head_dim / mma + 1.0 / (spec.cuda_core.sfu_per_sm * f)
     work = fa_tile_work(op)
@@ -259,6 +293,18 @@ def paged_attention_time(spec: GpuSpec, op: Attention) -> float:
             + max(1.0, ctas / sms) * (c.cta_us * 1e-6 + dim_s) + max(t_sm, t_hbm))
 
 
+def attention_tc_format(spec: GpuSpec, fmt: NumberFormat) -> str:
+    """Tensor-core format of a FlashAttention call whose activations are ``fmt``: fp32
+    inputs run the fp16 kernels; FP4/FP6 activations (the GEMM inputs of an NVFP4 model)
+    have no attention kernel of their own, so Q.K and P.V run in fp8 where the GPU has it,
+    else in bf16; every other format is its own."""
+    if fmt.name in ("fp16", "fp32"):
+        return "fp16"
+    if fmt.is_float and fmt.bits < 8:
+        return "fp8_e4m3" if spec.tc_rate_per_sm("fp8_e4m3") else "bf16"
+    return fmt.name
+
+
 def softmax_reread_s(spec: GpuSpec, op: Op) -> float:
     """Seconds of a softmax's re-read passes when they run after the stream, issue-bound at
     ``cuda_core.reduce_pass_bytes_per_clock`` per SM (0 for other ops, rows of at most
@@ -273,7 +319,7 @@ def softmax_reread_s(spec: GpuSpec, op: Op) -> float:
 def unit_attention_time(spec: GpuSpec, op: Attention) -> AttentionTime:
     """:func:`attention_time` at the tensor-core rate of ``op``'s format (fp32 inputs run the
     fp16 kernels)."""
-    f = "fp16" if op.a_format.name in ("fp16", "fp32") else op.a_format.name
+    f = attention_tc_format(spec, op.a_format)
     return attention_time(spec, op, float(spec.tc_rate_per_sm(f)))
 
 
@@ -282,7 +328,7 @@ def estimate_attention(unit: TensorCoreGpu, op: Attention) -> Estimate:
     action counts of its two GEMMs (tensor-core MACs, register traffic, K/V tiles from shared
     memory), the softmax on the CUDA cores, the HBM / L2 traffic, and the power cap."""
     s = unit.spec
-    f = "fp16" if op.a_format.name in ("fp16", "fp32") else op.a_format.name
+    f = attention_tc_format(s, op.a_format)
     rate = float(s.tc_rate_per_sm(f))
     t = unit_attention_time(s, op)
     macs = float(op.macs())

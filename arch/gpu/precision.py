@@ -25,9 +25,8 @@ from dataclasses import dataclass
 from archsim.arch.gpu.spec import GpuSpec
 from archsim.workloads.formats import NumberFormat
 
-__all__ = ["MmaPlan", "plan_mma", "candidate_plans"]
+__all__ = ["MmaPlan", "plan_mma", "candidate_plans", "tc_format_name", "narrow_float_refusal"]
 
-_FLOAT_TC = ("tf32", "fp16", "bf16", "fp8_e4m3", "fp8_e5m2")
 _INT_TC = ("int8", "int4", "int1")
 
 
@@ -71,7 +70,10 @@ def _ibits(f: NumberFormat) -> int:
 
 
 def _tc_bits(name: str) -> int:
-    return {"tf32": 32, "fp16": 16, "bf16": 16, "fp8_e4m3": 8, "fp8_e5m2": 8, "int8": 8,
+    # fp6 operands sit in 8-bit containers in shared memory (tcgen05 kind::f8f6f4); fp4 of
+    # the block-scaled kinds (kind::mxf4 / nvf4) is packed two to a byte.
+    return {"tf32": 32, "fp16": 16, "bf16": 16, "fp8_e4m3": 8, "fp8_e5m2": 8, "fp6": 8,
+            "fp4": 4, "int8": 8,
             "int4": 4, "int1": 1, "fp64": 64, "fp32": 32}[name]
 
 
@@ -80,19 +82,54 @@ def _simt(spec: GpuSpec, a_conv: float = 0.0, b_conv: float = 0.0) -> MmaPlan:
                    b_conv, 32, tensor=False)
 
 
+def tc_format_name(f: NumberFormat) -> str:
+    """The tensor-core rate key of a format: FP6 (E2M3, E3M2) -> ``fp6``; FP4 E2M1, plain
+    or block-scaled (nvfp4, mxfp4) -> ``fp4`` (the block scale is applied by the MMA
+    itself on Blackwell); every other format is its own key."""
+    if f.is_float and f.bits in (4, 6):
+        return f"fp{f.bits}"
+    return f.name
+
+
+def _narrow_float(f: NumberFormat) -> bool:
+    return f.is_float and f.bits < 8
+
+
+def narrow_float_refusal(spec: GpuSpec, a: NumberFormat, b: NumberFormat) -> str | None:
+    """Why a GEMM whose two operands are both FP4/FP6 (plain or block-scaled) cannot run on
+    this GPU (None if it can): such a GEMM needs the tensor core's own fp4/fp6 rate (Blackwell);
+    a GPU without it (Hopper, Ampere) has no kernel for it -- dequantising *both* operands is
+    not what any library ships. Weight-only FP4 (a 16-bit activation) runs everywhere
+    (``w_only``)."""
+    if not (_narrow_float(a) and _narrow_float(b)):
+        return None
+    want = max((tc_format_name(a), tc_format_name(b)), key=_tc_bits)
+    if want in spec.tensor_core.fma_per_clock:
+        return None
+    return (f"no {want} tensor-core rate for a {a.name} x {b.name} GEMM on this GPU; its "
+            f"tensor-core formats: {', '.join(spec.tensor_core.fma_per_clock)} (weight-only "
+            f"{b.name} with a 16-bit activation format runs dequantised)")
+
+
 def _float_target(spec: GpuSpec, a: NumberFormat, b: NumberFormat) -> str | None:
     """Tensor-core float format for a GEMM with at least one float operand (None: SIMT).
 
     The widest plain float operand sets the compute format; fp32 stays on the CUDA cores
     (PyTorch's default with TF32 off); a format without a tensor-core rate (fp8 on A100)
-    falls back to fp16/bf16; block floats alone (mxfp4 x mxfp4) dequantise to fp16.
+    falls back to fp16/bf16. FP4/FP6 x FP4/FP6 (plain or block-scaled) runs at the GPU's
+    fp4/fp6 rate (Blackwell); a GPU without it refuses such a GEMM
+    (:func:`narrow_float_refusal`, checked by the unit's ``supports``).
     """
     has = spec.tensor_core.fma_per_clock
+    if _narrow_float(a) and _narrow_float(b):   # FP4/FP6 x FP4/FP6: its own MMA kind
+        want = max((tc_format_name(a), tc_format_name(b)), key=_tc_bits)
+        if want in has:
+            return want
     floats = [f for f in (a, b) if f.is_float and f.kind != "block"]
     widest = max(floats, key=lambda f: f.bits) if floats else None
     if widest is not None and widest.name == "fp32":
         return None
-    if widest is not None and widest.name in has:
+    if widest is not None and tc_format_name(widest) in has and not _narrow_float(widest):
         return widest.name
     order = ("bf16", "fp16") if widest is not None and widest.name == "bf16" else ("fp16", "bf16")
     for name in order:
@@ -113,8 +150,8 @@ def candidate_plans(spec: GpuSpec, a: NumberFormat, b: NumberFormat,
             conv_a = 0.0 if a.name in ("fp32",) else 1.0
             conv_b = 0.0 if b.name in ("fp32",) else dequant_ops if b.is_integer else 1.0
             return [_simt(spec, conv_a, conv_b)]
-        a_conv = 0.0 if a.name == target else 1.0
-        if b.name == target:
+        a_conv = 0.0 if tc_format_name(a) == target else 1.0
+        if tc_format_name(b) == target:
             b_conv, path = 0.0, "tc"
         else:
             b_conv = dequant_ops if (b.is_integer or b.kind == "block") else 1.0

@@ -18,7 +18,7 @@ __all__ = ["TensorCoreSpec", "CudaCoreSpec", "SmSpec", "L2Spec", "NvlinkSpec", "
            "TC_FORMATS"]
 
 #: Formats a tensor core may list a rate for (the MMA operand formats of NVIDIA GPUs).
-TC_FORMATS = ("tf32", "fp16", "bf16", "fp8_e4m3", "fp8_e5m2", "int8", "int4",
+TC_FORMATS = ("tf32", "fp16", "bf16", "fp8_e4m3", "fp8_e5m2", "fp6", "fp4", "int8", "int4",
               "int1")
 
 
@@ -29,7 +29,9 @@ class TensorCoreSpec:
     per_sm: int = param(doc="tensor cores per SM", min=1)
     fma_per_clock: dict[str, int] = param(
         doc="dense MMA rate per tensor core per clock, by operand format (fp16, bf16, tf32, "
-            "fp8_e4m3, int8, int4, int1 ...); a format not listed has no tensor-core path",
+            "fp8_e4m3, fp6, fp4, int8, int4, int1 ...; fp6 = both OCP FP6 element formats, fp4 = "
+            "E2M1 plain or block-scaled: nvfp4, mxfp4); a format not listed has no "
+            "tensor-core path",
         unit="FMA/clock")
     mma_efficiency: float = param(
         doc="achieved fraction of peak MMA issue in a steady-state GEMM mainloop at a fixed "
@@ -87,6 +89,13 @@ class CudaCoreSpec:
                   "run one after another, issue-bound whether they hit L2 or HBM "
                   "(arch/gpu/kernels.py). null = re-reads at the L2 / HBM bandwidth",
         unit="B/clock", min=0.01)
+    norm_scalar_bytes_per_clock: float | None = param(
+        None, doc="per-SM rate of each of the two passes of the scalar layer/RMS norm path "
+                  "PyTorch takes when the row width is not a multiple of NORM_VEC_ELEMS "
+                  "(element loads, one block per row; two kernels: row moments, then the "
+                  "normalisation, each reading the row); issue-bound, overlapped with the HBM "
+                  "stream (arch/gpu/kernels.py norm_pass_s). null = such rows priced as the "
+                  "vectorised kernel", unit="B/clock", min=0.01)
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,10 @@ from archsim.arch.gpu.datapath import (
 from archsim.arch.gpu.gemm import SPLITS, GemmResult, GemmShape, gemm_time
 from archsim.arch.gpu.host import EAGER_OPS_PER_ATTENTION, RUNTIME_NOTES, host_s
 from archsim.arch.gpu.kernels import (
+    attention_tc_format,
     estimate_attention,
+    norm_kernels,
+    norm_pass_s,
     softmax_reread_s,
     unit_attention_time,
     vector_read_passes,
@@ -47,7 +50,7 @@ from archsim.arch.gpu.kernels import (
 from archsim.arch.gpu.lower import lower_attention, lower_gemm, lower_stream
 from archsim.arch.gpu.moe import estimate_fused_moe, moe_kernel_spec
 from archsim.arch.gpu.power import solve_clock
-from archsim.arch.gpu.precision import MmaPlan, plan_mma
+from archsim.arch.gpu.precision import MmaPlan, narrow_float_refusal, plan_mma
 from archsim.arch.gpu.spec import GpuSpec
 from archsim.energy import (
     Component,  # energy sits below arch; imported lazily
@@ -120,10 +123,13 @@ class TensorCoreGpu(Unit[GpuMapping]):
         return self.spec.clock_hz
 
     def supports(self, op: Op) -> str | None:
-        if isinstance(op, (Gemm, Conv2d, Softmax, Norm, Elementwise, Embedding)):
+        if isinstance(op, (Gemm, Conv2d)):
+            g = op.as_gemm() if isinstance(op, Conv2d) else op
+            return narrow_float_refusal(self.spec, g.a_format, g.b_format)
+        if isinstance(op, (Softmax, Norm, Elementwise, Embedding)):
             return None
         if isinstance(op, Attention):
-            f = "fp16" if op.a_format.name in ("fp16", "fp32") else op.a_format.name
+            f = attention_tc_format(self.spec, op.a_format)
             if not self.spec.tc_rate_per_sm(f):
                 return f"no tensor-core rate for attention in {op.a_format.name}"
             return None
@@ -150,7 +156,7 @@ class TensorCoreGpu(Unit[GpuMapping]):
         """Dense MACs/cycle of the fastest datapath for the op's formats at ``clock_hz``
         (vector ops: FP32 lanes)."""
         if isinstance(op, Attention):
-            f = "fp16" if op.a_format.name in ("fp16", "fp32") else op.a_format.name
+            f = attention_tc_format(self.spec, op.a_format)
             return float(self.spec.sm_count * self.spec.tc_rate_per_sm(f))
         if isinstance(op, FusedMoE):
             f = "fp8_e4m3" if op.w_format.bytes_per_element < 2 else "fp16"
@@ -483,6 +489,15 @@ class TensorCoreGpu(Unit[GpuMapping]):
 
         extra = (vector_read_passes(op) - 1) * op.input_bytes()
         s = self.spec
+        passes = norm_pass_s(s, op)
+        if passes is not None:
+            # odd width: PyTorch's scalar norm path, two kernels whose passes are issue-bound
+            # per SM (calibrated; docs/gpu.md "Vector ops over odd widths"), overlapped with
+            # the stream; the re-read hits L2 (a block's row stays there), for the energy
+            return self._estimate_stream(op, "vector", op.input_bytes() + op.weight_bytes(),
+                                         op.output_bytes(), op.vector_ops(), sfu,
+                                         issue_s=passes, l2_reread_b=extra,
+                                         launches=norm_kernels(s, op))
         serial = softmax_reread_s(s, op)
         if serial:
             # the re-read passes run after the first, issue-bound per SM (calibrated;
@@ -501,18 +516,19 @@ class TensorCoreGpu(Unit[GpuMapping]):
     def _estimate_stream(self, op: Op, dataflow: str, read_b: float, write_b: float,
                          ops: float, sfu_ops: float = 0.0, launch: bool = True,
                          l2_extra_b: float = 0.0, serial_s: float = 0.0,
-                         l2_reread_b: float = 0.0) -> Estimate:
-        """Streaming kernel: max(bytes / sustained bandwidth, L2 re-reads, ALU, SFU) + launch
-        + latency, plus ``serial_s`` of passes that run after it (``l2_reread_b`` bytes they
-        read through L2, for the energy)."""
+                         l2_reread_b: float = 0.0, issue_s: float = 0.0,
+                         launches: int = 1) -> Estimate:
+        """Streaming kernel: max(bytes / sustained bandwidth, L2 re-reads, ALU, SFU, SM issue
+        ``issue_s``) + ``launches`` launches + latency, plus ``serial_s`` of passes that run
+        after it (``l2_reread_b`` bytes they read through L2, for the energy)."""
         s = self.spec
         t_mem = (read_b + write_b) / s.memory.sustained_bytes_per_s
-        t_alu = ops / (s.sm_count * s.cuda_core.fp32_lanes_per_sm * s.clock_hz)
+        t_alu = max(ops / (s.sm_count * s.cuda_core.fp32_lanes_per_sm * s.clock_hz), issue_s)
         t_sfu = sfu_ops / (s.sm_count * s.cuda_core.sfu_per_sm * s.clock_hz)
         t_alu = max(t_alu, (read_b + l2_extra_b) / (s.l2.bandwidth_gbps * 1e9)) if l2_extra_b \
             else t_alu
         body = max(t_mem, t_alu, t_sfu) + serial_s
-        fixed = (s.kernel_launch_s if launch else 0.0) + (
+        fixed = (launches * s.kernel_launch_s if launch else 0.0) + (
             s.dram_latency_ns * 1e-9 if read_b else 0.0)
         bound = "memory" if body == t_mem and t_mem > 0 else "compute"
         if fixed > body:
@@ -539,7 +555,8 @@ class TensorCoreGpu(Unit[GpuMapping]):
                         actions=MappingProxyType(actions), utilization=min(1.0, util),
                         bound=bound, mapping=dataflow,
                         details=MappingProxyType({"mem_s": t_mem, "alu_s": t_alu, "sfu_s": t_sfu,
-                                                  "launches": 1.0 if launch else 0.0, **dvfs}))
+                                                  "launches": 1.0 if launch else 0.0,
+                                                  "kernels": float(launches), **dvfs}))
 
     def _estimate_allreduce(self, op: AllReduce) -> Estimate:
         s = self.spec
@@ -584,7 +601,10 @@ class TensorCoreGpu(Unit[GpuMapping]):
             # formats are modes of the same array (count 0: energy per action only).
             count = (s.sm_count * s.tensor_core.per_sm * s.tensor_core.fma_per_clock[f]
                      if f == primary else 0)
-            out.append(Component(self.cname(f"tensor_core_{f}"), "mac", count, {"format": f}))
+            # the fp6 mode prices one MAC of the wider-exponent OCP element (E3M2)
+            energy_fmt = "fp6_e3m2" if f == "fp6" else f
+            out.append(Component(self.cname(f"tensor_core_{f}"), "mac", count,
+                                 {"format": energy_fmt}))
         out += [
             Component(self.cname("cuda_core"), "vector", s.sm_count * s.cuda_core.fp32_lanes_per_sm,
                       {"format": "fp32"}),
@@ -646,9 +666,13 @@ class TensorCoreGpu(Unit[GpuMapping]):
                 return lower_stream(s, op.name, 0.0, 0.0, op.vector_ops(), sfu, launch=False,
                                     clock_hz=f_hz)
 
+            ops = float(op.vector_ops())
+            passes = norm_pass_s(s, op)
+            if passes is not None:      # the norm's issue-bound passes hold the SM's lanes
+                ops = max(ops, passes * s.clock_hz * s.sm_count * s.cuda_core.fp32_lanes_per_sm)
             return lower_stream(s, op.name, op.input_bytes() + op.weight_bytes(),
-                                op.output_bytes(), op.vector_ops(), sfu, clock_hz=f_hz,
-                                serial_s=softmax_reread_s(s, op))
+                                op.output_bytes(), ops, sfu, clock_hz=f_hz,
+                                serial_s=softmax_reread_s(s, op), launches=norm_kernels(s, op))
         if isinstance(op, Embedding):
             return lower_stream(s, op.name, op.weight_bytes(), op.output_bytes(), 0.0)
         if isinstance(op, AllReduce):

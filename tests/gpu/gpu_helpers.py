@@ -11,7 +11,7 @@ from archsim.arch.gpu import TensorCoreGpu
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ROOT / "configs" / "gpu"
 SHARED_REF = ROOT.parent / "shared" / "reference"
-GPUS = ("a100", "h100", "h200", "t4")
+GPUS = ("a100", "h100", "h200", "t4", "b200", "gb200")
 
 
 @cache

@@ -27,7 +27,8 @@ from archsim.workloads.ops import (  # noqa: E402
 FMT_PAIRS = [("fp16", "fp16"), ("bf16", "bf16"), ("fp16", "int4"), ("bf16", "int8"),
              ("int8", "int8"), ("int4", "int4"), ("int6", "int6"), ("fp8_e4m3", "fp8_e4m3"),
              ("fp32", "fp32"), ("tf32", "tf32"), ("int2", "int1"), ("fp16", "mxfp4"),
-             ("ternary", "ternary")]
+             ("ternary", "ternary"), ("nvfp4", "nvfp4"), ("fp4", "fp4"),
+             ("fp6_e3m2", "fp6_e3m2"), ("bf16", "fp4")]
 dims = st.integers(min_value=1, max_value=20000)
 small = st.integers(min_value=1, max_value=64)
 
