@@ -6,8 +6,11 @@
 Runs every row of ``shared/reference/serving_h100/deployments.csv`` that archsim can express
 (:func:`archsim.validation.serving_h100.unsupported` says why the others are not) as the
 same closed-loop benchmark on ``gpu/h100`` and prints, per row, the measured and predicted
-mean TTFT and TPOT, then the median |error| per model and backend, and the count of rows
-left out by reason. Deterministic; about 1 s per row on one core.
+mean TTFT and TPOT, then the median |error| per model and backend, TensorRT-LLM's TP 1 rows
+(where its reserved slot was chosen) against its TP 2-8 rows, and the count of rows left
+out by reason. Each row runs with its engine as deployed
+(:func:`archsim.validation.serving_h100.engine_settings`). Deterministic; about 1-2 s per
+row on one core.
 """
 
 from __future__ import annotations
