@@ -7,8 +7,11 @@
 Runs every row of ``shared/reference/serving_h100/deployments.csv`` that archsim can express
 (:func:`archsim.validation.serving_h100.unsupported` says why the others are not) as the
 same closed-loop benchmark on ``gpu/h100`` and prints, per row, the measured and predicted
-mean TTFT and TPOT, then the median |error| per model and backend, and the count of rows
-left out by reason. Deterministic; about 1 s per row on one core.
+mean TTFT and TPOT, then the median |error| per model and backend, TensorRT-LLM's TP 1 rows
+(where its reserved slot was chosen) against its TP 2-8 rows, and the count of rows left
+out by reason. Each row runs with its engine as deployed
+(:func:`archsim.validation.serving_h100.engine_settings`). Deterministic; about 1-2 s per
+row on one core.
 
 ``--disaggregated`` runs instead the disaggregated rows of the served models, with the decode
 slots (``decode_batch_size x decode_num_workers``) as the client count the rows do not give
@@ -27,6 +30,7 @@ import archsim  # noqa: E402
 from archsim.validation.serving_h100 import (  # noqa: E402
     ZOO,
     load_deployments,
+    median_errors,
     predict,
     render_markdown,
     unsupported,
@@ -70,7 +74,12 @@ def main(argv: list[str]) -> int:
               f"{d.ttft_ms:.1f} {p.ttft_ms:.1f} {p.ttft_error:+.0%} | {d.tpot_ms:.2f} "
               f"{p.tpot_ms:.2f} {p.tpot_error:+.0%}", flush=True)
     print(f"\n{len(ok)} of {len(rows)} rows expressible; {per_client} requests per client\n")
-    print(render_markdown([("all (no constant fitted)", preds)]))
+    print(render_markdown([("all", preds)]))
+    # TensorRT-LLM's reserved slot was chosen on its TP 1 rows: those against the rest
+    trt = [p for p in preds if p.deployment.backend == "trtllm"]
+    for k, (n, at, ap, st, sp) in median_errors(
+            trt, key=lambda d: "TP 1 (slot chosen)" if d.tp == 1 else "TP 2-8 (check)").items():
+        print(f"trtllm {k}: {n} rows, TTFT {at:.0%} ({st:+.0%}), TPOT {ap:.0%} ({sp:+.0%})")
     print("\nleft out:")
     for reason, n in why.most_common():
         print(f"  {n:4d}  {reason}")

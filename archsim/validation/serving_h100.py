@@ -35,9 +35,11 @@ from archsim.serve.run import benchmark_report, serve
 from archsim.serve.session import REQUESTS_PER_CLIENT, closed_loop_requests, run_serving
 from archsim.workloads.errors import Problem, WorkloadError
 
-__all__ = ["Deployment", "Prediction", "ZOO", "deployments_path", "load_deployments",
-           "checkpoint_precision", "unsupported", "predict", "disaggregated_setup", "FORMATS",
-           "DISAGG_LINK", "median_errors", "render_markdown"]
+__all__ = ["Deployment", "Prediction", "ZOO", "EngineSettings", "engine_settings",
+           "HEADROOM_TOKENS", "SGLANG_CHUNK_TOKENS", "ENGINE_TOKENS", "BACKEND_POLICY",
+           "RESERVED_SLOTS", "deployments_path", "load_deployments", "checkpoint_precision",
+           "unsupported", "predict", "disaggregated_setup", "FORMATS", "DISAGG_LINK",
+           "median_errors", "render_markdown"]
 
 _DATA = Path(__file__).resolve().parents[2] / "tests" / "data"
 _HF = _DATA / "hf_dense"
@@ -56,18 +58,71 @@ ZOO = {"meta-llama/Llama-3.1-8B-Instruct": "llama3-8b", "meta-llama/Llama-3.1-70
        "openai/gpt-oss-120b": str(_DEPLOYED / "gpt-oss-120b"),
        "MiniMaxAI/MiniMax-M2.5": str(_DEPLOYED / "MiniMax-M2.5")}
 
-#: Tokens per engine iteration, the three engines' default: TensorRT-LLM ``max_num_tokens``
-#: 8192, vLLM V1 ``max_num_batched_tokens`` 8192 (online serving), SGLang
-#: ``chunked_prefill_size`` 8192 (H100-class GPUs).
+#: Token headroom over the prompt in a generated deployment's per-iteration token budget:
+#: NVIDIA's aiconfigurator, which generated and benchmarked these deployments, sets an
+#: aggregated TensorRT-LLM worker's ``max_num_tokens`` to ``max_batch_size + isl + 1500``
+#: ("assuming no chunked prefill"; its first public commit, 2025-08, ``cli/backends/trtllm.py``;
+#: today ``generator/rule_plugin/trtllm.rule``) and a vLLM worker's ``max_num_batched_tokens``
+#: to the same (``rule_plugin/vllm.rule``, since vLLM support came, 2025-12-04), not the
+#: engines' default of 8192.
+HEADROOM_TOKENS = 1500
+
+#: SGLang's own per-iteration prompt budget on H100-class GPUs (``chunked_prefill_size``
+#: 8192). The SGLang rows (0.5.1.post1, 2025-08; 0.5.8.post1) predate or sit at the start of
+#: aiconfigurator's SGLang generator (2025-12-04; ``--enable-mixed-chunk`` added
+#: 2026-01-19), so they are run with the engine's defaults.
+SGLANG_CHUNK_TOKENS = 8192
+
+#: Tokens per iteration of the engines' defaults (TensorRT-LLM ``max_num_tokens``, vLLM V1
+#: ``max_num_batched_tokens``, SGLang ``chunked_prefill_size``: 8192), used for the
+#: disaggregated rows, whose generated per-worker budgets the data does not give.
 ENGINE_TOKENS = 8192
 
-#: Each engine's default batching, as a registered policy (archsim.serve.policy):
-#: TensorRT-LLM's in-flight batching and vLLM V1's chunked prefill put the waiting prompts'
-#: tokens into the running decodes' iteration (``sarathi``, budget :data:`ENGINE_TOKENS`);
-#: SGLang runs a prefill-only batch whenever prompts wait (mixed chunks are off unless
-#: ``--enable-mixed-chunk``), decodes otherwise: ``vllm`` (vLLM v0's prefill-first rule)
-#: with :data:`ENGINE_TOKENS` tokens per prefill batch.
-BACKEND_POLICY = {"trtllm": "sarathi", "vllm": "sarathi", "sglang": "vllm"}
+#: Each engine's batching as deployed, as a registered policy (archsim.serve.policy):
+#: TensorRT-LLM (generated without chunked prefill; the ``GUARANTEED_NO_EVICT`` capacity
+#: scheduler by default) adds *whole* prompts to the running decodes' iteration, KV for
+#: prompt + output reserved on admission: ``orca``; vLLM V1 (chunked prefill always on)
+#: fills the budget the decodes leave with prompt chunks: ``sarathi``; SGLang by default
+#: (mixed chunks off) runs a prefill-only batch whenever prompts wait, decodes otherwise:
+#: ``vllm`` (prefill-first).
+BACKEND_POLICY = {"trtllm": "orca", "vllm": "sarathi", "sglang": "vllm"}
+
+#: Request slots an engine holds back from ``max_batch_size``. TensorRT-LLM: 1 — **chosen on
+#: the fit half's TP 1 rows** (Llama-3.1-8B, 42 rows), where the measured TTFT grows in
+#: proportion to the request's service time at 8-64 clients (TTFT ~ E2E / (clients - 1): one
+#: client always waits a whole request for a slot) and checked on its TP 2/4/8 rows
+#: (docs/serving.md). Candidate cause, not verified: TensorRT-LLM's PyTorch executor keeps a
+#: dummy generation request for CUDA-graph batch padding in its sequence slots (TensorRT-LLM
+#: PR #7998, after 1.0.0rc3, reserves an extra slot for it). vLLM and SGLang: 0 (their TTFT
+#: does not grow with the output length).
+RESERVED_SLOTS = {"trtllm": 1, "vllm": 0, "sglang": 0}
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """One deployment's engine settings as archsim runs them (docs/serving.md).
+
+    Attributes:
+        policy: the batching policy (:data:`BACKEND_POLICY`).
+        token_budget: most tokens per iteration (tokens): TensorRT-LLM and vLLM
+            ``max_batch_size + isl + HEADROOM_TOKENS`` (decodes included), SGLang
+            :data:`SGLANG_CHUNK_TOKENS` (prompt tokens of a prefill batch).
+        max_num_seqs: most running requests: ``max_batch_size`` (aiconfigurator benchmarks
+            an aggregated worker at ``workers x max_batch_size`` clients: the row's
+            concurrency, one worker) less :data:`RESERVED_SLOTS`.
+    """
+
+    policy: str
+    token_budget: int
+    max_num_seqs: int
+
+
+def engine_settings(d: Deployment) -> EngineSettings:
+    """The engine settings ``d`` was deployed with (:class:`EngineSettings`)."""
+    budget = (SGLANG_CHUNK_TOKENS if d.backend == "sglang"
+              else d.concurrency + d.isl + HEADROOM_TOKENS)
+    return EngineSettings(BACKEND_POLICY[d.backend], budget,
+                          max(1, d.concurrency - RESERVED_SLOTS[d.backend]))
 
 
 @dataclass(frozen=True)
@@ -219,10 +274,13 @@ def predict(d: Deployment, acc: Accelerator | str = "gpu/h100", requests_per_cli
             iteration_overhead_ms: float = 0.0, scheduler: str | None = None,
             concurrency: int | None = None) -> Prediction:
     """Run ``d`` as its benchmark ran (``concurrency`` clients, ``requests_per_client`` x
-    ``concurrency`` requests of ``isl``/``osl`` tokens, TP ``tp``, the backend's batching
-    (:data:`BACKEND_POLICY`, or ``scheduler``) with :data:`ENGINE_TOKENS` tokens per
-    iteration) and return the mean TTFT and TPOT. The first requests of a closed loop all arrive at once, so the means depend
-    on the count: 10 per client (``archsim serve``'s default) is used throughout.
+    ``concurrency`` requests of ``isl``/``osl`` tokens, TP ``tp``, the engine as deployed:
+    :func:`engine_settings`, or the policy ``scheduler`` with the same budget) and return the
+    mean TTFT and TPOT. The first requests of a closed loop all arrive at once, so the
+    means depend on the count: 10 per client (``archsim serve``'s default, and the
+    ``--request-count`` of aiconfigurator's genai-perf runner; its ``--warmup-request-count``
+    of 2 per client is drained before the measured requests start, so the measured phase
+    opens with the same burst) is used throughout.
 
     A disaggregated row (:func:`disaggregated_setup`) runs with ``concurrency`` clients,
     which the row does not give.
@@ -241,15 +299,16 @@ def predict(d: Deployment, acc: Accelerator | str = "gpu/h100", requests_per_cli
         serve(h100, disaggregated_setup(d, h100), reqs, raw_out=raw, concurrency=concurrency)
         rep = benchmark_report(raw, concurrency)
         return Prediction(d, rep.ttft_ms["mean"], rep.tpot_ms["mean"])
-    policy = scheduler or BACKEND_POLICY[d.backend]
+    eng = engine_settings(d)
+    policy = scheduler or eng.policy
     # the engine's per-iteration token budget, in the setting the policy reads
-    budget = {"chunk": ENGINE_TOKENS} if policy == "sarathi" else {
-        "max_batched_tokens": ENGINE_TOKENS}
-    run = run_serving(acc, ZOO[d.model_path], tp=d.tp, concurrency=d.concurrency,
-                      isl=str(d.isl), osl=str(d.osl),
+    budget = {"chunk": eng.token_budget} if policy == "sarathi" else {
+        "max_batched_tokens": eng.token_budget}
+    run = run_serving(acc, ZOO[d.model_path], tp=d.tp, ep=max(1, d.moe_ep),
+                      concurrency=d.concurrency, isl=str(d.isl), osl=str(d.osl),
                       requests=requests_per_client * d.concurrency,
                       iteration_overhead_ms=iteration_overhead_ms, scheduler=policy,
-                      **budget)  # type: ignore[arg-type]
+                      max_num_seqs=eng.max_num_seqs, **budget)  # type: ignore[arg-type]
     b = run.benchmark
     assert b is not None            # closed-loop runs always carry the report
     return Prediction(d, b.ttft_ms["mean"], b.tpot_ms["mean"])

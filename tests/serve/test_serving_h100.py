@@ -82,13 +82,10 @@ def test_representative_rows_within_the_stated_band(rows, h100, backend, tp, isl
     (d,) = [d for d in rows if unsupported(d) is None and d.backend == backend and d.tp == tp
             and d.isl == isl and d.osl == osl and d.concurrency == 16]
     p = predict(d, h100)
-    # docs/serving.md: TPOT within 25 % on these rows today; TTFT too, except vLLM's
-    # (closed-loop clients in lock-step: about 2.3x the measured TTFT, a stated gap)
+    # docs/serving.md: TTFT and TPOT within 25 % on these rows with the engines as deployed
+    # (vLLM's TTFT was 2.3x the measured one with the engines' default 8192-token budget)
     assert p.tpot_error == pytest.approx(0.0, abs=0.25), (d, p)
-    if backend == "vllm":
-        assert 0.5 < p.ttft_error < 2.0, (d, p)
-    else:
-        assert p.ttft_error == pytest.approx(0.0, abs=0.25), (d, p)
+    assert p.ttft_error == pytest.approx(0.0, abs=0.25), (d, p)
 
 
 def test_median_errors_and_table_on_hand_made_predictions(rows):
@@ -102,12 +99,15 @@ def test_median_errors_and_table_on_hand_made_predictions(rows):
 
 
 @pytest.mark.slow
-def test_every_expressible_row_median_errors(rows, h100):
-    # the full comparison (about 3 min): docs/serving.md gives the per-group table;
-    # bounds a little above today's values (TPOT <= 11 %, TTFT <= 52 %) so a regression shows
-    preds = [predict(d, h100) for d in rows if unsupported(d) is None]
+def test_dense_model_rows_median_errors(rows, h100):
+    # the dense models' rows (docs/serving.md's table: Llama-3.1-8B / TensorRT-LLM, Qwen3-32B /
+    # vLLM and SGLang), every second row of each group (about 5 min): bounds a little above
+    # today's values (TPOT <= 9 %, TTFT <= 15 %) so a regression shows
+    dense = ("meta-llama/Llama-3.1-8B-Instruct", "Qwen/Qwen3-32B")
+    ok = [d for d in rows if unsupported(d) is None and d.model_path in dense]
+    preds = [predict(d, h100) for d in ok[::2]]
     for n, at, ap, _, _ in median_errors(preds).values():
-        assert n >= 80 and ap <= 0.12 and at <= 0.60
+        assert n >= 40 and ap <= 0.12 and at <= 0.20
 
 
 def test_disaggregated_rows_load_their_pools_and_say_why_they_are_left_out(rows, h100):
