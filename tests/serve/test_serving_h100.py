@@ -42,17 +42,20 @@ def test_loader_reads_every_row_and_says_why_one_is_left_out(rows):
     assert all(d.ttft_ms > 0 and d.tpot_ms > 0 and d.isl > 0 and d.osl > 0 for d in rows)
     assert {d.backend for d in rows} == {"vllm", "trtllm", "sglang"}
     ok = [d for d in rows if unsupported(d) is None]
-    assert ok and all(d.model_path in ZOO and not d.precision and d.mode == "agg" for d in ok)
+    assert ok and all(d.model_path in ZOO and d.mode == "agg" and d.precision
+                      == checkpoint_precision(ZOO[d.model_path]) for d in ok)
     assert all(d.concurrency >= 1 and d.tp in (1, 2, 4, 8) for d in ok)
     # an fp8 deployment of a 16-bit checkpoint needs --w-format; an fp8 checkpoint served
-    # in fp8 is its own format (Qwen3-235B-A22B-FP8: left out for its expert parallelism)
+    # in fp8 is its own format (Qwen3-235B-A22B-FP8: expressible, expert parallelism inside
+    # the TP replica, unless its attention is data-parallel)
     fp8 = next(d for d in rows if d.precision == "fp8" and d.model_path == "Qwen/Qwen3-32B"
                and d.mode == "agg")
     assert "--w-format" in (unsupported(fp8) or "")
     assert "disaggregated" in (unsupported(next(d for d in rows if d.mode == "disagg")) or "")
     own = [d for d in rows if d.model_path == "Qwen/Qwen3-235B-A22B-FP8" and d.mode == "agg"]
-    assert own and all(d.moe_ep > 1 and "expert parallelism" in (unsupported(d) or "")
-                       for d in own)
+    assert own and all(d.moe_ep > 1 for d in own)
+    assert all((unsupported(d) is None) == (d.attention_dp <= 1 and d.tp % d.moe_ep == 0)
+               for d in own)
     # gpt-oss: MXFP4 experts are the checkpoint's ("fp4"); its sliding/full blocks are why
     oss = [d for d in rows if d.model_path == "openai/gpt-oss-120b" and d.precision == "fp4"]
     assert checkpoint_precision(ZOO["openai/gpt-oss-120b"]) == "fp4"
