@@ -139,6 +139,19 @@ def _bwd_vector(op: Op, name: str) -> Elementwise:
                        layer=op.layer, block=op.block, role=op.role)
 
 
+def _is_batch_norm(op: Op) -> bool:
+    """A CNN batch norm: the per-channel scale-and-shift (``Elementwise`` ``fn="mul"``,
+    role ``norm``) that inference runs folded."""
+    return isinstance(op, Elementwise) and op.role == "norm" and op.fn == "mul"
+
+
+def _batch_statistics(op: Op) -> Op:
+    """A batch norm as training runs it: the batch's statistics are computed before the
+    activations are normalised, so the forward reads its input twice (a reduction pass, then
+    the normalising pass: cuDNN's ``batchnorm_fwtr_nhwc``); any other op unchanged."""
+    return replace(op, inputs=2) if _is_batch_norm(op) else op
+
+
 def backward_ops(op: Op) -> tuple[list[Op], list[Op]]:
     """(input-gradient ops, weight-gradient ops) of one forward op (module doc's rules)."""
     if isinstance(op, Gemm):
@@ -162,6 +175,10 @@ def backward_ops(op: Op) -> tuple[list[Op], list[Op]]:
                            pass_="bwd_weight", layer=op.layer, block=op.block, role=op.role)
         return [], [grad]
     bwd = _bwd_vector(op, f"{op.name}.bwd")
+    if _is_batch_norm(op):
+        # two reductions over the output gradient and the input (sum dy, sum dy * x_hat),
+        # then dx from both again: dy and x are each read twice (cuDNN batchnorm_bwtr)
+        bwd = replace(bwd, inputs=4)
     return [bwd], ([bwd] if isinstance(op, Norm) else [])
 
 
@@ -185,7 +202,7 @@ def to_training(fwd: Workload, params: dict[str, int], tied: dict[str, str],
     """
     out = Workload(fwd.name, "train", fwd.batch, fwd.seq, fwd.context, fwd.parameters,
                    fwd.family, tied=fwd.tied | frozenset(tied), devices=fwd.devices)
-    order = fwd.ops()
+    order = [_batch_statistics(op) for op in fwd.ops()]
     for op in order:
         out.add(op, fwd.predecessors(op.name))
     grads_in: dict[str, list[str]] = {}   # forward op -> ops producing grads of its inputs
