@@ -155,12 +155,14 @@ def test_whole_models_heldout() -> None:
 def test_resnet_training_wall_gap_is_missing_device_time() -> None:
     """ResNet-50 training's wall is a known gap (docs/validation.md): with the launch queue
     the host runs ahead, so the wall follows the device time, and the device time is short of
-    the profiler's kernel sum (26.85 ms of our 2026-11-26 re-measurement). Strict: if the
-    device time is fixed, this test fails and the wall goes back to a comparison."""
+    the profiler's kernel sum (26.85 ms of our 2026-11-26 re-measurement: training batch norm
+    reading its input twice took it from 20.6 to 23.5 ms; the rest is element-wise and pooling
+    kernels, docs/gpu.md). Strict: if the device time is fixed, this test fails and the wall
+    goes back to a comparison."""
     m = next(r for r in silicon.model_rows(load("gpu/h100"), HELD) if r["kind"] == "cnn_train")
     remeasured = next(r.data for r in silicon.load_rows(DATA / "h100_2026-11-26.jsonl")
                       if r.kind == "cnn_train")
-    assert m["wall_ms"] < 0.75 * m["measured_ms"]
+    assert m["wall_ms"] < 0.8 * m["measured_ms"]
     assert m["device_ms"] < 0.9 * remeasured["kernel_ms"]
 
 

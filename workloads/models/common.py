@@ -149,7 +149,9 @@ def _batch_statistics(op: Op) -> Op:
     """A batch norm as training runs it: the batch's statistics are computed before the
     activations are normalised, so the forward reads its input twice (a reduction pass, then
     the normalising pass: cuDNN's ``batchnorm_fwtr_nhwc``); any other op unchanged."""
-    return replace(op, inputs=2) if _is_batch_norm(op) else op
+    if isinstance(op, Elementwise) and _is_batch_norm(op):
+        return replace(op, inputs=2)
+    return op
 
 
 def backward_ops(op: Op) -> tuple[list[Op], list[Op]]:
