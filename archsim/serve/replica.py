@@ -84,7 +84,7 @@ class State:
 
     __slots__ = ("req", "prompt", "output", "g", "target", "done", "blocks", "first_t",
                  "last_t", "finish_t", "preemptions", "replica", "swapped", "key",
-                 "decode_replica", "served")
+                 "decode_replica", "served", "hit", "shared")
 
     def __init__(self, req: Request) -> None:
         self.req = req
@@ -103,6 +103,8 @@ class State:
         self.key: tuple[int, int, int] = (0, 1, req.rid)
         self.decode_replica = -1
         self.served = 0
+        self.hit = 0            # prompt tokens found in the prefix cache (serve.kvtech)
+        self.shared = 0         # their whole KV blocks, shared with the prefix's other users
 
 
 @dataclass
@@ -161,6 +163,12 @@ class Replica:
         self.pipeline = pipeline
         self.link_id = index          # whose KV link FIFO this replica's hand-offs join
         self.kv = BlockManager(kv_total, spec.block_size)
+        # the device's own blocks; the rest of ``kv_total`` live on the host (KV offload)
+        self.device_blocks = kv_total
+        # top-k block attention: most keys a decode attends to (serve.kvtech)
+        k = cost.kv.topk_blocks
+        self.key_cap = k * spec.block_size if k else 1 << 62
+        self.streamed = 1.0     # share of the host blocks a decode reads (top-k: fewer)
         self.waiting: list[tuple[tuple[int, int, int], State]] = []
         self.running: list[State] = []
         self.swapped: list[State] = []
@@ -210,7 +218,7 @@ class Replica:
         victim.blocks = 0
         if victim.g > 0:
             victim.target = victim.prompt + victim.g   # recompute prompt + generated
-        victim.done = 0
+        victim.done = victim.hit          # the prefix stays cached
         self.enqueue(victim, front=True)
         return 0.0
 
@@ -232,7 +240,7 @@ class Replica:
         tokens = max(s.target, s.prompt + s.g)
         if reserve_output:
             tokens = min(self.ctx, s.prompt + s.output)
-        need = self.kv.blocks_for(tokens) - s.blocks
+        need = self.kv.blocks_for(tokens) - s.blocks - s.shared
         if need > 0 and not self.kv.alloc(need):
             return False
         s.blocks += max(0, need)
@@ -270,17 +278,18 @@ class Replica:
         keys = 0
         bs = self.kv.block_size
         kv = self.kv
+        cap = self.key_cap
         append = dec.append
         for i, s in enumerate(self.running):      # fast path: no preemption needed
             if s.done < s.target:                 # still prefilling (chunked)
                 continue
             need = s.prompt + s.g                 # tokens in the cache after this step
-            if need > s.blocks * bs:
+            if need > (s.blocks + s.shared) * bs:
                 if not kv.alloc(1):
                     return self._decodes_slow(i, dec, keys)
                 s.blocks += 1
             append(s)
-            keys += need
+            keys += need if need < cap else cap
         self.decode_keys = keys
         return dec, 0.0
 
@@ -296,7 +305,7 @@ class Replica:
                 continue
             need = s.prompt + s.g
             preempted_self = False
-            while need > s.blocks * bs:
+            while need > (s.blocks + s.shared) * bs:
                 if self.kv.alloc(1):
                     s.blocks += 1
                     continue
@@ -308,7 +317,7 @@ class Replica:
             if preempted_self:
                 break                             # s was the last one
             dec.append(s)
-            keys += need
+            keys += min(need, self.key_cap)
             i += 1
         self.decode_keys = keys
         return dec, swap_t
@@ -320,8 +329,21 @@ class Replica:
         for s, c in chunks:
             if s.done + c >= s.target:
                 emit += 1
-        b = Batch([(c, s.done) for s, c in chunks], len(dec), keys, emit)
+        sel = 0
+        self.streamed = 1.0
+        if self.cost.kv.topk_blocks and dec:      # top-k: score every block of each context
+            sel = sum(self.kv.blocks_for(s.prompt + s.g) for s in dec)
+            # the share of the cached keys the decodes read (what an offload streams)
+            self.streamed = keys / sum(s.prompt + s.g for s in dec)
+        b = Batch([(c, s.done) for s, c in chunks], len(dec), keys, emit, sel)
         return b, self.cost.cost(b)
+
+    def offload_bytes(self) -> float:
+        """Bytes of one device's KV blocks on the host (KV offload, serve.kvtech): the used
+        blocks beyond the device's own, which a decode iteration streams back (with top-k
+        block attention only the selected share, ``self.streamed``, of them)."""
+        return (max(0, self.kv.used - self.device_blocks) * self.swap_bytes_per_block
+                * self.streamed)
 
     def account(self, c: Cost, dt: float) -> None:
         self.busy_s += dt
