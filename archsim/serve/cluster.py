@@ -314,9 +314,9 @@ class Simulation:
                 s.output = min(s.output, max(1, ctx // 2))
                 s.prompt = min(s.prompt, ctx - s.output)
                 s.target = s.prompt
-            if hit_rate:        # prefix caching: the cached prefix is neither computed nor owned
-                s.hit = s.done = prefix_hit_tokens(s.prompt, hit_rate)
-                s.shared = s.hit // bs
+            if hit_rate and not rq.prefix_group:   # prefix caching at a given hit rate:
+                s.hit = s.done = prefix_hit_tokens(s.prompt, hit_rate)   # not computed,
+                s.shared = s.hit // bs                                    # nor owned
             states.append(s)
         heap: list[tuple[float, int, int, int, Any]] = []
         seq = 0
@@ -456,6 +456,7 @@ class Simulation:
                 if s.done >= s.target and s.g >= s.output:
                     rep.kv.release(s.blocks)
                     s.blocks = 0
+                    rep.leave_prefix(s)
                     finish(s, now)
                 elif rep.role == "prefill" and s.done >= s.target:
                     # hand off: KV crosses the link to a decode replica
@@ -469,6 +470,7 @@ class Simulation:
                     xfer_bytes += nbytes
                     rep.kv.release(s.blocks)      # freed when the copy is issued (see docs)
                     s.blocks = 0
+                    rep.leave_prefix(s)
                     s.decode_replica = dst.index
                     heapq.heappush(heap, (t0 + dt, _XFER, seq, dst.index, s))
                     seq += 1

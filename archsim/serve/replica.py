@@ -84,7 +84,7 @@ class State:
 
     __slots__ = ("req", "prompt", "output", "g", "target", "done", "blocks", "first_t",
                  "last_t", "finish_t", "preemptions", "replica", "swapped", "key",
-                 "decode_replica", "served", "hit", "shared")
+                 "decode_replica", "served", "hit", "shared", "group")
 
     def __init__(self, req: Request) -> None:
         self.req = req
@@ -105,6 +105,7 @@ class State:
         self.served = 0
         self.hit = 0            # prompt tokens found in the prefix cache (serve.kvtech)
         self.shared = 0         # their whole KV blocks, shared with the prefix's other users
+        self.group = ""         # the prefix group whose blocks it uses on its replica
 
 
 @dataclass
@@ -169,6 +170,8 @@ class Replica:
         k = cost.kv.topk_blocks
         self.key_cap = k * spec.block_size if k else 1 << 62
         self.streamed = 1.0     # share of the host blocks a decode reads (top-k: fewer)
+        # prefix caching from a trace's groups: group -> [its whole blocks, requests using it]
+        self.prefixes: dict[str, list[int]] = {}
         self.waiting: list[tuple[tuple[int, int, int], State]] = []
         self.running: list[State] = []
         self.swapped: list[State] = []
@@ -240,11 +243,60 @@ class Replica:
         tokens = max(s.target, s.prompt + s.g)
         if reserve_output:
             tokens = min(self.ctx, s.prompt + s.output)
+        g = s.req.prefix_group
+        if g and not s.group and s.done == 0 and s.g == 0:
+            return self._admit_grouped(s, tokens)
         need = self.kv.blocks_for(tokens) - s.blocks - s.shared
-        if need > 0 and not self.kv.alloc(need):
+        if need > 0 and not self.alloc(need):
             return False
         s.blocks += max(0, need)
         return True
+
+    def alloc(self, n: int) -> bool:
+        """Take ``n`` blocks, evicting cached prefixes no running request uses (least
+        recently used first) when the free ones are too few."""
+        if self.kv.alloc(n):
+            return True
+        idle = [g for g, e in self.prefixes.items() if e[1] == 0]
+        for g in idle:
+            if self.kv.free >= n:
+                break
+            self.kv.release(self.prefixes.pop(g)[0])
+        return self.kv.alloc(n)
+
+    def _admit_grouped(self, s: State, tokens: int) -> bool:
+        """Admit the first prefill of a request whose prompt starts with a trace's prefix
+        group: the group's whole blocks (``floor(min(prefix, prompt - 1) / block)``) are
+        held once per replica while any request uses them. The first request computes the
+        prefix (its blocks become the group's); later ones find it cached (vLLM's automatic
+        prefix caching: whole blocks) and skip its prefill. A prefix no running request
+        uses stays cached until an allocation needs its blocks (:meth:`alloc`, LRU)."""
+        bs = self.kv.block_size
+        full = min(s.req.prefix_tokens, s.prompt - 1) // bs
+        entry = self.prefixes.get(s.req.prefix_group)
+        new = 0 if entry is not None else full
+        need = self.kv.blocks_for(tokens) - full
+        if need + new > 0 and not self.alloc(need + new):
+            return False
+        if entry is None:
+            self.prefixes[s.req.prefix_group] = [full, 1]
+        else:
+            entry[1] += 1
+            s.hit = s.done = full * bs
+            self.prefixes[s.req.prefix_group] = self.prefixes.pop(s.req.prefix_group)  # LRU
+        s.group = s.req.prefix_group
+        s.shared = full
+        s.blocks = need
+        return True
+
+    def leave_prefix(self, s: State) -> None:
+        """``s`` leaves this replica (finished or handed off): it stops using its prefix
+        group's blocks (kept cached, evictable once no request uses them)."""
+        if not s.group:
+            return
+        self.prefixes[s.group][1] -= 1
+        s.group = ""
+        s.shared = 0
 
     # ---- one iteration -------------------------------------------------------------------
     def schedule(self) -> tuple[list[tuple[State, int]], list[State], float]:
@@ -263,6 +315,7 @@ class Replica:
                 break
             if not self.admit(s, reserve_output=reserve):
                 break
+            need = s.target - s.done              # a prefix group's hit is known now
             heapq.heappop(self.waiting)
             self.running.append(s)
             if need > 0:
@@ -306,7 +359,7 @@ class Replica:
             need = s.prompt + s.g
             preempted_self = False
             while need > (s.blocks + s.shared) * bs:
-                if self.kv.alloc(1):
+                if self.alloc(1):
                     s.blocks += 1
                     continue
                 victim = running.pop()

@@ -18,7 +18,7 @@ from archsim.serve import KVTechniques, PoolSpec, SchedulerSpec, ServeSetup, ser
 from archsim.serve.cost import Batch, IterationCost, model_shape
 from archsim.serve.kvtech import offload_exposed_s, prefix_hit_tokens
 from archsim.serve.replica import Replica, State
-from archsim.serve.requests import Request
+from archsim.serve.requests import Request, load_trace
 from archsim.workloads.errors import WorkloadError
 from tests.serve.conftest import MODEL
 
@@ -202,3 +202,50 @@ def test_cli_refuses_with_one_line(flags, key, capsys):
                "--quiet", *flags])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and key in err[0]
+
+
+# ---- prefix groups from a trace -----------------------------------------------------------
+
+def test_trace_prefix_groups_share_and_skip(a100, costs, tmp_path):
+    # Four requests at t = 0, prompt 1024, output 1, all starting with the 512-token prefix
+    # "sys" (32 blocks of 16). The first arrival starts alone and computes all 1024 tokens;
+    # the prefix stays cached, so the other three compute 512 each: 1024 + 3 x 512 prefill
+    # tokens instead of 4096. The cache holds the group's 32 blocks once plus 32 of each
+    # running request's own: peak 32 + 3 x 32 (not 3 x 64); at the end only the cached
+    # prefix is held, evictable (no user).
+    f = tmp_path / "t.csv"
+    f.write_text("arrival_s,prompt_tokens,output_tokens,prefix_group,prefix_tokens\n"
+                 + "".join("0,1024,1,sys,512\n" for _ in range(4)))
+    reqs = load_trace(f)
+    assert reqs[0].prefix_group == "sys" and reqs[0].prefix_tokens == 512
+    raw: dict = {}
+    res = serve(a100, ServeSetup(MODEL), reqs, costs=costs, raw_out=raw)
+    rep = raw["sim"].replicas[0]
+    assert res.finished == 4
+    assert sum(t[3] for t in raw["timeline"]) == 1024 + 3 * 512
+    assert rep.kv.peak == 32 + 3 * 32
+    assert rep.kv.used == 32 and rep.prefixes == {"sys": [32, 0]}
+
+
+def test_an_unused_cached_prefix_is_evicted_when_blocks_run_out(a100):
+    # A replica of 100 blocks holding an unused 32-block prefix: a request needing 80 blocks
+    # (1280 tokens) evicts it; one needing 101 cannot be admitted at all.
+    rep = Replica(0, IterationCost(a100, MODEL, 1), 100, SchedulerSpec())
+    rep.prefixes["sys"] = [32, 0]
+    assert rep.kv.alloc(32)
+    s = State(Request(0, 0.0, 1280, 4))
+    assert rep.admit(s, reserve_output=False)
+    assert rep.prefixes == {} and rep.kv.used == 80
+    big = State(Request(1, 0.0, 1616, 4))
+    assert not rep.admit(big, reserve_output=False) and rep.kv.used == 80
+
+
+@pytest.mark.parametrize("row,msg", [("0,100,1,sys,\n", "come together"),
+                                     ("0,100,1,,50\n", "come together"),
+                                     ("0,100,1,sys,101\n", "at most the prompt's 100")])
+def test_trace_prefix_columns_bad(tmp_path, row, msg):
+    f = tmp_path / "t.csv"
+    f.write_text("arrival_s,prompt_tokens,output_tokens,prefix_group,prefix_tokens\n" + row)
+    with pytest.raises(WorkloadError, match=msg) as e:
+        load_trace(f)
+    assert e.value.problems[0].line == 2
