@@ -84,6 +84,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="KV-cache number format (default: the activation format, else 16-bit)")
     g.add_argument("--memory-fraction", type=positive_float, default=0.9,
                    help="share of device memory for weights + KV (vLLM default 0.9)")
+    k = p.add_argument_group("KV-cache techniques (docs/serving.md)")
+    k.add_argument("--prefix-hit-rate", type=float, default=0.0, metavar="H",
+                   help="share of every prompt found in the prefix cache, [0, 1): its prefill "
+                   "is skipped and its KV blocks shared (SGLang RadixAttention)")
+    k.add_argument("--kv-remat", action="store_true",
+                   help="cache X instead of K and V; recompute K/V every decode step (XQuant)")
+    k.add_argument("--topk-blocks", type=int, default=0, metavar="K",
+                   help="decode attends to the K most relevant KV blocks after a selection "
+                   "pass (Quest)")
+    k.add_argument("--kv-offload-gb", type=float, default=0.0, metavar="GB",
+                   help="host memory per device for KV blocks beyond the device's; they "
+                   "stream back over the host link each decode step (FlexGen)")
     r = p.add_argument_group("requests")
     r.add_argument("--rate", type=positive_float, help="mean arrival rate (requests/s)")
     r.add_argument("--duration", type=positive_float, help="arrival window (s)")
@@ -168,7 +180,9 @@ def run(args: argparse.Namespace) -> int:
         concurrency=args.concurrency, isl=args.isl, osl=args.osl, requests=args.requests,
         pp=args.pp, ep=args.ep, cp=args.cp, plan=args.plan, decode_pp=args.decode_pp,
         decode_ep=args.decode_ep, decode_plan=args.decode_plan,
-        decode_design=args.decode_design)
+        decode_design=args.decode_design, prefix_hit_rate=args.prefix_hit_rate,
+        kv_remat=args.kv_remat, topk_blocks=args.topk_blocks,
+        kv_offload_gb=args.kv_offload_gb)
     res = sr.result
     if res is None:
         print("no tested rate meets the SLO (the lowest tried was 0.25 req/s)",

@@ -41,6 +41,7 @@ from archsim import energy
 from archsim.arch.accelerator import Accelerator
 from archsim.serve.cost import IterationCost, kv_bytes_per_token
 from archsim.serve.kv import MEMORY_FRACTION, kv_blocks
+from archsim.serve.kvtech import KVTechniques, offload_exposed_s, prefix_hit_tokens
 from archsim.serve.replica import Pipeline, Replica, SchedulerSpec, State
 from archsim.serve.requests import Request
 from archsim.serve.router import ROUTERS, Router
@@ -174,6 +175,8 @@ class ServeSetup:
             (examples/serving/attacc_like.*).
         build: the choices every replica's graphs are built with (attention, formats;
             ``archsim.api.device_build``; None: the design's own).
+        kv: the KV-cache techniques of every replica (:mod:`archsim.serve.kvtech`: prefix
+            caching, K/V rematerialisation, top-k block attention, host offload).
     """
 
     model: str
@@ -186,6 +189,7 @@ class ServeSetup:
     constraints: Any = None
     decode_constraints: Any = None
     build: DeviceBuild | None = None
+    kv: KVTechniques = field(default_factory=KVTechniques)
 
 
 _END, _XFER, _ARRIVE = 0, 1, 2
@@ -219,21 +223,31 @@ class Simulation:
         self.replicas: list[Replica] = []
         for role, pool in pools:
             cost = self.cost_model(pool)
+            setup.kv.check(cost.shape, pool.tp, pool.scheduler.block_size)
             cap = cost.capacity_bytes()
             if cap > 0:
                 blocks = kv_blocks(cap, cost.weight_bytes(), cost.kv_bytes_per_token,
                                    pool.scheduler.block_size, setup.memory_fraction,
                                    cost.acc.name, setup.model)
+            elif setup.kv.offload_gb:
+                raise WorkloadError(Problem(f"{cost.acc.name} declares no memory capacity "
+                                            "(an unbounded KV cache): nothing to offload to "
+                                            "the host", "--kv-offload-gb"))
             else:          # the design declares no memory capacity: an unbounded cache
                 blocks = 1 << 40
+            # KV offload: the host's blocks extend the cache beyond the device's
+            host = int(setup.kv.offload_gb * 1e9
+                       // (pool.scheduler.block_size * cost.kv_bytes_per_token))
             for _ in range(pool.replicas):
                 # a pipeline's virtual engines share its stages and split its KV blocks
                 pipe = Pipeline(pool.pp) if pool.pp > 1 else None
                 first = len(self.replicas)
                 for _ in range(pool.pp):
+                    own = blocks // pool.pp if pipe else blocks
                     rep = Replica(len(self.replicas), cost,
-                                  blocks // pool.pp if pipe else blocks, pool.scheduler, role,
-                                  pipe)
+                                  own + (host // pool.pp if pipe else host), pool.scheduler,
+                                  role, pipe)
+                    rep.device_blocks = own
                     rep.link_id = first       # the engines of one replica share its links
                     self.replicas.append(rep)
         self.front = [r for r in self.replicas if r.role in ("both", "prefill")]
@@ -256,11 +270,13 @@ class Simulation:
         key: Any = pool.tp if (same and pool.pp == 1 and pool.ep == 1
                                and pool.build is None) else (acc.name, pool.tp, pool.pp,
                                                              pool.ep, build)
+        if self.setup.kv.any:
+            key = (key, self.setup.kv)
         if key not in self.costs:
             self.costs[key] = IterationCost(acc, self.setup.model, pool.tp,
                                             self.setup.fidelity, self.setup.constraints,
                                             self.setup.decode_constraints, build=build,
-                                            pp=pool.pp, ep=pool.ep)
+                                            pp=pool.pp, ep=pool.ep, kv=self.setup.kv)
         return self.costs[key]
 
     def _idle_power(self, devices: int, acc: Accelerator | None = None) -> float:
@@ -286,6 +302,8 @@ class Simulation:
         ignored: they are sent in list order as clients free up.
         """
         ctx = self.replicas[0].ctx
+        hit_rate = self.setup.kv.prefix_hit_rate
+        bs = self.setup.pool.scheduler.block_size
         states: list[State] = []
         clipped = 0
         for rq in requests:
@@ -296,6 +314,9 @@ class Simulation:
                 s.output = min(s.output, max(1, ctx // 2))
                 s.prompt = min(s.prompt, ctx - s.output)
                 s.target = s.prompt
+            if hit_rate and not rq.prefix_group:   # prefix caching at a given hit rate:
+                s.hit = s.done = prefix_hit_tokens(s.prompt, hit_rate)   # not computed,
+                s.shared = s.hit // bs                                    # nor owned
             states.append(s)
         heap: list[tuple[float, int, int, int, Any]] = []
         seq = 0
@@ -345,6 +366,9 @@ class Simulation:
                     else:      # through the stages, behind the other engines' batches
                         dt = rep.pipeline.run(now, swap_t + rep.spec.overhead_s,
                                               [x.time_s for x in rep.cost.stage_costs(b)])
+                    if dec and rep.kv.used > rep.device_blocks:   # KV offload: host blocks
+                        dt += offload_exposed_s(rep.offload_bytes(), rep.spec.host_gbps,
+                                                c.time_s)
                     rep.account(c, dt)
                     timeline.append((rep.index, now, dt, b.tokens - b.decodes, b.decodes,
                                      rep.kv.used, c.energy_j))
@@ -432,6 +456,7 @@ class Simulation:
                 if s.done >= s.target and s.g >= s.output:
                     rep.kv.release(s.blocks)
                     s.blocks = 0
+                    rep.leave_prefix(s)
                     finish(s, now)
                 elif rep.role == "prefill" and s.done >= s.target:
                     # hand off: KV crosses the link to a decode replica
@@ -445,6 +470,7 @@ class Simulation:
                     xfer_bytes += nbytes
                     rep.kv.release(s.blocks)      # freed when the copy is issued (see docs)
                     s.blocks = 0
+                    rep.leave_prefix(s)
                     s.decode_replica = dst.index
                     heapq.heappush(heap, (t0 + dt, _XFER, seq, dst.index, s))
                     seq += 1

@@ -53,6 +53,7 @@ from archsim.arch.accelerator import Accelerator
 from archsim.arch.cluster import single_node
 from archsim.arch.collective import collective, place
 from archsim.mapper.constraints import load_constraints
+from archsim.serve.kvtech import KVTechniques
 from archsim.workloads.errors import ConfigError, Problem, WorkloadError
 from archsim.workloads.formats import get_format
 from archsim.workloads.graph import Workload
@@ -101,12 +102,15 @@ class Batch:
         decodes: decode requests (one token each).
         decode_keys: sum over decodes of ``context + 1`` keys attended.
         emit: sequences that produce a token this iteration (LM-head rows).
+        select_keys: top-k block attention (``KVTechniques.topk_blocks``): KV blocks the
+            decodes' selection pass scores, one min/max key pair each (0: no selection).
     """
 
     chunks: list[tuple[int, int]]
     decodes: int
     decode_keys: int
     emit: int
+    select_keys: int = 0
 
     @property
     def tokens(self) -> int:
@@ -229,7 +233,8 @@ class IterationCost:
     def __init__(self, acc: Accelerator, model: str, tp: int = 1,
                  fidelity: str = "analytical", constraints: Any = None,
                  decode_constraints: Any = None, attention: str | None = None,
-                 build: DeviceBuild | None = None, pp: int = 1, ep: int = 1) -> None:
+                 build: DeviceBuild | None = None, pp: int = 1, ep: int = 1,
+                 kv: KVTechniques | None = None) -> None:
 
         self.acc = acc
         # the choices one device builds its graphs with (archsim.api.device_build, as
@@ -260,6 +265,9 @@ class IterationCost:
         self.layers = self.shape.layers
         self.context = self.shape.context
         _check_replica(self.shape, tp, pp, ep)
+        # the KV-cache techniques (serve.kvtech): remat changes the cache's bytes per token
+        # and adds the K/V projection per cached key to decode attention
+        self.kv = kv or KVTechniques()
         self.build.graph(self.one, "decode", 1, None, 1, tp, ep)  # validates tp, ep, formats
         # a replica's devices as a one-node cluster (the design's own link): prices the
         # expert all-to-alls and the pipeline's stage-to-stage sends (arch.collective)
@@ -274,7 +282,10 @@ class IterationCost:
     @property
     def kv_bytes_per_token(self) -> float:
         """KV-cache bytes per token on one device (K and V, every layer, in the KV-cache
-        format: ``DeviceBuild.kv_bytes``, 16-bit unless a format is given)."""
+        format: ``DeviceBuild.kv_bytes``, 16-bit unless a format is given); with K/V
+        rematerialisation, X instead: ``layers / pp x d_model`` values (serve.kvtech)."""
+        if self.kv.remat:
+            return float((self.layers // self.pp) * self.shape.d_model * self.build.kv_bytes())
         return kv_bytes_per_token(self.shape, self.build, self.tp, self.pp)
 
     @property
@@ -351,7 +362,10 @@ class IterationCost:
         sub = Workload(name=f"{w.name}:{group}", phase=w.phase, batch=w.batch, seq=w.seq,
                        context=w.context, parameters=w.parameters, family=w.family,
                        devices=w.devices)
-        keep = {name for name, g in _groups(w).items() if g == group}
+        if group == "qkv":      # the QKV projections alone (K/V rematerialisation)
+            keep = {op.name for op in w.ops() if op.role == "qkv" and op.block is not None}
+        else:
+            keep = {name for name, g in _groups(w).items() if g == group}
         for op in w.ops():
             if op.name in keep:
                 sub.add(op, [p for p in w.predecessors(op.name) if p in keep])
@@ -445,6 +459,20 @@ class IterationCost:
         base = self._eval("attn", "decode", bg, None, cg)
         return base.scale(keys / (bg * (cg + 1)))
 
+    def remat_projection(self, keys: int) -> Cost:
+        """K/V rematerialisation (serve.kvtech): the K and V projections of ``keys`` cached
+        tokens of one block, ``2 x d_model x 2 x kv_heads / tp x head_dim`` FLOPs each: the
+        block's ``qkv`` projection over ``keys`` rows on the token grid, scaled to its K/V
+        share of the output columns, ``2 kv / (heads + 2 kv)``."""
+        if keys == 0:
+            return Cost()
+        s = self.shape
+        share = 2 * s.kv / (s.heads + 2 * s.kv)
+        hi = self._tok[-1]      # beyond the grid: rows of a GEMM cost linearly
+        if keys > hi:
+            return self._tokens("qkv", hi).scale(share * keys / hi)
+        return self._tokens("qkv", keys).scale(share)
+
     def chunk_attention(self, c: int, past: int) -> Cost:
         """Attention of a prefill chunk of ``c`` tokens after ``past`` cached ones (one block)."""
         s = c + past
@@ -457,6 +485,10 @@ class IterationCost:
         tokens, every request's attention (the same in every kind of block)."""
         block = self._tokens("dense", b.tokens, kind) + self.decode_attention(b.decodes,
                                                                              b.decode_keys)
+        if b.select_keys:       # top-k: the selection pass, one min/max pair per block
+            block = block + self.decode_attention(b.decodes, b.select_keys)
+        if self.kv.remat and b.decodes:
+            block = block + self.remat_projection(b.decode_keys)
         for c, p in b.chunks:
             block = block + self.chunk_attention(c, p)
         return block

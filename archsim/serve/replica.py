@@ -84,7 +84,7 @@ class State:
 
     __slots__ = ("req", "prompt", "output", "g", "target", "done", "blocks", "first_t",
                  "last_t", "finish_t", "preemptions", "replica", "swapped", "key",
-                 "decode_replica", "served")
+                 "decode_replica", "served", "hit", "shared", "group")
 
     def __init__(self, req: Request) -> None:
         self.req = req
@@ -103,6 +103,9 @@ class State:
         self.key: tuple[int, int, int] = (0, 1, req.rid)
         self.decode_replica = -1
         self.served = 0
+        self.hit = 0            # prompt tokens found in the prefix cache (serve.kvtech)
+        self.shared = 0         # their whole KV blocks, shared with the prefix's other users
+        self.group = ""         # the prefix group whose blocks it uses on its replica
 
 
 @dataclass
@@ -161,6 +164,14 @@ class Replica:
         self.pipeline = pipeline
         self.link_id = index          # whose KV link FIFO this replica's hand-offs join
         self.kv = BlockManager(kv_total, spec.block_size)
+        # the device's own blocks; the rest of ``kv_total`` live on the host (KV offload)
+        self.device_blocks = kv_total
+        # top-k block attention: most keys a decode attends to (serve.kvtech)
+        k = cost.kv.topk_blocks
+        self.key_cap = k * spec.block_size if k else 1 << 62
+        self.streamed = 1.0     # share of the host blocks a decode reads (top-k: fewer)
+        # prefix caching from a trace's groups: group -> [its whole blocks, requests using it]
+        self.prefixes: dict[str, list[int]] = {}
         self.waiting: list[tuple[tuple[int, int, int], State]] = []
         self.running: list[State] = []
         self.swapped: list[State] = []
@@ -210,7 +221,7 @@ class Replica:
         victim.blocks = 0
         if victim.g > 0:
             victim.target = victim.prompt + victim.g   # recompute prompt + generated
-        victim.done = 0
+        victim.done = victim.hit          # the prefix stays cached
         self.enqueue(victim, front=True)
         return 0.0
 
@@ -232,11 +243,60 @@ class Replica:
         tokens = max(s.target, s.prompt + s.g)
         if reserve_output:
             tokens = min(self.ctx, s.prompt + s.output)
-        need = self.kv.blocks_for(tokens) - s.blocks
-        if need > 0 and not self.kv.alloc(need):
+        g = s.req.prefix_group
+        if g and not s.group and s.done == 0 and s.g == 0:
+            return self._admit_grouped(s, tokens)
+        need = self.kv.blocks_for(tokens) - s.blocks - s.shared
+        if need > 0 and not self.alloc(need):
             return False
         s.blocks += max(0, need)
         return True
+
+    def alloc(self, n: int) -> bool:
+        """Take ``n`` blocks, evicting cached prefixes no running request uses (least
+        recently used first) when the free ones are too few."""
+        if self.kv.alloc(n):
+            return True
+        idle = [g for g, e in self.prefixes.items() if e[1] == 0]
+        for g in idle:
+            if self.kv.free >= n:
+                break
+            self.kv.release(self.prefixes.pop(g)[0])
+        return self.kv.alloc(n)
+
+    def _admit_grouped(self, s: State, tokens: int) -> bool:
+        """Admit the first prefill of a request whose prompt starts with a trace's prefix
+        group: the group's whole blocks (``floor(min(prefix, prompt - 1) / block)``) are
+        held once per replica while any request uses them. The first request computes the
+        prefix (its blocks become the group's); later ones find it cached (vLLM's automatic
+        prefix caching: whole blocks) and skip its prefill. A prefix no running request
+        uses stays cached until an allocation needs its blocks (:meth:`alloc`, LRU)."""
+        bs = self.kv.block_size
+        full = min(s.req.prefix_tokens, s.prompt - 1) // bs
+        entry = self.prefixes.get(s.req.prefix_group)
+        new = 0 if entry is not None else full
+        need = self.kv.blocks_for(tokens) - full
+        if need + new > 0 and not self.alloc(need + new):
+            return False
+        if entry is None:
+            self.prefixes[s.req.prefix_group] = [full, 1]
+        else:
+            entry[1] += 1
+            s.hit = s.done = full * bs
+            self.prefixes[s.req.prefix_group] = self.prefixes.pop(s.req.prefix_group)  # LRU
+        s.group = s.req.prefix_group
+        s.shared = full
+        s.blocks = need
+        return True
+
+    def leave_prefix(self, s: State) -> None:
+        """``s`` leaves this replica (finished or handed off): it stops using its prefix
+        group's blocks (kept cached, evictable once no request uses them)."""
+        if not s.group:
+            return
+        self.prefixes[s.group][1] -= 1
+        s.group = ""
+        s.shared = 0
 
     # ---- one iteration -------------------------------------------------------------------
     def schedule(self) -> tuple[list[tuple[State, int]], list[State], float]:
@@ -255,6 +315,7 @@ class Replica:
                 break
             if not self.admit(s, reserve_output=reserve):
                 break
+            need = s.target - s.done              # a prefix group's hit is known now
             heapq.heappop(self.waiting)
             self.running.append(s)
             if need > 0:
@@ -270,17 +331,18 @@ class Replica:
         keys = 0
         bs = self.kv.block_size
         kv = self.kv
+        cap = self.key_cap
         append = dec.append
         for i, s in enumerate(self.running):      # fast path: no preemption needed
             if s.done < s.target:                 # still prefilling (chunked)
                 continue
             need = s.prompt + s.g                 # tokens in the cache after this step
-            if need > s.blocks * bs:
+            if need > (s.blocks + s.shared) * bs:
                 if not kv.alloc(1):
                     return self._decodes_slow(i, dec, keys)
                 s.blocks += 1
             append(s)
-            keys += need
+            keys += need if need < cap else cap
         self.decode_keys = keys
         return dec, 0.0
 
@@ -296,8 +358,8 @@ class Replica:
                 continue
             need = s.prompt + s.g
             preempted_self = False
-            while need > s.blocks * bs:
-                if self.kv.alloc(1):
+            while need > (s.blocks + s.shared) * bs:
+                if self.alloc(1):
                     s.blocks += 1
                     continue
                 victim = running.pop()
@@ -308,7 +370,7 @@ class Replica:
             if preempted_self:
                 break                             # s was the last one
             dec.append(s)
-            keys += need
+            keys += min(need, self.key_cap)
             i += 1
         self.decode_keys = keys
         return dec, swap_t
@@ -320,8 +382,21 @@ class Replica:
         for s, c in chunks:
             if s.done + c >= s.target:
                 emit += 1
-        b = Batch([(c, s.done) for s, c in chunks], len(dec), keys, emit)
+        sel = 0
+        self.streamed = 1.0
+        if self.cost.kv.topk_blocks and dec:      # top-k: score every block of each context
+            sel = sum(self.kv.blocks_for(s.prompt + s.g) for s in dec)
+            # the share of the cached keys the decodes read (what an offload streams)
+            self.streamed = keys / sum(s.prompt + s.g for s in dec)
+        b = Batch([(c, s.done) for s, c in chunks], len(dec), keys, emit, sel)
         return b, self.cost.cost(b)
+
+    def offload_bytes(self) -> float:
+        """Bytes of one device's KV blocks on the host (KV offload, serve.kvtech): the used
+        blocks beyond the device's own, which a decode iteration streams back (with top-k
+        block attention only the selected share, ``self.streamed``, of them)."""
+        return (max(0, self.kv.used - self.device_blocks) * self.swap_bytes_per_block
+                * self.streamed)
 
     def account(self, c: Cost, dt: float) -> None:
         self.busy_s += dt

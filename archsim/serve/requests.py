@@ -39,6 +39,9 @@ __all__ = ["Request", "LengthDist", "synthesize", "closed_loop", "load_trace", "
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 _FIELDS = ("arrival_s", "prompt_tokens", "output_tokens")
+#: Optional trace columns (a prefix group and its length come together).
+_OPTIONAL = ("priority", "prefix_group", "prefix_tokens")
+_OPT_TEXT = "optional priority, prefix_group with prefix_tokens"
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,9 @@ class Request:
         prompt_tokens: prompt length (tokens, >= 1).
         output_tokens: tokens to generate (>= 1; the first comes out of the prefill).
         priority: smaller is served first under the ``priority`` policy (default 0).
+        prefix_group: the shared prefix this prompt starts with ("" none): requests of one
+            group share its KV blocks (prefix caching, :mod:`archsim.serve.kvtech`).
+        prefix_tokens: that prefix's length (tokens, at most the prompt's).
     """
 
     rid: int
@@ -58,6 +64,8 @@ class Request:
     prompt_tokens: int
     output_tokens: int
     priority: int = 0
+    prefix_group: str = ""
+    prefix_tokens: int = 0
 
 
 @dataclass(frozen=True)
@@ -238,11 +246,11 @@ def _row(file: str, line: int, rec: dict[str, object], prev: float, rid: int) ->
     missing = [k for k in _FIELDS if k not in rec or rec[k] in ("", None)]
     if missing:
         raise _bad(file, line, f"missing {', '.join(missing)}; expected keys "
-                               f"{', '.join(_FIELDS)} (optional priority)")
-    extra = sorted(set(rec) - set(_FIELDS) - {"priority"})
+                               f"{', '.join(_FIELDS)} ({_OPT_TEXT})")
+    extra = sorted(set(rec) - set(_FIELDS) - set(_OPTIONAL))
     if extra:
         raise _bad(file, line, f"unknown key(s) {', '.join(extra)}; expected "
-                               f"{', '.join(_FIELDS)} (optional priority)")
+                               f"{', '.join(_FIELDS)} ({_OPT_TEXT})")
     t = _num(file, line, "arrival_s", rec["arrival_s"], False)
     if t < prev:
         raise _bad(file, line, f"arrival_s: expected arrivals in non-decreasing order, got "
@@ -250,7 +258,16 @@ def _row(file: str, line: int, rec: dict[str, object], prev: float, rid: int) ->
     p = int(_num(file, line, "prompt_tokens", rec["prompt_tokens"], True))
     o = int(_num(file, line, "output_tokens", rec["output_tokens"], True))
     pr = int(_num(file, line, "priority", rec.get("priority", 0) or 0, True))
-    return Request(rid, float(t), p, o, pr)
+    group = str(rec.get("prefix_group", "") or "").strip()
+    pt = rec.get("prefix_tokens", "")
+    if bool(group) != (pt not in ("", None, 0, "0")):
+        raise _bad(file, line, "prefix_group and prefix_tokens come together: a shared "
+                               "prefix's name and its length (tokens)")
+    n = int(_num(file, line, "prefix_tokens", pt, True)) if group else 0
+    if n > p:
+        raise _bad(file, line, f"prefix_tokens: expected at most the prompt's {p} tokens, "
+                               f"got {n}")
+    return Request(rid, float(t), p, o, pr, group, n)
 
 
 def load_trace(path: str | Path, max_rows: int | None = None) -> list[Request]:
@@ -293,7 +310,7 @@ def _read_rows(fh: TextIO, name: str, is_csv: bool, out: list[Request],
             header = [h.strip() for h in next(csv.reader([line]), [])]
             if any(k not in header for k in _FIELDS) or len(set(header)) != len(header):
                 raise _bad(name, 1, f"expected a header with {', '.join(_FIELDS)} "
-                                    f"(optional priority), got {','.join(header)}")
+                                    f"({_OPT_TEXT}), got {','.join(header)}")
             continue
         if not line.strip():
             continue

@@ -38,6 +38,7 @@ from archsim.api import device_build, load
 from archsim.arch.accelerator import Accelerator
 from archsim.run_request import RunWarning
 from archsim.serve.cluster import PoolSpec, ServeSetup, parse_link
+from archsim.serve.kvtech import KVTechniques
 from archsim.serve.metrics import SLO, BenchmarkReport, ServeResult, parse_slo
 from archsim.serve.replica import SchedulerSpec
 from archsim.serve.requests import (
@@ -287,7 +288,9 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
                 requests: int | None = None, pp: int = 1, ep: int = 1, cp: int = 1,
                 plan: str | None = None, decode_pp: int | None = None,
                 decode_ep: int | None = None, decode_plan: str | None = None,
-                decode_design: str | Accelerator | None = None) -> ServingRun:
+                decode_design: str | Accelerator | None = None,
+                prefix_hit_rate: float = 0.0, kv_remat: bool = False, topk_blocks: int = 0,
+                kv_offload_gb: float = 0.0) -> ServingRun:
     """Simulate serving ``model`` on ``design`` (docs/serving.md).
 
     Args:
@@ -323,6 +326,10 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
         concurrency, isl, osl, requests: closed-loop load (module doc): clients, input and
             output lengths, request count (default 10 per client); excludes ``rate``,
             ``duration``, ``trace``, ``max_requests`` and ``find_capacity``.
+        prefix_hit_rate, kv_remat, topk_blocks, kv_offload_gb: the KV-cache techniques
+            (:class:`~archsim.serve.kvtech.KVTechniques`): share of each prompt found in the
+            prefix cache, store X and recompute K/V, attend to the top-k KV blocks, host
+            memory per device for KV beyond the device's (GB).
     Raises:
         WorkloadError: inconsistent settings (naming the flag), bad lengths or traces.
         ConfigError: a bad design or override.
@@ -394,7 +401,8 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
     setup = ServeSetup(model, PoolSpec(replicas, tp, sch, pp, ep), decode, router,
                        parse_link(kv_link), memory_fraction, fidelity, constraints,
                        decode_constraints,
-                       device_build(acc, a_format, w_format, kv_format=kv_format))
+                       device_build(acc, a_format, w_format, kv_format=kv_format),
+                       KVTechniques(prefix_hit_rate, kv_remat, topk_blocks, kv_offload_gb))
     raw: dict[str, Any] = {}
     if concurrency is not None:
         closed_res = serve(acc, setup, closed, slo_, seed=seed, progress=progress,

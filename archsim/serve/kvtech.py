@@ -1,0 +1,116 @@
+"""KV-cache techniques of a serving replica, each a switch (docs/serving.md, "KV-cache
+techniques"):
+
+* **prefix caching** (``prefix_hit_rate`` h; SGLang's RadixAttention, Zheng et al. 2024;
+  vLLM automatic prefix caching): the first ``floor(h x prompt)`` tokens of every prompt
+  (at most ``prompt - 1``: the last prompt token is always computed, it emits the first
+  token) are found in the cache. Their prefill is skipped (no QKV/FFN rows, no KV write);
+  the computed tokens still attend over them (a chunk of ``c`` tokens after ``p`` cached
+  ones). Their whole blocks are shared with the other requests of the prefix: the request
+  allocates only its own blocks (the best case of sharing, a shared block counted once
+  for a prefix that many requests use).
+* **K/V rematerialisation** (``remat``; XQuant, Tomar et al. 2025; the KV-recompute
+  family): the cache stores each layer's input activation X (``d_model`` values per token,
+  whole on every tensor-parallel device, since each device projects its own K/V heads from
+  all of X) instead of K and V (``2 x kv_heads / tp x head_dim``); every decode step
+  recomputes K and V of each cached token with the K/V projection GEMM,
+  ``2 x d_model x 2 x kv_heads / tp x head_dim`` FLOPs per cached token and layer, priced
+  by the design's own model (the ``qkv`` projection op scaled to its K/V columns), then
+  attends as before. Refused where X is not smaller than K and V (GQA, MLA, high TP).
+* **top-k block attention** (``topk_blocks`` k; Quest, Tang et al. ICML'24): a decode step
+  attends to the ``k`` most relevant KV blocks of its context (``min(context, k x
+  block_size)`` keys) after a selection pass that reads one min and one max key vector per
+  block (Quest's page metadata): the bytes of one key + value per block, priced as a decode
+  attention over ``ceil(context / block_size)`` keys.
+* **KV offload to host memory** (``offload_gb`` per device; FlexGen, Sheng et al. ICML'23;
+  InfiniGen/ShadowKV-style CPU-resident KV): the cache grows by the host blocks; blocks
+  beyond the device's are on the host and every iteration with decodes streams them back
+  over the host link (``SchedulerSpec.host_gbps``, PCIe 5.0 x16 one way), layer by layer
+  behind the compute: ``exposed = max(0, host bytes / link rate - iteration compute)``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from archsim.workloads.errors import Problem, WorkloadError
+from archsim.workloads.models.transformer import TransformerShape
+
+__all__ = ["KVTechniques", "prefix_hit_tokens", "offload_exposed_s"]
+
+
+@dataclass(frozen=True)
+class KVTechniques:
+    """The KV-cache techniques a replica runs with (all off by default).
+
+    Attributes:
+        prefix_hit_rate: share of every prompt found in the prefix cache, in [0, 1).
+        remat: store X, recompute K and V at every decode step.
+        topk_blocks: KV blocks a decode step attends to (0: all).
+        offload_gb: host memory per device for KV blocks beyond the device's (GB; 0: none).
+    """
+
+    prefix_hit_rate: float = 0.0
+    remat: bool = False
+    topk_blocks: int = 0
+    offload_gb: float = 0.0
+
+    @property
+    def any(self) -> bool:
+        return self != KVTechniques()
+
+    def check(self, s: TransformerShape, tp: int, block_size: int) -> None:
+        """Refuse a technique the model or deployment cannot use, with the reason.
+
+        Raises:
+            WorkloadError: one line naming the flag.
+        """
+        h = self.prefix_hit_rate
+        if not (isinstance(h, (int, float)) and 0 <= h < 1):
+            raise WorkloadError(Problem(f"expected a hit rate in [0, 1), got {h!r} (the last "
+                                        "prompt token is always computed)",
+                                        "--prefix-hit-rate"))
+        k = self.topk_blocks
+        if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+            raise WorkloadError(Problem(f"expected a block count >= 0, got {k!r}",
+                                        "--topk-blocks"))
+        if k and k * block_size >= s.context:
+            raise WorkloadError(Problem(
+                f"{k} blocks x {block_size} tokens cover {s.name}'s whole {s.context}-token "
+                "context: every block is always selected, top-k has nothing to skip",
+                "--topk-blocks"))
+        g = self.offload_gb
+        if not (isinstance(g, (int, float)) and math.isfinite(g) and g >= 0):
+            raise WorkloadError(Problem(f"expected host GB >= 0, got {g!r}", "--kv-offload-gb"))
+        if self.remat:
+            if s.is_mla:
+                raise WorkloadError(Problem(
+                    f"{s.name} caches a compressed latent ({s.kv_lora_rank + s.qk_rope_dim} "
+                    f"values per layer), already smaller than X ({s.d_model}): "
+                    "rematerialising from X would grow the cache", "--kv-remat"))
+            kv = 2 * max(1, s.kv // tp) * s.hd
+            if s.d_model >= kv:
+                raise WorkloadError(Problem(
+                    f"X ({s.d_model} values per token and layer, whole on every device) is "
+                    f"not smaller than {s.name}'s K and V per device (2 x {max(1, s.kv // tp)} "
+                    f"heads x {s.hd} = {kv} at tp {tp}): rematerialising saves no memory; "
+                    "it pays off for multi-head attention at low tensor parallelism",
+                    "--kv-remat"))
+
+
+def prefix_hit_tokens(prompt: int, rate: float) -> int:
+    """Prompt tokens found in the prefix cache: ``floor(rate x prompt)``, at most
+    ``prompt - 1`` (the last prompt token is computed: it emits the first output token)."""
+    if rate <= 0 or prompt <= 1:
+        return 0
+    return min(prompt - 1, int(math.floor(rate * prompt)))
+
+
+def offload_exposed_s(host_bytes: float, link_gbps: float, compute_s: float) -> float:
+    """Time the host-to-device streaming of ``host_bytes`` adds to an iteration whose
+    compute takes ``compute_s``: layer ``l + 1``'s blocks stream while layer ``l`` computes,
+    so only the excess shows, ``max(0, host_bytes / rate - compute_s)``."""
+    if host_bytes <= 0:
+        return 0.0
+    return max(0.0, host_bytes / (link_gbps * 1e9) - compute_s)
