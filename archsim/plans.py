@@ -152,8 +152,8 @@ def search_plans(design: str, model: str, devices: int, *, phase: str = "train",
                  batch: int | None = None, seq: int | None = None, context: int | None = None,
                  objective: str = "time", tp_overlap: bool = False,
                  a_format: str | None = None, w_format: str | None = None,
-                 kv_format: str | None = None, tp_allreduce: str = "nccl"
-                 ) -> PlanSearch:
+                 kv_format: str | None = None, tp_allreduce: str = "nccl",
+                 attention_kernel: str = "sdpa") -> PlanSearch:
     """Search parallel plans (tp, pp, dp, ep, cp, microbatches, recompute, ZeRO) of ``model``
     on ``devices`` devices of ``design``.
 
@@ -169,6 +169,8 @@ def search_plans(design: str, model: str, devices: int, *, phase: str = "train",
         a_format, w_format, kv_format: number formats of every device's graphs and of the
             memory-fit check (:func:`archsim.api.device_build`; default the design's).
         tp_allreduce: the tp all-reduce's implementation (``PlanOptions.tp_allreduce``).
+        attention_kernel: ``sdpa`` (default) or ``paged`` (a serving framework's paged-KV
+            attention call; :func:`archsim.api.device_build`).
     Raises:
         ConfigError: fewer than one device, an unknown phase for the model, or no valid plan
             for the batch.
@@ -182,7 +184,8 @@ def search_plans(design: str, model: str, devices: int, *, phase: str = "train",
     cluster = load_cluster_for(design, devices)
     path = find_cluster(design)
     own = load_cluster(path).devices if path is not None else devices
-    build = device_build(cluster.device, a_format, w_format, kv_format=kv_format)
+    build = device_build(cluster.device, a_format, w_format, kv_format=kv_format,
+                         attention_kernel=attention_kernel)
     batch = batch or (devices if phase == "train" else 16)
     seq = 1 if phase == "decode" else (seq or s.default_seq)
     plans = candidate_plans(s, devices, phase, batch, seq, cluster.spec.devices_per_node)

@@ -27,6 +27,7 @@ from archsim.cli.common import (
     Parser,
     ProgressBar,
     UsageError,
+    add_attention_kernel_flag,
     add_runtime_flag,
     nm,
     non_empty,
@@ -135,6 +136,7 @@ def add_arguments(r: argparse.ArgumentParser) -> None:
                         "parameters, as a Hugging Face script runs them: casts, fp32 norms, "
                         "dropout, the activation op by op, the loss; --a-format is the "
                         "autocast format, default bf16)")
+    add_attention_kernel_flag(r, "sdpa")
     r.add_argument("--max-ops", type=positive_int, default=None,
                    help="op rows in the text table (default 40; 'run' only, not with --json)")
     add_evaluation_flags(r, timeloop_inputs=True)
@@ -182,7 +184,8 @@ def request_from_args(args: argparse.Namespace) -> RunRequest:
     if args.cmd == "gemm":
         return replace(base, m=args.m, n=args.n, k=args.k)
     return replace(base, model=args.model, phase=args.phase, seq=args.seq,
-                   context=args.context, tp=args.tp, kernels=args.kernels)
+                   context=args.context, tp=args.tp, kernels=args.kernels,
+                   attention_kernel=args.attention_kernel or "sdpa")
 
 
 def cold_start_note() -> None:

@@ -26,11 +26,18 @@ import argparse
 import json
 import sys
 
-from archsim.cli.common import add_runtime_flag, non_empty, positive_float, positive_int
+from archsim.cli.common import (
+    add_attention_kernel_flag,
+    add_runtime_flag,
+    non_empty,
+    positive_float,
+    positive_int,
+)
 from archsim.serve.cluster import ROUTERS
 from archsim.serve.outputs import plot_serving, write_timeline
 from archsim.serve.replica import ORDERS, POLICIES, PREEMPTIONS
 from archsim.serve.session import run_serving
+from archsim.workloads.ops import ALLREDUCE_IMPLS
 
 HELP = ("simulate LLM serving (traces, batching, KV, SLOs, energy per token); see "
         "'archsim serve --help'")
@@ -48,9 +55,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--set", dest="overrides", action="append", default=[],
                    metavar="KEY=VALUE", help="override a config value (repeatable)")
     add_runtime_flag(p)
+    add_attention_kernel_flag(p, "paged where the design has paged_attention constants "
+                                 "(gpu/h100), else sdpa with a note")
     g = p.add_argument_group("deployment")
     g.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel devices per replica "
                    "(the prefill pool's when disaggregated)")
+    g.add_argument("--tp-allreduce", choices=ALLREDUCE_IMPLS, default="auto",
+                   help="the replica's tensor-parallel all-reduce: auto (default: as serving "
+                        "engines run it in CUDA graphs, their custom all-reduce where it is "
+                        "faster than NCCL, NCCL above), nccl (NCCL's LL/LL128/Simple "
+                        "protocols over the GPU's link), or vLLM's custom all-reduce in a CUDA "
+                        "graph (custom-graph) or eager (custom-eager)")
     g.add_argument("--replicas", type=positive_int, default=1, help="data-parallel replicas")
     g.add_argument("--router", choices=ROUTERS, default="round-robin")
     g.add_argument("--decode-replicas", type=positive_int,
@@ -144,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
         attainment=args.attainment, find_capacity=args.find_capacity, fidelity=args.fidelity,
         constraints=args.constraints, decode_constraints=args.decode_constraints,
         a_format=args.a_format, w_format=args.w_format, kv_format=args.kv_format,
-        progress=None if quiet else stderr_progress, note=note,
+        attention_kernel=args.attention_kernel, tp_allreduce=args.tp_allreduce, progress=None if quiet else stderr_progress, note=note,
         concurrency=args.concurrency, isl=args.isl, osl=args.osl, requests=args.requests)
     res = sr.result
     if res is None:
