@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import gzip
+import json
 import statistics
 from dataclasses import replace
 
@@ -185,3 +186,22 @@ def test_run_default_is_sdpa(h100) -> None:
     r = evaluate_request(RunRequest(config="gpu/h100", model="llama3-8b", phase="decode",
                                     batch=8, context=4095), h100)
     assert not any(o.mapping.startswith("paged-KV") for o in r.ops if o.role == "attention")
+
+
+def test_serve_says_the_fallback_once(capsys) -> None:
+    rc = main(["serve", "gpu/a100", "--model", "gpt2-small", "--concurrency", "2", "--isl",
+               "64", "--osl", "4", "--requests", "2"])
+    err = capsys.readouterr().err
+    assert rc == 0 and err.count("no paged-KV attention model") == 1
+
+
+def test_serve_fp8_kv_cache_shortens_long_context_decode(capsys) -> None:
+    """The KV format reaches the replica's attention: 8 clients decoding over 8k-token
+    contexts stream half the K/V bytes with an fp8 cache (TPOT drops)."""
+    def tpot(*extra: str) -> float:
+        rc = main(["serve", "gpu/h100", "--model", "llama3-8b", "--concurrency", "8",
+                   "--isl", "8000", "--osl", "32", "--requests", "8", "--json", *extra])
+        out = capsys.readouterr().out
+        assert rc == 0
+        return json.loads(out)["benchmark"]["mean_tpot_ms"]
+    assert tpot("--kv-format", "fp8_e4m3") < tpot()
