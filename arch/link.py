@@ -156,8 +156,8 @@ def device_link(nvlink: Any) -> LinkSpec:
     ``bandwidth_gbps``, ``latency_us``, ``efficiency``; None: a placeholder link that
     :mod:`arch.collective` refuses to use) with NCCL's protocols and vLLM's custom all-reduce
     as fitted on H100 (:func:`nvswitch_protocols`): latencies as they are, efficiencies as
-    fractions of this link's bandwidth (the mechanism carried, not refitted); no NVLS, which
-    the device's spec does not say its switch has."""
+    fractions of this link's bandwidth (the mechanism carried, not refitted); NVLS (the
+    fitted in-switch reduction) only when the spec says its switch has it (``nvls``)."""
     if nvlink is None:
         return LinkSpec(name="none", bandwidth_gbps=1e-9, latency_us=0.0,
                         source="no link in the device design")
@@ -165,5 +165,7 @@ def device_link(nvlink: Any) -> LinkSpec:
     return LinkSpec(name="nvlink", bandwidth_gbps=nvlink.bandwidth_gbps,
                     latency_us=nvlink.latency_us, efficiency=nvlink.efficiency,
                     nccl=carried.nccl, custom_allreduce=carried.custom_allreduce,
-                    source="the device's nvlink spec; NCCL protocols and vLLM's custom "
+                    nvls_efficiency=carried.nvls_efficiency if getattr(nvlink, "nvls", False)
+                    else 0.0,
+                    source="the device's nvlink spec; NCCL protocols, NVLS and vLLM's custom "
                            "all-reduce carried from configs/cluster/dgx_h100.yaml")

@@ -44,18 +44,23 @@ def test_copy_closed_form() -> None:
     assert e.bound == "memory"
 
 
-def test_large_allreduce_runs_nccl_simple_ring() -> None:
-    # 8 GPUs, 256 MiB fp16, NCCL's protocols (configs/cluster/dgx_h100.yaml scale_up.nccl,
-    # carried to h100.yaml's nvlink 450 GB/s): the cheapest is the Simple ring,
-    # base 55.7 us + 14 steps x 0.78 us + 2*7/8 x 256 MiB / (450 GB/s x 1.0 payload x 0.78)
-    # = 1405 us (LL: 4745 us, LL128: 2183 us). Measured (kernels_h100/nccl.csv.gz
-    # all_reduce,half,8,134217728): 1092 us -- NCCL runs NVLS there, which a device's own
-    # link does not claim (docs/gpu.md "Collectives in a device's graph").
+def test_large_allreduce_runs_nvls_or_the_simple_ring() -> None:
+    # 8 GPUs, 256 MiB fp16, NCCL's protocols (configs/cluster/dgx_h100.yaml scale_up, carried
+    # to h100.yaml's nvlink 450 GB/s). h100.yaml's board reduces in the switch (nvls: true):
+    # NVLS 51.8 us + 256 MiB / (450 GB/s x 0.562) = 1113 us; measured 1092 us
+    # (kernels_h100/nccl.csv.gz all_reduce,half,8,134217728). Without NVLS the cheapest is the
+    # Simple ring, 55.7 us + 14 steps x 0.78 us + 2*7/8 x 256 MiB / (450 GB/s x 1.0 payload
+    # x 0.78) = 1405 us (LL: 4745 us, LL128: 2183 us).
     op = AllReduce(name="ar", elements=128 * 2**20, devices=8)
-    e = gpu("h100").estimate(op)
+    u = gpu("h100")
+    e = u.estimate(op)
+    assert e.mapping.startswith("nvls/simple")
+    assert e.latency_s == pytest.approx(51.8e-6 + 256 * 2**20 / (450e9 * 0.562), rel=1e-4)
+    flat = type(u)(u.name, replace(u.spec, nvlink=replace(u.spec.nvlink, nvls=False)),
+                   u.node_nm)
     simple = 55.7e-6 + 14 * 0.78e-6 + 2 * 7 / 8 * 256 * 2**20 / (450e9 * 0.78)
-    assert e.latency_s == pytest.approx(simple, rel=1e-4)   # whole cycles
-    assert e.mapping.startswith("ring/simple")
+    assert flat.estimate(op).latency_s == pytest.approx(simple, rel=1e-4)   # whole cycles
+    assert flat.estimate(op).mapping.startswith("ring/simple")
     assert not gpu("t4").estimate(op).feasible  # no NVLink on T4
 
 
@@ -77,7 +82,7 @@ def test_small_allreduce_runs_ll_and_custom_oneshot() -> None:
 @pytest.mark.parametrize("elements", [64 * 2**10, 128 * 2**20])
 def test_auto_allreduce_is_the_cheaper_of_custom_and_nccl(elements: int) -> None:
     """``auto`` (serve's default): the engine's custom kernel where it is faster than NCCL
-    (128 KiB: one-shot 7.95 us < LL 18.24 us), NCCL above (256 MiB: Simple 1405 us < two-shot
+    (128 KiB: one-shot 7.95 us < LL 18.24 us), NCCL above (256 MiB: NVLS 1113 us < two-shot
     2 x 7/8 x 256 MiB / (450 GB/s x 0.68) + 5.43 + 3.86 us = 1544 us)."""
     u = gpu("h100")
     op = AllReduce(name="ar", elements=elements, devices=8)
