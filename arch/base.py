@@ -288,6 +288,13 @@ class Unit(ABC, Generic[M]):
         for designs of it (``archsim.api.preferred_attention``). Default: False."""
         return False
 
+    def attention_kernels(self) -> tuple[str, ...]:
+        """How the unit can be asked to price an ``Attention`` call (``Attention.kernel``,
+        ``workloads.ops.ATTENTION_KERNELS``) with a model of its own: ``paged`` when it
+        models a serving framework's paged-KV backend. () (default): one model for every
+        call (``archsim.api.device_build`` refuses ``--attention-kernel paged`` then)."""
+        return ()
+
     def native_formats(self) -> tuple[str, ...]:
         """Number formats (``workloads.formats`` names) the unit's datapath computes in
         natively, preferred first. The CLI uses them as the default activation and weight

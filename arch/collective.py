@@ -1,6 +1,6 @@
 """The cost of a collective (all-reduce, all-gather, reduce-scatter, all-to-all, send/recv) on
 a cluster's topology: the one home of the collective models (the GPU unit's tensor-parallel
-all-reduce uses :func:`ring_or_tree_allreduce` too).
+all-reduce is :func:`link_collective` on the device's own link).
 
 Conventions (those of nccl-tests, ``doc/PERFORMANCE.md``): ``nbytes`` is the buffer of one
 device -- the whole vector for all-reduce, the gathered output for all-gather, the input for
@@ -62,11 +62,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from archsim.workloads.errors import ConfigError, Problem
+from archsim.workloads.ops import ALLREDUCE_IMPLS
 
 if TYPE_CHECKING:  # annotations only: a cluster loads designs, whose GPU units use this module
-    from archsim.arch.cluster import Cluster, LinkSpec
+    from archsim.arch.cluster import Cluster
+    from archsim.arch.link import LinkSpec
 
-__all__ = ["CollectiveCost", "Group", "place", "collective", "ring_or_tree_allreduce",
+__all__ = ["CollectiveCost", "Group", "place", "collective", "link_collective",
+           "ring_or_tree_allreduce",
            "bus_factor", "KINDS", "PROTOCOLS", "PAYLOAD", "NVLS_DTYPES", "IMPLS"]
 
 KINDS = ("allreduce", "allgather", "reducescatter", "alltoall", "sendrecv")
@@ -79,7 +82,7 @@ PAYLOAD = {"ll": 0.5, "ll128": 120 / 128, "simple": 1.0}
 #: formats the NVSwitch reduces in place (multimem.ld_reduce: f16, bf16, f32; PTX ISA 8.x);
 #: NCCL does not run NVLS for 8-bit types
 NVLS_DTYPES = ("fp16", "bf16", "fp32")
-IMPLS = ("nccl", "custom-graph", "custom-eager")
+IMPLS = ALLREDUCE_IMPLS
 
 
 @dataclass(frozen=True)
@@ -262,6 +265,45 @@ def _custom_allreduce(link: LinkSpec, n: int, nbytes: float, share: float, launc
     return algo, gpu if launch == "graph" else max(c.eager_host_us * 1e-6, gpu), wire
 
 
+def link_collective(link: LinkSpec, kind: str, n: int, nbytes: float, share: int = 1,
+                    algorithm: str | None = None, *, protocol: str | None = None,
+                    dtype: str = "bf16", impl: str = "nccl", file: str | None = None
+                    ) -> CollectiveCost:
+    """Cost of one collective of ``kind`` over ``n`` devices of one level, ``link`` (one
+    node's switch: a device's own GPU link, :func:`arch.link.device_link`, or a cluster's
+    scale-up link); the arguments are :func:`collective`'s (``file``: where ``link`` was
+    read, for the error).
+
+    Raises:
+        ConfigError: ``impl`` is vLLM's custom all-reduce and ``link`` has no
+            ``custom_allreduce`` spec; an unknown ``impl``.
+    """
+    if impl not in IMPLS:
+        raise ConfigError(Problem(f"unknown all-reduce implementation {impl!r} (expected one "
+                                  f"of {', '.join(IMPLS)})", "impl"))
+    if n <= 1 or nbytes <= 0:
+        return CollectiveCost(kind, "local", 0.0, nbytes, 0.0, 0.0, max(1, n))
+    if impl == "auto":      # the engine's custom kernel where it is faster, else NCCL
+        nccl = link_collective(link, kind, n, nbytes, share, algorithm, protocol=protocol,
+                               dtype=dtype, impl="nccl", file=file)
+        if kind != "allreduce" or link.custom_allreduce is None:
+            return nccl
+        custom = link_collective(link, kind, n, nbytes, share, impl="custom-graph")
+        return custom if custom.time_s < nccl.time_s else nccl
+    if impl != "nccl" and kind == "allreduce":
+        if link.custom_allreduce is None:
+            raise ConfigError(Problem(f"{impl} all-reduce needs a custom_allreduce spec on "
+                                      f"the link {link.name!r}", "scale_up.custom_allreduce",
+                                      file))
+        algo, t, wire = _custom_allreduce(link, n, nbytes, 1.0 / share, impl.split("-")[1])
+        proto = impl
+    else:
+        algo, proto, t, wire = _level(kind, link, n, nbytes, link.bytes_per_s / share,
+                                      algorithm, dtype, protocol)
+    e = wire * (1 if kind == "sendrecv" else n) * 8 * link.energy_pj_per_bit * 1e-12
+    return CollectiveCost(kind, algo, t, nbytes, wire, e, n, proto)
+
+
 def collective(cluster: Cluster, kind: str, nbytes: float, group: Group, share: int = 1,
                algorithm: str | None = None, *, protocol: str | None = None,
                dtype: str = "bf16", impl: str = "nccl") -> CollectiveCost:
@@ -278,10 +320,11 @@ def collective(cluster: Cluster, kind: str, nbytes: float, group: Group, share: 
         protocol: force one NCCL protocol (``ll``, ``ll128``, ``simple``; as ``NCCL_PROTO``)
             on a level with an ``nccl`` spec; None = the cheapest.
         dtype: the element format reduced (NVLS reduces 16- and 32-bit floats only).
-        impl: the all-reduce implementation of a one-node group: ``nccl``, or vLLM's custom
+        impl: the all-reduce implementation of a one-node group: ``nccl``, vLLM's custom
             all-reduce replayed in a CUDA graph (``custom-graph``) or called eagerly
-            (``custom-eager``); other collectives, and groups across nodes, use NCCL (as
-            vLLM falls back to it).
+            (``custom-eager``), or ``auto`` (the cheaper of ``custom-graph`` and NCCL, as
+            serving engines choose by message size); other collectives, and groups across
+            nodes, use NCCL (as vLLM falls back to it).
 
     Raises:
         ConfigError: the group needs a link the cluster does not have.
@@ -302,17 +345,8 @@ def collective(cluster: Cluster, kind: str, nbytes: float, group: Group, share: 
     b_up = up.bytes_per_s / share
     loc, N = group.local, group.nodes
     if N == 1:
-        if impl != "nccl" and kind == "allreduce":
-            if up.custom_allreduce is None:
-                raise ConfigError(Problem(f"{impl} all-reduce needs a custom_allreduce spec on "
-                                          f"the link {up.name!r}", "scale_up.custom_allreduce",
-                                          cluster.file or None))
-            algo, t, wire = _custom_allreduce(up, n, nbytes, 1.0 / share, impl.split("-")[1])
-            proto = impl
-        else:
-            algo, proto, t, wire = _level(kind, up, n, nbytes, b_up, algorithm, dtype, protocol)
-        e = wire * (1 if kind == "sendrecv" else n) * 8 * up.energy_pj_per_bit * 1e-12
-        return CollectiveCost(kind, algo, t, nbytes, wire, e, n, proto)
+        return link_collective(up, kind, n, nbytes, share, algorithm, protocol=protocol,
+                               dtype=dtype, impl=impl, file=cluster.file or None)
     if out is None:
         raise ConfigError(Problem(f"a group of {n} devices spans {N} nodes but the cluster "
                                   f"{cluster.name!r} has no scale_out link", "scale_out",

@@ -35,7 +35,8 @@ from archsim.workloads.zoo import build
 
 __all__ = ["load", "workload", "gemm_workload", "workload_from_dict", "evaluate", "find_config",
            "config_dir", "list_configs", "memory_check", "native_format", "with_native_formats",
-           "device_build", "with_format_hint", "VERSION", "FIDELITIES"]
+           "device_build", "paged_attention_available", "with_format_hint", "VERSION",
+           "FIDELITIES"]
 
 VERSION = "0.1.0"
 FIDELITIES = ("analytical", "cycle")
@@ -256,24 +257,43 @@ def with_native_formats(acc: Accelerator, wl: Workload) -> tuple[Workload, str |
     return wl.in_format(get_format(nat)), nat
 
 
+def paged_attention_available(acc: Accelerator) -> bool:
+    """Does a unit of ``acc`` model a serving framework's paged-KV attention call
+    (``Unit.attention_kernels``)? (``serve``'s default attention kernel then.)"""
+    return any("paged" in u.attention_kernels() for u in acc.units)
+
+
 def device_build(acc: Accelerator, a_format: str | None = None, w_format: str | None = None,
-                 kernels: str = "fused", kv_format: str | None = None) -> DeviceBuild:
+                 kernels: str = "fused", kv_format: str | None = None,
+                 attention_kernel: str = "sdpa", tp_allreduce: str = "nccl") -> DeviceBuild:
     """The choices a model's graph is built with on ``acc``, wherever it runs (one device,
     each device of a plan, a serving replica): the design's attention
     (:func:`preferred_attention`), the given formats, else the design's
-    :func:`native_format` (kernels ``fused`` only: autocast sets its own formats).
+    :func:`native_format` (kernels ``fused`` only: autocast sets its own formats), the
+    attention call (``sdpa``, or ``paged``: a serving framework's paged-KV backend, which
+    needs a unit that models it and fused attention) and the tensor-parallel all-reduce's
+    implementation (``nccl``, ``custom-graph``, ``custom-eager``).
 
     Raises:
-        WorkloadError: an unknown format, naming its flag.
+        WorkloadError: an unknown format or attention kernel, naming its flag; ``paged`` on
+            a design without a paged-KV attention model.
     """
     for flag, name in (("--a-format", a_format), ("--w-format", w_format),
                        ("--kv-format", kv_format)):
         if name is not None:
             get_format(name, flag)
+    attention = preferred_attention(acc)
+    if attention_kernel == "paged" and not (paged_attention_available(acc)
+                                            and attention == "fused"):
+        raise WorkloadError(Problem(
+            f"{acc.name} has no paged-KV attention model (a GPU unit's paged_attention "
+            f"constants, fused attention); expected --attention-kernel sdpa",
+            "--attention-kernel"))
     native = native_format(acc) if kernels == "fused" and not a_format and not w_format \
         else None
-    return DeviceBuild(attention=preferred_attention(acc), kernels=kernels, a_format=a_format,
-                       w_format=w_format, kv_format=kv_format, native=native)
+    return DeviceBuild(attention=attention, kernels=kernels, a_format=a_format,
+                       w_format=w_format, kv_format=kv_format, native=native,
+                       attention_kernel=attention_kernel, tp_allreduce=tp_allreduce)
 
 
 def with_format_hint(exc: MappingError, acc: Accelerator) -> MappingError:

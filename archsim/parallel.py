@@ -379,7 +379,8 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
             size, stride = _stride(plan, c.group)
             g = place(cluster, size, stride)
             impl = options.tp_allreduce if c.group == "tp" and g.nodes == 1 else "nccl"
-            cost = collective(cluster, c.kind, c.payload_bytes(), g, impl=impl)
+            cost = collective(cluster, c.kind, c.payload_bytes(), g, impl=impl,
+                              dtype=c.a_format.name)
             out[c.group] = out.get(c.group, 0.0) + cost.time_s
             groups = plan.devices / plan.pp / max(1, size)
             link_e[0] += cost.energy_j * groups * block_n[kind] * plan.microbatches
@@ -389,7 +390,7 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
     slow = sms / (sms - options.comm_sms) if sms > options.comm_sms else 1.0
     per_block: dict[str, dict[str, float]] = {}
     for kind, t in blocks.items():
-        cs = layer_comms(s, plan, phase, mb, seq_n, kind == "moe")
+        cs = layer_comms(s, plan, phase, mb, seq_n, kind == "moe", build)
         fwd_c, bwd_c = comm_time(cs, "fwd", kind), comm_time(cs, "bwd", kind)
         f, b = t.fwd, t.bwd
         if train and plan.recompute == "selective":
@@ -429,9 +430,11 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
     per_stage["bwd"] += base.bwd if train else 0.0
     per_stage["upd"] += base.upd
     tokens_mb = mb * seq_n
+    stream = build.stream_format(s)       # the residual stream's format (>= 16-bit)
+    stream_b = stream.bytes_per_element
     if plan.tp > 1:       # the vocabulary-parallel embedding's all-reduce (and its backward)
-        emb = collective(cluster, "allreduce", tokens_mb / plan.cp * s.d_model * 2,
-                         place(cluster, plan.tp, 1))
+        emb = collective(cluster, "allreduce", tokens_mb / plan.cp * s.d_model * stream_b,
+                         place(cluster, plan.tp, 1), dtype=stream.name)
         passes = 2 if train else 1
         per_stage["cf"] += emb.time_s
         per_stage["tp"] += emb.time_s * passes
@@ -441,7 +444,7 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
     pp_t = 0.0
     if plan.pp > 1:
         size, stride = _stride(plan, "pp")
-        nbytes = tokens_mb / plan.cp * s.d_model * 2 / plan.tp
+        nbytes = tokens_mb / plan.cp * s.d_model * stream_b / plan.tp
         c = collective(cluster, "sendrecv", nbytes, place(cluster, 2, stride))
         pp_t = c.time_s * plan.interleave * (2 if train else 1)
         # every device of the first pp-1 stages sends each microbatch (and its gradient back)

@@ -87,6 +87,7 @@ class RunRequest:
     tp: int = 1
     kernels: str = "fused"
     moe_routing: str | None = None
+    attention_kernel: str = "sdpa"
     m: int = 0
     n: int = 0
     k: int = 0
@@ -123,6 +124,8 @@ class RunRequest:
                 argv += ["--kernels", self.kernels]
             if self.moe_routing:
                 argv += ["--moe-routing", self.moe_routing]
+            if self.attention_kernel != "sdpa":
+                argv += ["--attention-kernel", self.attention_kernel]
         argv += ["--batch", str(self.batch), "--fidelity", self.fidelity, "--objective",
                  self.objective, "--mapping", self.mapping_mode]
         for flag, v in (("--a-format", self.a_format), ("--w-format", self.w_format),
@@ -147,7 +150,8 @@ def request_workload(req: RunRequest, acc: Accelerator) -> tuple[Workload, RunRe
     else:
         # the choices every device makes (archsim.api.device_build; plans use the same):
         # fused (FlashAttention-style) attention where the design runs it, the formats
-        b = device_build(acc, req.a_format, req.w_format, req.kernels)
+        b = device_build(acc, req.a_format, req.w_format, req.kernels,
+                         attention_kernel=req.attention_kernel)
         wl = build_model_workload(req.model, phase=req.phase, batch=req.batch, seq=req.seq,
                                   context=req.context, tp=req.tp, a_format=req.a_format,
                                   w_format=req.w_format, attention=b.attention,
@@ -157,6 +161,8 @@ def request_workload(req: RunRequest, acc: Accelerator) -> tuple[Workload, RunRe
     # eager_amp: autocast's policy set every op's format, so no design-native formats
     if req.kernels == "fused" and not req.a_format and not req.w_format:
         wl, native = with_native_formats(acc, wl)
+    if req.cmd != "gemm":       # the attention call (paged-KV backend or not), after formats
+        wl = b.framework_calls(wl)
     if req.sparsity:
         wl = wl.with_sparsity(*req.sparsity)
     return wl, replace(req, native_format=native)

@@ -38,8 +38,25 @@ __all__ = [
     "Sparsity", "Op", "Gemm", "Conv2d", "Softmax", "Norm", "Elementwise", "Embedding",
     "AllReduce", "VectorOp", "VECTOR_OPS_PER_ELEMENT", "PASSES", "MATRIX_OPS", "Attention",
     "ROLES", "ATTENTION_CORE_ROLES", "EXPERT_ROLES", "PassGroup", "pass_group", "FusedMoE",
-    "MOE_BACKENDS",
+    "MOE_BACKENDS", "ATTENTION_KERNELS", "ALLREDUCE_MIN_BITS", "ALLREDUCE_IMPLS",
 ]
+
+#: How an ``Attention`` call is made (``Attention.kernel``): ``sdpa`` (one call on contiguous
+#: K/V) or ``paged`` (a serving framework's paged-KV backend).
+ATTENTION_KERNELS = ("sdpa", "paged")
+
+#: Narrowest element a tensor-parallel all-reduce sums: a quantised linear layer (fp8, int8,
+#: int4 activations) quantises its *input* and writes its output in 16 bits, and the
+#: frameworks all-reduce that 16-bit residual stream (vLLM's ``tensor_model_parallel_all_reduce``
+#: of the row-parallel layer's bf16 output, NCCL ``ncclBfloat16``; TensorRT-LLM and SGLang
+#: likewise); only a wider stream (fp32) reduces wider.
+ALLREDUCE_MIN_BITS = 16
+
+#: Implementations of a one-node all-reduce (``AllReduce.impl``): NCCL, vLLM's custom
+#: all-reduce replayed in a CUDA graph or called eagerly, or ``auto``: what serving engines
+#: do in CUDA graphs -- their custom kernel for the messages it serves faster, NCCL above
+#: (vLLM's, SGLang's and TensorRT-LLM's size cutoffs; ``arch.collective``).
+ALLREDUCE_IMPLS = ("nccl", "custom-graph", "custom-eager", "auto")
 
 
 #: Elementary operations per element of a vector op (exp/div/sqrt count as one special-
@@ -557,9 +574,28 @@ class Collective(Op):
 
 @dataclass(frozen=True, kw_only=True)
 class AllReduce(Collective):
-    """All-reduce of ``elements`` values (``a_format``) across ``devices`` devices."""
+    """All-reduce of ``elements`` values across ``devices`` devices, summed in the activation
+    format, at least 16-bit (:data:`ALLREDUCE_MIN_BITS`: an fp8 model reduces in bf16), by
+    ``impl`` (:data:`ALLREDUCE_IMPLS`; units without a model of vLLM's kernel use theirs)."""
 
     kind: ClassVar[str] = "allreduce"
+    impl: str = "nccl"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.impl not in ALLREDUCE_IMPLS:
+            raise WorkloadError(Problem(f"all-reduce implementation must be one of "
+                                        f"{', '.join(ALLREDUCE_IMPLS)}, got {self.impl!r}",
+                                        self.name))
+
+    @property
+    def reduce_format(self) -> str:
+        """The element format summed: ``a_format`` when at least 16 bits wide, else bf16."""
+        return self.a_format.name if self.a_format.bits >= ALLREDUCE_MIN_BITS else "bf16"
+
+    def payload_bytes(self) -> float:
+        """The per-device buffer in bytes, in :attr:`reduce_format`."""
+        return self.elements * max(ALLREDUCE_MIN_BITS / 8, self.a_format.bytes_per_element)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -572,7 +608,11 @@ class Attention(Op):
     fused (FlashAttention: the scores never leave the chip) or as QK, softmax and AV kernels.
     ``window`` > 0: sliding-window attention, query ``i`` sees only its last ``window`` keys
     (``kv_len - q_len + i - window + 1 ..``); 0 = full attention. ``kv_format``: format of
-    the cached K and V (an fp8 KV cache); None = ``a_format``.
+    the cached K and V (an fp8 KV cache); None = ``a_format``. ``kernel``: how the call is
+    made (:data:`ATTENTION_KERNELS`): ``sdpa``, one scaled-dot-product-attention call on
+    contiguous K/V (PyTorch SDPA, FlashAttention's own API); ``paged``, a serving framework's
+    paged-KV backend (vLLM's FlashAttention backend), whose call also writes the new tokens'
+    K and V into the paged cache; units without a model of the latter price it as ``sdpa``.
     """
 
     kind: ClassVar[str] = "attention"
@@ -585,6 +625,7 @@ class Attention(Op):
     causal: bool = False
     window: int = 0
     kv_format: NumberFormat | None = None
+    kernel: str = "sdpa"
     role: str = "attention"
 
     def _positive_fields(self) -> tuple[str, ...]:
@@ -608,6 +649,10 @@ class Attention(Op):
         if self.window < 0:
             raise WorkloadError(Problem(f"window ({self.window}) must be >= 0 (0 = full "
                                         "attention)", self.name))
+        if self.kernel not in ATTENTION_KERNELS:
+            raise WorkloadError(Problem(f"attention kernel must be one of "
+                                        f"{', '.join(ATTENTION_KERNELS)}, got {self.kernel!r}",
+                                        self.name))
         if self.causal and self.q_len > self.kv_len:
             raise WorkloadError(Problem(f"causal attention needs q_len ({self.q_len}) <= "
                                         f"kv_len ({self.kv_len})", self.name))

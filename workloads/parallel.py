@@ -42,10 +42,16 @@ from archsim.workloads.collectives import (
     ReduceScatter,
 )
 from archsim.workloads.errors import Problem, WorkloadError
-from archsim.workloads.formats import get_format
+from archsim.workloads.formats import NumberFormat, get_format
 from archsim.workloads.graph import Workload
 from archsim.workloads.models.transformer import TransformerShape, _tp_heads, build_transformer
-from archsim.workloads.ops import AllReduce
+from archsim.workloads.ops import (
+    ALLREDUCE_IMPLS,
+    ALLREDUCE_MIN_BITS,
+    ATTENTION_KERNELS,
+    AllReduce,
+    Attention,
+)
 
 __all__ = ["ParallelPlan", "RECOMPUTE", "Comm", "DeviceBuild", "check_plan", "block_graphs",
            "default_microbatches",
@@ -118,8 +124,14 @@ class DeviceBuild:
         kernels: ``fused`` or ``eager_amp`` (``build_transformer``).
         a_format, w_format: activation / weight formats given by the user (None: the model's).
         kv_format: KV-cache format (None: the activation format; 16-bit when neither is
-            given); it sets the cache's bytes in the memory-fit check.
+            given); it sets the cache's bytes in the memory-fit check and the K/V format of
+            every ``Attention`` op.
         native: the design's native format applied when no format is given (None: none).
+        attention_kernel: how every ``Attention`` op is called (``Attention.kernel``:
+            ``sdpa``, or ``paged``: a serving framework's paged-KV backend).
+        tp_allreduce: the implementation of every tensor-parallel ``AllReduce`` op of the
+            graph (``AllReduce.impl``: ``nccl``, ``custom-graph``, ``custom-eager``); a plan
+            prices its collectives on the cluster with ``PlanOptions.tp_allreduce`` instead.
     """
 
     attention: str = "unfused"
@@ -128,23 +140,63 @@ class DeviceBuild:
     w_format: str | None = None
     kv_format: str | None = None
     native: str | None = None
+    attention_kernel: str = "sdpa"
+    tp_allreduce: str = "nccl"
+
+    def __post_init__(self) -> None:
+        for flag, v, ok in (("--attention-kernel", self.attention_kernel, ATTENTION_KERNELS),
+                            ("--tp-allreduce", self.tp_allreduce, ALLREDUCE_IMPLS)):
+            if v not in ok:
+                raise WorkloadError(Problem(f"expected one of {', '.join(ok)}, got {v!r}",
+                                            flag))
 
     def graph(self, s: TransformerShape, phase: str | None, batch: int, seq: int | None,
               context: int | None, tp: int = 1, ep: int = 1) -> Workload:
         """The graph of ``s`` with these choices (``build_transformer``'s arguments)."""
         if self.kernels == "eager_amp":     # autocast's policy sets every op's format
             amp = get_format(self.a_format or "bf16", "--a-format").name
-            return build_transformer(replace(s, a_format=amp, w_format=amp), phase, batch, seq,
-                                     context, tp, ep, attention=self.attention,
-                                     kernels=self.kernels)
+            return self.framework_calls(build_transformer(
+                replace(s, a_format=amp, w_format=amp), phase, batch, seq, context, tp, ep,
+                attention=self.attention, kernels=self.kernels))
         w = build_transformer(s, phase, batch, seq, context, tp, ep, attention=self.attention,
                               kernels=self.kernels)
         if self.a_format or self.w_format:
-            return w.with_formats(get_format(self.a_format, "--a-format") if self.a_format
-                                  else None,
-                                  get_format(self.w_format, "--w-format") if self.w_format
-                                  else None)
-        return w.in_format(get_format(self.native)) if self.native else w
+            w = w.with_formats(get_format(self.a_format, "--a-format") if self.a_format
+                               else None,
+                               get_format(self.w_format, "--w-format") if self.w_format
+                               else None)
+        elif self.native:
+            w = w.in_format(get_format(self.native))
+        return self.framework_calls(w)
+
+    def framework_calls(self, w: Workload) -> Workload:
+        """``w`` with every ``Attention`` op called by :attr:`attention_kernel` (its K/V in
+        :attr:`kv_format` when given) and every ``AllReduce`` by :attr:`tp_allreduce`;
+        ``w`` itself when that changes nothing.
+
+        Raises:
+            WorkloadError: ``paged`` attention in a training graph (naming the flag).
+        """
+        if self.attention_kernel == "sdpa" and self.kv_format is None \
+                and self.tp_allreduce == "nccl":
+            return w
+        if self.attention_kernel == "paged" and w.phase == "train":
+            raise WorkloadError(Problem("the paged-KV attention call is an inference call "
+                                        "(prefill, decode); a training step's attention is "
+                                        "an SDPA call: expected --attention-kernel sdpa",
+                                        "--attention-kernel"))
+        kvf = get_format(self.kv_format, "--kv-format") if self.kv_format else None
+        out = Workload(w.name, w.phase, w.batch, w.seq, w.context, w.parameters, w.family,
+                       tied=w.tied, devices=w.devices)
+        for op in w.ops():
+            new = op
+            if isinstance(op, Attention):
+                new = replace(op, kernel=self.attention_kernel,
+                              kv_format=kvf if kvf is not None else op.kv_format)
+            elif isinstance(op, AllReduce):
+                new = replace(op, impl=self.tp_allreduce)
+            out.add(new, w.graph.predecessors(op.name))
+        return out
 
     def weight_bytes(self, s: TransformerShape, phase: str) -> tuple[float, float]:
         """Bytes per parameter of (embedding and head, blocks): training keeps 16-bit weights
@@ -161,6 +213,23 @@ class DeviceBuild:
             b = get_format(self.native).bytes_per_element
             return b, b
         return BYTES_PER_PARAM["weights"], get_format(s.w_format).bytes_per_element
+
+    def stream_format(self, s: TransformerShape) -> NumberFormat:
+        """Format of the residual stream a plan's collectives move (tp all-reduce, sequence-
+        parallel gather/scatter, expert all-to-all, pipeline send): the activation format
+        (given, else the design's native one, else the model's; autocast's under
+        ``eager_amp``), at least 16-bit (``workloads.ops.ALLREDUCE_MIN_BITS``: quantised
+        linear layers write 16-bit outputs, which the frameworks reduce)."""
+        name = self.a_format or self.native or s.a_format
+        if self.kernels == "eager_amp":
+            name = self.a_format or "bf16"
+        f = get_format(name)
+        return f if f.bits >= ALLREDUCE_MIN_BITS else get_format("bf16")
+
+    def kv_stream_format(self, s: TransformerShape) -> NumberFormat:
+        """Format of the K/V blocks context parallelism exchanges: the KV-cache format when
+        given, else :meth:`stream_format`."""
+        return get_format(self.kv_format) if self.kv_format else self.stream_format(s)
 
     def kv_bytes(self) -> float:
         """Bytes per cached K or V element (attributes)."""
@@ -309,9 +378,11 @@ def without_collectives(w: Workload) -> Workload:
 
 
 def layer_comms(s: TransformerShape, plan: ParallelPlan, phase: str, micro_batch: int,
-                seq: int, moe: bool) -> list[Comm]:
+                seq: int, moe: bool, build: DeviceBuild | None = None) -> list[Comm]:
     """Collectives of one block for one microbatch on one device (forward, then backward
-    for training; full recomputation repeats the forward tensor-parallel ones).
+    for training; full recomputation repeats the forward tensor-parallel ones), in
+    ``build``'s stream format (:meth:`DeviceBuild.stream_format`; the K/V exchange in
+    :meth:`DeviceBuild.kv_stream_format`; default 16-bit).
 
     * tp: two all-reduces of ``tokens x d`` (attention output, FFN output), each an
       all-gather + reduce-scatter pair with sequence parallelism;
@@ -326,6 +397,8 @@ def layer_comms(s: TransformerShape, plan: ParallelPlan, phase: str, micro_batch
     if phase == "train" and plan.recompute == "full":
         passes.append("bwd_data")   # the recomputed forward runs inside the backward pass
     hl, kvl = _tp_heads(s, plan.tp)
+    st = build.stream_format(s) if build is not None else get_format("fp16")
+    kvf = build.kv_stream_format(s) if build is not None else st
     for i, p in enumerate(passes):
         grad = i == 1
         if plan.tp > 1:
@@ -333,26 +406,29 @@ def layer_comms(s: TransformerShape, plan: ParallelPlan, phase: str, micro_batch
             for part in ("attn", "ffn"):
                 if plan.sequence_parallel:
                     out.append(AllGather(name=f"{part}.tp.ag", elements=full, devices=plan.tp,
-                                         group="tp", pass_=p))
+                                         group="tp", pass_=p, a_format=st))
                     out.append(ReduceScatter(name=f"{part}.tp.rs", elements=full,
-                                             devices=plan.tp, group="tp", pass_=p))
+                                             devices=plan.tp, group="tp", pass_=p,
+                                             a_format=st))
                 else:
                     out.append(GroupAllReduce(name=f"{part}.tp", elements=full,
-                                              devices=plan.tp, group="tp", pass_=p))
+                                              devices=plan.tp, group="tp", pass_=p,
+                                              a_format=st))
         if moe and plan.ep > 1:
             disp = -(-tokens // plan.tp) * s.top_k * s.d_model
             for nm in ("moe.dispatch", "moe.combine"):
                 out.append(AllToAll(name=nm, elements=disp, devices=plan.ep, group="ep",
-                                    pass_=p))
+                                    pass_=p, a_format=st))
         if plan.cp > 1:
             if phase == "decode":
                 out.append(GroupAllReduce(name="cp.combine", elements=tokens * s.d_model,
-                                          devices=plan.cp, group="cp", pass_=p))
+                                          devices=plan.cp, group="cp", pass_=p, a_format=st))
             else:
                 kv_dim = (s.kv_lora_rank + s.qk_rope_dim) if s.is_mla else 2 * kvl * s.hd
                 block = tokens * kv_dim
                 out.append(AllGather(name="cp.kv", elements=block * plan.cp * (2 if grad else 1),
-                                     devices=plan.cp, group="cp", pass_=p))
+                                     devices=plan.cp, group="cp", pass_=p,
+                                     a_format=st if grad else kvf))
     return out
 
 

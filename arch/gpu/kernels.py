@@ -67,9 +67,11 @@ if TYPE_CHECKING:
 from archsim.workloads.formats import NumberFormat
 from archsim.workloads.ops import Attention, Norm, Op, Softmax
 
-__all__ = ["attention_tc_format", "paged_attention_time", "fa_tile_work", "row_quant_s", "ROW_CHUNK_ELEMS", "AttentionTime", "attention_time", "cta_imbalance", "cta_pairs", "vector_read_passes",
-           "estimate_attention", "softmax_reread_s", "unit_attention_time", "NORM_VEC_ELEMS",
-           "norm_kernels", "norm_pass_s"]
+__all__ = ["attention_tc_format", "paged_attention_time", "paged_attention_parts", "runs_paged",
+           "fa_tile_work", "row_quant_s", "ROW_CHUNK_ELEMS", "AttentionTime", "attention_time",
+           "cta_imbalance", "cta_pairs", "vector_read_passes", "estimate_attention",
+           "softmax_reread_s", "unit_attention_time", "NORM_VEC_ELEMS", "norm_kernels",
+           "norm_pass_s"]
 
 #: PyTorch keeps a softmax row in registers (one read) up to this many columns
 #: (``dispatch_softmax_forward``: persistent warp softmax for dim <= 1024); longer rows
@@ -256,41 +258,71 @@ def fa_tile_work(op: Attention) -> list[int]:
     return out
 
 
-def paged_attention_time(spec: GpuSpec, op: Attention) -> float:
-    """Seconds of one framework attention call through a paged-KV FlashAttention backend
-    (module docstring; ``spec.paged_attention``), back to back. Prefill when ``q_len`` >
-    16, else split-KV decode."""
+def _query_format(op: Attention) -> str:
+    """Tensor-core format of a paged-KV call's MMAs: the query's, 16-bit (an 8-bit activation
+    model keeps its attention in bf16; fp32 inputs run the fp16 kernels)."""
+    if op.a_format.name in ("fp16", "fp32"):
+        return "fp16"
+    return op.a_format.name if op.a_format.bits >= 16 else "bf16"
+
+
+def paged_attention_parts(spec: GpuSpec, op: Attention) -> AttentionTime:
+    """The parts of one framework attention call through a paged-KV FlashAttention backend
+    (module docstring; ``spec.paged_attention``), back to back: ``fixed_s`` (call, per token,
+    per CTA wave), ``sm_s`` (MMAs and exp, prefill) and ``hbm_s`` (the stream); time = fixed
+    + max(sm, hbm). Prefill when ``q_len`` > 16, else split-KV decode. The query is 16-bit
+    (:func:`_query_format`); an fp8 KV cache is one narrower than it.
+
+    Traffic (energy only; the times are the fitted model's): prefill reads Q and the K/V of
+    ``kv_len`` keys once and writes O and the new tokens' K/V into the cache; decode reads Q
+    and the K/V of the keys seen and writes O and the new token's K/V."""
     c = spec.paged_attention
     if c is None:
         raise ValueError("this GPU has no paged_attention constants")
     sms = spec.sm_count
     bw = spec.memory.sustained_bytes_per_s
-    fp8 = op.kv_bytes_per_element < op.a_format.bytes_per_element
-    fixed = c.fp8_call_us * 1e-6 if fp8 else 0.0
+    qf = _query_format(op)
+    q_bpe = 2.0
     kv_bpe = op.kv_bytes_per_element
+    fp8 = kv_bpe < q_bpe
+    fixed = c.fp8_call_us * 1e-6 if fp8 else 0.0
     dim_s = op.head_dim * c.cta_dim_ns * 1e-9
+    tokens = op.batch * op.q_len
+    q_b = tokens * op.heads * op.head_dim * q_bpe
+    new_kv_b = 2.0 * tokens * op.kv_heads * op.head_dim * kv_bpe
+    pairs = float(op.batch * op.heads * op.pairs())
     if op.q_len <= _DECODE_Q_MAX:
         keys = max(op.keys_seen(), c.min_keys)
-        stream = 2.0 * op.batch * op.kv_heads * keys * op.head_dim * kv_bpe / bw
+        stream_b = 2.0 * op.batch * op.kv_heads * keys * op.head_dim * kv_bpe
         ctas = op.batch * op.kv_heads
-        return (c.decode_call_us * 1e-6 + fixed + op.batch * c.seq_ns * 1e-9
-                + max(1.0, ctas / sms) * (c.decode_cta_us * 1e-6 + dim_s) + stream)
+        fixed += (c.decode_call_us * 1e-6 + op.batch * c.seq_ns * 1e-9
+                  + max(1.0, ctas / sms) * (c.decode_cta_us * 1e-6 + dim_s))
+        read = q_b + 2.0 * op.batch * op.kv_heads * op.keys_seen() * op.head_dim * kv_bpe
+        return AttentionTime(fixed, 0.0, stream_b / bw, read, q_b + new_kv_b, pairs,
+                             4.0 * pairs, True)
     f = spec.tensor_clock_mhz * 1e6
-    fmt = attention_tc_format(spec, op.a_format)
-    mma = float(spec.tc_rate_per_sm(fmt)) * c.mma_efficiency * f
+    mma = float(spec.tc_rate_per_sm(qf)) * c.mma_efficiency * f
     pair_s = 2.0 * op.head_dim / mma + 1.0 / (spec.cuda_core.sfu_per_sm * f)
     work = fa_tile_work(op)
     heads = op.batch * op.heads
     t_sm = max(sum(work) * heads / sms, max(work)) * pair_s
-    tokens = op.batch * op.q_len
-    t_hbm = (2.0 * tokens * op.heads * op.head_dim * op.a_format.bytes_per_element
+    t_hbm = (2.0 * tokens * op.heads * op.head_dim * q_bpe
              + 2.0 * tokens * op.kv_heads * op.head_dim * kv_bpe) / bw
     kv_tok_b = 2.0 * op.kv_heads * op.head_dim * kv_bpe          # K and V of one token
     tok = (c.token_ns * 1e-9 + kv_tok_b / (c.cache_write_gbps * 1e9)) \
         * (c.fp8_token_factor if fp8 else 1.0)
     ctas = heads * len(work)
-    return (c.prefill_call_us * 1e-6 + fixed + tokens * tok
-            + max(1.0, ctas / sms) * (c.cta_us * 1e-6 + dim_s) + max(t_sm, t_hbm))
+    fixed += (c.prefill_call_us * 1e-6 + tokens * tok
+              + max(1.0, ctas / sms) * (c.cta_us * 1e-6 + dim_s))
+    read = q_b + 2.0 * op.batch * op.kv_heads * op.kv_len * op.head_dim * kv_bpe
+    return AttentionTime(fixed, t_sm, t_hbm, read, q_b + new_kv_b, pairs, 4.0 * pairs, False,
+                         pair_s * f)
+
+
+def paged_attention_time(spec: GpuSpec, op: Attention) -> float:
+    """Seconds of one framework attention call through a paged-KV FlashAttention backend
+    (:func:`paged_attention_parts`), back to back."""
+    return paged_attention_parts(spec, op).time_s
 
 
 def attention_tc_format(spec: GpuSpec, fmt: NumberFormat) -> str:
@@ -323,14 +355,25 @@ def unit_attention_time(spec: GpuSpec, op: Attention) -> AttentionTime:
     return attention_time(spec, op, float(spec.tc_rate_per_sm(f)))
 
 
+def runs_paged(spec: GpuSpec, op: Attention) -> bool:
+    """Is ``op`` priced by the paged-KV model: a forward call made through the paged-KV
+    backend (``op.kernel == "paged"``) on a GPU with ``paged_attention`` constants? (Else the
+    SDPA model: the backward pass, ``sdpa`` calls, GPUs without the constants.)"""
+    return op.kernel == "paged" and spec.paged_attention is not None and op.pass_ == "fwd"
+
+
 def estimate_attention(unit: TensorCoreGpu, op: Attention) -> Estimate:
-    """The Estimate of a fused attention call on ``unit``: :func:`attention_time`, the
-    action counts of its two GEMMs (tensor-core MACs, register traffic, K/V tiles from shared
-    memory), the softmax on the CUDA cores, the HBM / L2 traffic, and the power cap."""
+    """The Estimate of a fused attention call on ``unit``: :func:`attention_time` (or
+    :func:`paged_attention_parts`, :func:`runs_paged`), the action counts of its two GEMMs
+    (tensor-core MACs, register traffic, K/V tiles from shared memory), the softmax on the
+    CUDA cores, the HBM / L2 traffic, and the power cap. The paged model's time was fitted on
+    back-to-back calls at the clock the board held, so the power cap sets only its energy
+    (operating point, voltage), not its latency."""
     s = unit.spec
-    f = attention_tc_format(s, op.a_format)
+    paged = runs_paged(s, op)
+    f = _query_format(op) if paged else attention_tc_format(s, op.a_format)
     rate = float(s.tc_rate_per_sm(f))
-    t = unit_attention_time(s, op)
+    t = paged_attention_parts(s, op) if paged else unit_attention_time(s, op)
     macs = float(op.macs())
     actions: dict[tuple[str, str], float] = {
         (unit.cname(f"tensor_core_{f}"), "mac"): macs,
@@ -344,16 +387,24 @@ def estimate_attention(unit: TensorCoreGpu, op: Attention) -> Estimate:
         (unit.cname("hbm"), "read"): t.read_b,
         (unit.cname("hbm"), "write"): t.write_b}
     lat_s, actions, dvfs = unit.power_cap(t.time_s, t.fixed_s, t.sm_s, t.hbm_s, actions)
+    if paged:
+        lat_s = t.time_s
     cycles = unit.to_cycles(lat_s)
     body = max(t.sm_s, t.hbm_s)
     bound = "memory" if body == t.hbm_s else "compute"
+    if paged and t.fixed_s > body:
+        bound = "latency"
     util = op.effective_macs() / (s.sm_count * rate * cycles) if cycles else 0.0
     df = "attn_decode" if t.decode else "attn_fused"
+    how = "split-KV decode" if t.decode else "flash prefill"
+    if paged:
+        how = f"paged-KV {how}"
+    elif op.kernel == "paged" and op.pass_ == "fwd":
+        how += " (no paged_attention constants: SDPA model)"
     return Estimate(op.name, op.kind, unit.name, df, cycles, unit.clock_hz,
                     macs=op.macs(), flops=op.flops(), dram_read_bytes=t.read_b,
                     dram_write_bytes=t.write_b, actions=MappingProxyType(actions),
-                    utilization=min(1.0, util), bound=bound,
-                    mapping=("split-KV decode" if t.decode else "flash prefill"),
+                    utilization=min(1.0, util), bound=bound, mapping=how,
                     details=MappingProxyType({"sm_s": t.sm_s, "hbm_s": t.hbm_s, **dvfs}))
 
 

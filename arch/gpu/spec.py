@@ -148,6 +148,9 @@ class NvlinkSpec:
     latency_us: float = param(doc="per-step latency of a ring all-reduce", unit="us", min=0)
     efficiency: float = param(0.8, doc="achieved fraction of link bandwidth (NCCL bus bw)",
                               min=0, max=1, min_exclusive=True)
+    nvls: bool = param(False, doc="the GPUs sit on an NVSwitch that reduces in place (NVLink "
+                                  "SHARP: HGX H100/H200 boards); their link then carries the "
+                                  "fitted NVLS all-reduce (arch/link.py device_link)")
 
 
 @dataclass(frozen=True)

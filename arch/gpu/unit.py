@@ -12,8 +12,9 @@ Kernels modelled (equations in ``docs/gpu.md``):
   or the ``attn_fused`` / ``attn_unfused`` dataflow.
 * softmax, norms, element-wise ops, embedding gathers: bandwidth-bound streaming kernels
   (``max(bytes / sustained bandwidth, ops / CUDA-core rate)``) plus launch overhead.
-* all-reduce over ``devices`` GPUs: ring over NVLink, ``2(n-1)/n x bytes / link bandwidth
-  + 2(n-1) x step latency``.
+* all-reduce over ``devices`` GPUs: NCCL's protocols (LL, LL128, Simple; ring) or vLLM's
+  custom all-reduce over the GPU's own NVLink (``arch.collective.link_collective`` on
+  ``arch.link.device_link``), in at least 16-bit elements.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from types import MappingProxyType
 from typing import Any
 
 from archsim.arch.base import Estimate, SimInput, Unit, UnitMapping, cycles_of, infeasible, register
-from archsim.arch.collective import ring_or_tree_allreduce
+from archsim.arch.collective import link_collective
 from archsim.arch.gpu.choice import gemm_kernel_class, kernel_spec
 from archsim.arch.gpu.datapath import (
     L2_SECTOR_BITS,
@@ -52,6 +53,7 @@ from archsim.arch.gpu.moe import estimate_fused_moe, moe_kernel_spec
 from archsim.arch.gpu.power import solve_clock
 from archsim.arch.gpu.precision import MmaPlan, narrow_float_refusal, plan_mma
 from archsim.arch.gpu.spec import GpuSpec
+from archsim.arch.link import device_link
 from archsim.energy import (
     Component,  # energy sits below arch; imported lazily
     Technology,
@@ -245,6 +247,13 @@ class TensorCoreGpu(Unit[GpuMapping]):
     def fused_attention(self) -> bool:
         """The spec's ``attention: fused`` (FlashAttention-style kernels: Ampere and later)."""
         return self.spec.attention == "fused"
+
+    def attention_kernels(self) -> tuple[str, ...]:
+        """``sdpa`` always; ``paged`` with ``paged_attention`` constants (``arch.gpu.kernels``
+        ``paged_attention_parts``) and fused attention."""
+        if self.spec.paged_attention is not None and self.spec.attention == "fused":
+            return ("sdpa", "paged")
+        return ("sdpa",)
 
     def op_dataflows(self, op: Op) -> tuple[str, ...]:
         """Kernels worth trying: the GEMM datapaths for matrix ops (and both attention
@@ -559,34 +568,34 @@ class TensorCoreGpu(Unit[GpuMapping]):
                                                   "kernels": float(launches), **dvfs}))
 
     def _estimate_allreduce(self, op: AllReduce) -> Estimate:
+        """All-reduce over the GPU's own link (``arch.link.device_link``: NCCL's protocols
+        and vLLM's custom all-reduce as fitted on H100, carried to this link's bandwidth),
+        priced by ``arch.collective.link_collective``: the cheapest NCCL (algorithm,
+        protocol), or vLLM's kernel when ``op.impl`` says so; the payload in the op's reduce
+        format (at least 16-bit, ``AllReduce.reduce_format``). The protocols' base cost is
+        the call's launch; the HBM traffic (each step reads the outgoing chunk and writes
+        the incoming one) bounds it from below with a launch of its own."""
         s = self.spec
         n = op.devices
         payload = op.payload_bytes()
         if n == 1 or s.nvlink is None:
             return self._estimate_stream(op, "allreduce", payload, payload, 0)
-        link = s.nvlink
-        bw = link.bandwidth_gbps * 1e9 * link.efficiency
-        lat = link.latency_us * 1e-6
-        # NCCL's two algorithms, the faster taken (as its tuner does): a ring (reduce-scatter
-        # + all-gather: 2(n-1) steps, 2(n-1)/n x payload per GPU) and a (double binary) tree
-        # (reduce up, broadcast down: 2 ceil(log2 n) steps, ~2 x payload per GPU) that wins
-        # on small, latency-bound messages such as a decode step's activations.
-        # (arch.collective, the one home of the collective models)
-        algo, sent, _, t_link = ring_or_tree_allreduce(n, payload, bw, lat)
-        # each step reads the outgoing chunk and writes (reduces into) the incoming one
+        c = link_collective(device_link(s.nvlink), "allreduce", n, payload,
+                            impl=op.impl, dtype=op.reduce_format)
+        sent = c.wire_bytes
         reads = payload + sent
         writes = payload + sent
         t_mem = (reads + writes) / s.memory.sustained_bytes_per_s
-        body = max(t_link, t_mem)
-        cycles = self.to_cycles(s.kernel_launch_s + body)
+        cycles = self.to_cycles(max(c.time_s, s.kernel_launch_s + t_mem))
         actions = {(self.cname("hbm"), "read"): reads, (self.cname("hbm"), "write"): writes,
                    (self.cname("cuda_core"), "op"): float(op.elements) * (n - 1) / n}
+        how = f"{c.algorithm}/{c.protocol}" if c.protocol else c.algorithm
         return Estimate(op.name, op.kind, self.name, "allreduce", cycles, self.clock_hz,
                         dram_read_bytes=reads, dram_write_bytes=writes,
                         actions=MappingProxyType(actions),
-                        bound="network" if t_link >= t_mem else "memory",
-                        mapping=f"{algo} over {n} GPUs",
-                        details=MappingProxyType({"link_s": t_link, "mem_s": t_mem,
+                        bound="network" if c.time_s >= s.kernel_launch_s + t_mem else "memory",
+                        mapping=f"{how} over {n} GPUs ({op.reduce_format})",
+                        details=MappingProxyType({"link_s": c.time_s, "mem_s": t_mem,
                                                   "link_bytes": sent}))
 
     # ---- energy / area components -----------------------------------------------------

@@ -29,8 +29,9 @@ from typing import NoReturn, TextIO
 from archsim.arch.gpu.host import RUNTIMES
 from archsim.diagnostics import print_warnings
 from archsim.workloads.errors import ArchsimError
+from archsim.workloads.ops import ATTENTION_KERNELS
 
-__all__ = ["Parser", "ProgressBar", "add_runtime_flag", "UsageError", "positive_int", "non_negative_int", "positive_float",
+__all__ = ["Parser", "ProgressBar", "add_runtime_flag", "add_attention_kernel_flag", "UsageError", "positive_int", "non_negative_int", "positive_float",
            "ratio_at_least_one", "nm", "non_empty", "guarded", "EXIT_USAGE",
            "EXIT_INTERRUPT"]
 
@@ -197,6 +198,19 @@ class _RuntimeOverride(argparse.Action):
         setattr(namespace, self.dest, values)
         namespace.overrides = [*(getattr(namespace, "overrides", None) or []),
                                f"units[0].runtime={values}"]
+
+
+def add_attention_kernel_flag(p: argparse.ArgumentParser, default: str) -> None:
+    """``--attention-kernel {sdpa,paged}``: how the Attention ops are called; ``default``
+    is what the command does without the flag (``run``/``plan``: sdpa; ``serve``: paged
+    where the design models it). Stored as None when not given."""
+    p.add_argument("--attention-kernel", choices=ATTENTION_KERNELS, default=None,
+                   help="attention call (fused-attention designs): sdpa = one FlashAttention "
+                        "call on contiguous K/V (PyTorch SDPA; the eager, event-timed model); "
+                        "paged = a serving framework's paged-KV backend (vLLM's FlashAttention "
+                        "backend: the call also writes the new K/V into the cache; GPUs with "
+                        f"paged_attention constants: gpu/h100). Default: {default} "
+                        "(docs/gpu.md 'FlashAttention as vLLM calls it')")
 
 
 def add_runtime_flag(p: argparse.ArgumentParser) -> None:

@@ -27,6 +27,7 @@ from archsim.cli.common import (
     Parser,
     ProgressBar,
     UsageError,
+    add_attention_kernel_flag,
     add_runtime_flag,
     nm,
     non_empty,
@@ -157,6 +158,7 @@ def add_arguments(r: argparse.ArgumentParser) -> None:
                         "one fused call (vLLM's fused MoE layer; GPUs with fused_moe "
                         "constants) with this routing: 'balanced' or 'power_law:ALPHA' (skewed, "
                         "e.g. power_law:1.2); default: separate expert ops, balanced")
+    add_attention_kernel_flag(r, "sdpa")
     r.add_argument("--max-ops", type=positive_int, default=None,
                    help="op rows in the text table (default 40; 'run' only, not with --json)")
     add_evaluation_flags(r, timeloop_inputs=True)
@@ -215,7 +217,8 @@ def request_from_args(args: argparse.Namespace) -> RunRequest:
         return replace(base, m=args.m, n=args.n, k=args.k)
     return replace(base, model=args.model, phase=args.phase, seq=args.seq,
                    context=args.context, tp=args.tp, kernels=args.kernels,
-                   moe_routing=args.moe_routing)
+                   moe_routing=args.moe_routing,
+                   attention_kernel=args.attention_kernel or "sdpa")
 
 
 def cold_start_note() -> None:

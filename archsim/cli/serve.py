@@ -28,11 +28,18 @@ import argparse
 import json
 import sys
 
-from archsim.cli.common import add_runtime_flag, non_empty, positive_float, positive_int
+from archsim.cli.common import (
+    add_attention_kernel_flag,
+    add_runtime_flag,
+    non_empty,
+    positive_float,
+    positive_int,
+)
 from archsim.serve.cluster import ROUTERS
 from archsim.serve.outputs import plot_serving, write_timeline
 from archsim.serve.replica import ORDERS, POLICIES, PREEMPTIONS
 from archsim.serve.session import run_serving
+from archsim.workloads.ops import ALLREDUCE_IMPLS
 
 HELP = ("simulate LLM serving (traces, batching, KV, SLOs, energy per token); see "
         "'archsim serve --help'")
@@ -52,6 +59,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--set", dest="overrides", action="append", default=[],
                    metavar="KEY=VALUE", help="override a config value (repeatable)")
     add_runtime_flag(p)
+    add_attention_kernel_flag(p, "paged where the design has paged_attention constants "
+                                 "(gpu/h100), else sdpa with a note")
     g = p.add_argument_group("deployment")
     g.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel devices per replica "
                    "(the prefill pool's when disaggregated)")
@@ -64,6 +73,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--plan", help="the replica's plan instead of --tp/--pp/--ep: a string "
                    "(tp4pp2, tp8ep8, 'tp4 pp2') or an 'archsim plan --json' output (its best "
                    "plan)")
+    g.add_argument("--tp-allreduce", choices=ALLREDUCE_IMPLS, default="auto",
+                   help="the replica's tensor-parallel all-reduce: auto (default: as serving "
+                        "engines run it in CUDA graphs, their custom all-reduce where it is "
+                        "faster than NCCL, NCCL above), nccl (NCCL's LL/LL128/Simple "
+                        "protocols over the GPU's link), or vLLM's custom all-reduce in a CUDA "
+                        "graph (custom-graph) or eager (custom-eager)")
     g.add_argument("--replicas", type=positive_int, default=1, help="data-parallel replicas")
     g.add_argument("--router", choices=ROUTERS, default="round-robin")
     g.add_argument("--decode-replicas", type=positive_int,
@@ -182,7 +197,8 @@ def run(args: argparse.Namespace) -> int:
         decode_ep=args.decode_ep, decode_plan=args.decode_plan,
         decode_design=args.decode_design, prefix_hit_rate=args.prefix_hit_rate,
         kv_remat=args.kv_remat, topk_blocks=args.topk_blocks,
-        kv_offload_gb=args.kv_offload_gb)
+        kv_offload_gb=args.kv_offload_gb, attention_kernel=args.attention_kernel,
+        tp_allreduce=args.tp_allreduce)
     res = sr.result
     if res is None:
         print("no tested rate meets the SLO (the lowest tried was 0.25 req/s)",

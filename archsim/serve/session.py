@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from archsim.api import device_build, load
+from archsim.api import device_build, load, paged_attention_available, preferred_attention
 from archsim.arch.accelerator import Accelerator
 from archsim.run_request import RunWarning
 from archsim.serve.cluster import PoolSpec, ServeSetup, parse_link
@@ -55,7 +55,7 @@ from archsim.serve.run import find_capacity as search_capacity
 from archsim.workloads.errors import Problem, WorkloadError
 
 __all__ = ["run_serving", "ServingRun", "request_source", "closed_loop_requests",
-           "parse_plan"]
+           "parse_plan", "serving_attention_kernel"]
 
 #: Closed-loop runs without a request count send this many requests per client.
 REQUESTS_PER_CLIENT = 10
@@ -266,6 +266,23 @@ def _warn_inert(*, arrival: str, cv: float, scheduler: str, chunk: int,
                           stacklevel=3)
 
 
+def serving_attention_kernel(acc: Accelerator, given: str | None) -> tuple[str, str]:
+    """The attention call a serving run prices, and a one-line note when the default falls
+    back: ``given`` if set; else ``paged`` (the framework's paged-KV backend) where a unit of
+    ``acc`` models it (``Unit.attention_kernels``), else ``sdpa`` -- with a note when a unit
+    names attention kernels (a GPU) but not the paged one (no ``paged_attention`` constants
+    or unfused attention: gpu/a100, gpu/h200, gpu/t4)."""
+    if given is not None:
+        return given, ""
+    if paged_attention_available(acc) and preferred_attention(acc) == "fused":
+        return "paged", ""
+    if any(u.attention_kernels() for u in acc.units):
+        return "sdpa", (f"{acc.name} has no paged-KV attention model (paged_attention "
+                        "constants and fused attention): attention priced by its own "
+                        f"({preferred_attention(acc)}) model, as --attention-kernel sdpa")
+    return "sdpa", ""
+
+
 def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[str] = (),
                 tp: int = 1, replicas: int = 1, router: str = "round-robin",
                 decode_replicas: int | None = None, decode_tp: int | None = None,
@@ -281,7 +298,8 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
                 fidelity: str = "analytical", constraints: str | None = None,
                 decode_constraints: str | None = None,
                 a_format: str | None = None, w_format: str | None = None,
-                kv_format: str | None = None,
+                kv_format: str | None = None, attention_kernel: str | None = None,
+                tp_allreduce: str = "auto",
                 progress: Callable[[int, int], None] | None = None,
                 note: Callable[[str], None] | None = None, concurrency: int | None = None,
                 isl: str | None = None, osl: str | None = None,
@@ -321,8 +339,16 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
         find_capacity: search the highest rate that meets the SLO.
         a_format, w_format, kv_format: number formats of every replica (activations,
             weights, KV cache; ``archsim.api.device_build``: default the design's).
+        attention_kernel: ``paged`` (a serving framework's paged-KV attention call) or
+            ``sdpa``; None (default): ``paged`` where the design models it
+            (:func:`serving_attention_kernel`), else ``sdpa``.
+        tp_allreduce: the replicas' tensor-parallel all-reduce: ``auto`` (default: what
+            serving engines run in CUDA graphs, their custom all-reduce where it is faster
+            than NCCL, NCCL above), ``nccl`` (NCCL's protocols over the GPU's link), or vLLM's
+            custom all-reduce (``custom-graph``, ``custom-eager``).
         progress: called with (finished, total) requests during a run.
-        note: called with one line per capacity-search step.
+        note: called with one line per capacity-search step (and the attention kernel's
+            fallback note).
         concurrency, isl, osl, requests: closed-loop load (module doc): clients, input and
             output lengths, request count (default 10 per client); excludes ``rate``,
             ``duration``, ``trace``, ``max_requests`` and ``find_capacity``.
@@ -341,6 +367,9 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
     _warn_inert(arrival=arrival, cv=cv, scheduler=scheduler, chunk=chunk,
                 max_batched_tokens=max_batched_tokens, attainment=attainment, slo=slo_,
                 trace=trace, concurrency=concurrency)
+    if tp_allreduce != "auto" and max(tp, decode_tp or 1) == 1:
+        warnings.warn(f"--tp-allreduce {tp_allreduce} applies to replicas with --tp > 1 "
+                      "(no all-reduce at --tp 1); ignored", RunWarning, stacklevel=2)
     if find_capacity and not slo_.any():
         raise WorkloadError(Problem("--find-capacity needs an SLO (e.g. --slo "
                                     "ttft=2s,tpot=100ms)", "--slo"))
@@ -381,6 +410,7 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
                 else load(decode_design, overrides))
         if dacc.name == acc.name and dacc.raw == acc.raw:
             dacc = None              # the same design: one pool model, as before
+    kernel, why = serving_attention_kernel(acc, attention_kernel)
     if decode_replicas:
         if decode_plan is not None and (decode_tp or decode_pp or decode_ep):
             raise WorkloadError(Problem("give the decode pool's degrees either as "
@@ -389,7 +419,10 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
         dtp, dpp, dep = (parse_plan(decode_plan, "--decode-plan") if decode_plan is not None
                          else (decode_tp or tp, decode_pp or pp, decode_ep or ep))
         dbuild = (None if dacc is None
-                  else device_build(dacc, a_format, w_format, kv_format=kv_format))
+                  else device_build(dacc, a_format, w_format, kv_format=kv_format,
+                                    attention_kernel=serving_attention_kernel(
+                                        dacc, attention_kernel)[0],
+                                    tp_allreduce=tp_allreduce))
         decode = PoolSpec(decode_replicas, dtp, sch, dpp, dep, dacc, dbuild)
     else:
         for flag, v in (("--decode-tp", decode_tp), ("--decode-pp", decode_pp),
@@ -398,24 +431,31 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
                 raise WorkloadError(Problem(f"{flag} needs --decode-replicas", flag))
     if kv_link is None:          # another design: another node, over the scale-out NIC
         kv_link = "ib-ndr" if dacc is not None else "nvlink4"
+
+    def done(run: ServingRun) -> ServingRun:
+        """``run``, after the attention kernel's fallback note (once, on success)."""
+        if why and note is not None:
+            note(why)
+        return run
     setup = ServeSetup(model, PoolSpec(replicas, tp, sch, pp, ep), decode, router,
                        parse_link(kv_link), memory_fraction, fidelity, constraints,
                        decode_constraints,
-                       device_build(acc, a_format, w_format, kv_format=kv_format),
+                       device_build(acc, a_format, w_format, kv_format=kv_format,
+                                    attention_kernel=kernel, tp_allreduce=tp_allreduce),
                        KVTechniques(prefix_hit_rate, kv_remat, topk_blocks, kv_offload_gb))
     raw: dict[str, Any] = {}
     if concurrency is not None:
         closed_res = serve(acc, setup, closed, slo_, seed=seed, progress=progress,
                            raw_out=raw, concurrency=concurrency)
-        return ServingRun(closed_res, None, raw, benchmark_report(raw, concurrency))
+        return done(ServingRun(closed_res, None, raw, benchmark_report(raw, concurrency)))
     if find_capacity:
         found, res = search_capacity(acc, setup, slo_, make, progress=note)
         if res is None:
-            return ServingRun(None)
+            return done(ServingRun(None))
         res = serve(acc, setup, make(found), slo_, seed=seed, raw_out=raw)
-        return ServingRun(res, found, raw)
+        return done(ServingRun(res, found, raw))
     reqs = make(rate)
     if not reqs:
         raise WorkloadError(Problem("no requests arrive in the window", "--duration"))
     res = serve(acc, setup, reqs, slo_, seed=seed, progress=progress, raw_out=raw)
-    return ServingRun(res, None, raw)
+    return done(ServingRun(res, None, raw))

@@ -38,9 +38,12 @@ NOT_WALKED = {"map", "validate", "validation", "sweep", "results", "trace", "cal
 #: Flags whose only effect is the output's form, already given by the base.
 FORM = {"--json", "--quiet", "--csv"}
 #: Probes that spell out what the command does by default on the base (not inert flags).
-SAME_AS_DEFAULT = {"run": {"--phase inference", "--objective latency"},
+SAME_AS_DEFAULT = {"run": {"--phase inference", "--objective latency",
+                           "--attention-kernel sdpa"},
+                   "plan": {"--attention-kernel sdpa"},
                    "compare": {"--phase inference"},
-                   "serve": {"--runtime ideal"}}     # configs/gpu/h100.yaml runtime: ideal
+                   # configs/gpu/h100.yaml runtime: ideal; h100 has paged_attention constants
+                   "serve": {"--runtime ideal", "--attention-kernel paged"}}
 #: Probe values of flags that take a free-form value (``{tmp}``: the test's folder).
 VALUES: dict[str, dict[str, list[str]]] = {
     "gemm": {"--m": ["128"], "--n": ["128"], "--k": ["128"], "--batch": ["2"],

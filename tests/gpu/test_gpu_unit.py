@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -43,24 +44,63 @@ def test_copy_closed_form() -> None:
     assert e.bound == "memory"
 
 
-def test_ring_allreduce_closed_form() -> None:
-    # 8 GPUs, 256 MiB fp16: 2*7/8 x 256 MiB / (450 GB/s x 0.8) + 14 x 2 us + 5 us launch
-    # (h100.yaml launch_overhead_us = 5, measured: silicon/h100.jsonl 1 MiB copy)
+def test_large_allreduce_runs_nvls_or_the_simple_ring() -> None:
+    # 8 GPUs, 256 MiB fp16, NCCL's protocols (configs/cluster/dgx_h100.yaml scale_up, carried
+    # to h100.yaml's nvlink 450 GB/s). h100.yaml's board reduces in the switch (nvls: true):
+    # NVLS 51.8 us + 256 MiB / (450 GB/s x 0.562) = 1113 us; measured 1092 us
+    # (kernels_h100/nccl.csv.gz all_reduce,half,8,134217728). Without NVLS the cheapest is the
+    # Simple ring, 55.7 us + 14 steps x 0.78 us + 2*7/8 x 256 MiB / (450 GB/s x 1.0 payload
+    # x 0.78) = 1405 us (LL: 4745 us, LL128: 2183 us).
     op = AllReduce(name="ar", elements=128 * 2**20, devices=8)
-    e = gpu("h100").estimate(op)
-    link = 2 * 7 / 8 * 256 * 2**20 / (450e9 * 0.8) + 14 * 2e-6
-    assert e.latency_s == pytest.approx(link + 5e-6, rel=1e-6)
+    u = gpu("h100")
+    e = u.estimate(op)
+    assert e.mapping.startswith("nvls/simple")
+    assert e.latency_s == pytest.approx(51.8e-6 + 256 * 2**20 / (450e9 * 0.562), rel=1e-4)
+    flat = type(u)(u.name, replace(u.spec, nvlink=replace(u.spec.nvlink, nvls=False)),
+                   u.node_nm)
+    simple = 55.7e-6 + 14 * 0.78e-6 + 2 * 7 / 8 * 256 * 2**20 / (450e9 * 0.78)
+    assert flat.estimate(op).latency_s == pytest.approx(simple, rel=1e-4)   # whole cycles
+    assert flat.estimate(op).mapping.startswith("ring/simple")
     assert not gpu("t4").estimate(op).feasible  # no NVLink on T4
 
 
-def test_small_allreduce_takes_the_tree() -> None:
-    # 8 GPUs, 128 KiB fp16 (a decode step's activations): ring 14 x 2 us + 7/4 x 128 KiB /
-    # 360 GB/s = 28.6 us; tree 2 x log2(8) = 6 x 2 us + 2 x 128 KiB / 360 GB/s = 12.7 us
+def test_small_allreduce_runs_ll_and_custom_oneshot() -> None:
+    # 8 GPUs, 128 KiB fp16 (a decode step's activations): LL ring 5.0 + 14 x 0.78 us +
+    # 7/4 x 128 KiB / (450 GB/s x 0.5 x 0.44) = 18.24 us (measured 19.0 us,
+    # kernels_h100/nccl.csv.gz all_reduce,half,8,65536); vLLM's custom all-reduce in a CUDA
+    # graph: one-shot 3.86 + 0.57 us + 7 x 128 KiB / (450 GB/s x 0.58) = 7.95 us
     op = AllReduce(name="ar", elements=64 * 2**10, devices=8)
     e = gpu("h100").estimate(op)
-    tree = 2 * 128 * 2**10 / (450e9 * 0.8) + 6 * 2e-6
-    assert e.mapping.startswith("tree")
-    assert e.latency_s == pytest.approx(tree + 5e-6, rel=1e-4)   # whole cycles; 5 us launch
+    ll = 5.0e-6 + 14 * 0.78e-6 + 7 / 4 * 128 * 2**10 / (450e9 * 0.5 * 0.44)
+    assert e.mapping.startswith("ring/ll ")
+    assert e.latency_s == pytest.approx(ll, rel=1e-4)
+    c = gpu("h100").estimate(replace(op, impl="custom-graph"))
+    assert c.latency_s == pytest.approx(3.86e-6 + 0.57e-6 + 7 * 128 * 2**10 / (450e9 * 0.58),
+                                        rel=1e-4)
+
+
+@pytest.mark.parametrize("elements", [64 * 2**10, 128 * 2**20])
+def test_auto_allreduce_is_the_cheaper_of_custom_and_nccl(elements: int) -> None:
+    """``auto`` (serve's default): the engine's custom kernel where it is faster than NCCL
+    (128 KiB: one-shot 7.95 us < LL 18.24 us), NCCL above (256 MiB: NVLS 1113 us < two-shot
+    2 x 7/8 x 256 MiB / (450 GB/s x 0.68) + 5.43 + 3.86 us = 1544 us)."""
+    u = gpu("h100")
+    op = AllReduce(name="ar", elements=elements, devices=8)
+    t = {impl: u.estimate(replace(op, impl=impl)).latency_s
+         for impl in ("nccl", "custom-graph", "auto")}
+    assert t["auto"] == min(t["nccl"], t["custom-graph"])
+    assert (t["auto"] == t["custom-graph"]) == (elements == 64 * 2**10)
+
+
+def test_fp8_activations_reduce_in_bf16() -> None:
+    """A quantised model's row-parallel layers write 16-bit outputs: the all-reduce of fp8
+    activations moves 2 bytes per element (ALLREDUCE_MIN_BITS), fp32 ones 4."""
+    u = gpu("h100")
+    op = AllReduce(name="ar", elements=64 * 2**10, devices=8)
+    f8 = replace(op, a_format=F["fp8_e4m3"])
+    assert f8.payload_bytes() == 2 * 64 * 2**10 and f8.reduce_format == "bf16"
+    assert u.estimate(f8).latency_s == u.estimate(op).latency_s
+    assert replace(op, a_format=F["fp32"]).payload_bytes() == 4 * 64 * 2**10
 
 
 def test_datapath_selection() -> None:
