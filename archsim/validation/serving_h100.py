@@ -94,6 +94,7 @@ class Deployment:
     line: int
     prefill: tuple[int, int, int, int] = (0, 0, 0, 0)
     decode: tuple[int, int, int, int] = (0, 0, 0, 0)
+    moe_tp: int = 0
 
     @property
     def model(self) -> str:
@@ -145,7 +146,8 @@ def load_deployments(path: str | Path | None = None) -> list[Deployment]:
                 _int(r["pp_size"]), _int(r["attention_dp_size"]), _int(r["moe_ep_size"]),
                 float(r["silicon_ttft_ms"]), float(r["silicon_tpot_ms"]), line,
                 tuple(_int(r[f"prefill_{k}"]) for k in _POOL),     # type: ignore[arg-type]
-                tuple(_int(r[f"decode_{k}"]) for k in _POOL)))     # type: ignore[arg-type]
+                tuple(_int(r[f"decode_{k}"]) for k in _POOL),      # type: ignore[arg-type]
+                _int(r["moe_tp_size"])))
     return out
 
 
@@ -177,6 +179,11 @@ def unsupported(d: Deployment) -> str | None:
         return "attention data parallelism (DP attention with EP MoE) inside a replica"
     if d.moe_ep > 1 and d.tp % d.moe_ep:
         return "expert-parallel degree not dividing the tensor-parallel degree"
+    if d.moe_ep > 1 and d.moe_tp > 1:
+        # --ep E inside --tp T keeps whole experts, E-way (T/E replicas of each): with every
+        # expert resident that does not fit where the engine splits each expert moe_tp-way
+        return (f"experts split over moe_tp {d.moe_tp} x moe_ep {d.moe_ep}: --ep keeps whole "
+                "experts (each on tp / ep devices)")
     if d.concurrency < 1 or d.tp < 1:
         return "no closed-loop concurrency or TP degree"
     return None
