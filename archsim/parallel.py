@@ -63,8 +63,8 @@ from archsim.workloads.parallel import (
     Comm,
     DeviceBuild,
     ParallelPlan,
-    block_counts,
     block_graphs,
+    block_kinds,
     check_plan,
     layer_comms,
     memory_per_device,
@@ -357,17 +357,15 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
     halves = graphs_of(mb // 2) if split else results
     imb = options.moe_imbalance
     base = _split(results["base"][0], None, plan, imb, results["base"][2])
-    dense_n, moe_n = block_counts(s)
-    blocks = {}
-    if dense_n:
-        blocks["dense"] = _split(results["dense"][0], 0, plan, imb, results["dense"][2])
-    if moe_n:
-        blocks["moe"] = _split(results["moe"][0], 0, plan, imb, results["moe"][2])
+    # the kinds of blocks (block_kinds: dense / MoE FFN x attention window) and their counts
+    kinds = block_kinds(s)
+    block_n = {k.key: k.count for k in kinds}
+    is_moe = {k.key: k.moe for k in kinds}
+    blocks = {k.key: _split(results[k.key][0], 0, plan, imb, results[k.key][2]) for k in kinds}
     train = phase == "train"
 
     # ---- communication of one block, one microbatch ------------------------------------
     link_e = [0.0]
-    block_n = {"dense": dense_n, "moe": moe_n}
 
     def comm_time(cs: list[Comm], pass_: str, kind: str) -> dict[str, float]:
         """Times per group of one block's collectives; adds the link energy of every such
@@ -390,7 +388,7 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
     slow = sms / (sms - options.comm_sms) if sms > options.comm_sms else 1.0
     per_block: dict[str, dict[str, float]] = {}
     for kind, t in blocks.items():
-        cs = layer_comms(s, plan, phase, mb, seq_n, kind == "moe", build)
+        cs = layer_comms(s, plan, phase, mb, seq_n, is_moe[kind], build)
         fwd_c, bwd_c = comm_time(cs, "fwd", kind), comm_time(cs, "bwd", kind)
         f, b = t.fwd, t.bwd
         if train and plan.recompute == "selective":
@@ -421,10 +419,9 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
 
     # ---- one stage, one microbatch -----------------------------------------------------
     per_stage = {k: 0.0 for k in ("fwd", "bwd", "tp", "ep", "cp", "upd", "tp_raw", "cf", "cb")}
-    for kind, n in (("dense", dense_n), ("moe", moe_n)):
-        if n:
-            for k in per_stage:
-                per_stage[k] += per_block[kind][k] * n / plan.pp
+    for kind, n in block_n.items():
+        for k in per_stage:
+            per_stage[k] += per_block[kind][k] * n / plan.pp
     # the embedding and the head: on the one stage, or the head on the last (bottleneck)
     per_stage["fwd"] += base.fwd
     per_stage["bwd"] += base.bwd if train else 0.0
@@ -459,11 +456,10 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
     # ---- data parallelism and the optimiser -------------------------------------------
     params = {k: g for k, (_, g, _) in results.items()}
     pcount = {"base": params["base"]}
-    if "dense" in params:
-        pcount["dense"] = params["dense"] - params["base"]
-    if "moe" in params:
-        pcount["moe"] = params["moe"] - params["base"]
-        pcount["expert"] = 3 * s.d_model * s.moe_ffn * s.experts
+    for bk in kinds:    # one block's parameters per FFN kind (a window adds none)
+        pcount.setdefault("moe" if bk.moe else "dense", params[bk.key] - params["base"])
+        if bk.moe:
+            pcount["expert"] = 3 * s.d_model * s.moe_ffn * s.experts
     mem = memory_per_device(s, plan, phase, batch, seq_n, ctx_n, pcount, build)
     dp_t = 0.0
     upd = 0.0
@@ -500,8 +496,7 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
     fits = cap <= 0 or mem["total"] <= cap
     # busy energy of one device: m microbatches of its stage's passes (the recomputed forward
     # included, as in the stage's time) and the update once (split over dp under ZeRO, as upd)
-    stage = [(blocks[k], n / plan.pp, plan.recompute)
-             for k, n in (("dense", dense_n), ("moe", moe_n)) if n]
+    stage = [(blocks[k], n / plan.pp, plan.recompute) for k, n in block_n.items()]
     stage.append((base, 1.0, "none"))          # the embedding and head are not recomputed
     e_mb = sum(t.step_energy_j(train, rc) * w for t, w, rc in stage)
     e_upd = sum(t.e_upd * w for t, w, _ in stage) if train else 0.0
@@ -512,12 +507,10 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
     # every device: its graphs' energy while busy, static power while it waits (module doc)
     energy = plan.devices * (dyn + static_w * max(0.0, step - busy)) + link_e[0]
     tokens = batch * seq_n
-    flops_dev = m * (sum(blocks[k].flops * n / plan.pp for k, n in (("dense", dense_n),
-                                                                     ("moe", moe_n)) if n)
+    flops_dev = m * (sum(blocks[k].flops * n / plan.pp for k, n in block_n.items())
                      + base.flops)
-    attn_flops = m * (sum(blocks[k].attn_flops * n / plan.pp
-                          for k, n in (("dense", dense_n), ("moe", moe_n)) if n))
-    kind0 = "dense" if dense_n else "moe"
+    attn_flops = m * (sum(blocks[k].attn_flops * n / plan.pp for k, n in block_n.items()))
+    kind0 = kinds[0].key
     blk = {"fwd_s": per_block[kind0]["fwd"], "bwd_s": per_block[kind0]["bwd"],
            "tp_comm_s": per_block[kind0]["tp_raw"], "tp_exposed_s": per_block[kind0]["tp"],
            "bubble_fraction": bubble_fraction(p, m, v) if p > 1 else 0.0}

@@ -3,6 +3,7 @@
 
     python3 benchmarks/serving_h100.py [REQUESTS_PER_CLIENT]
     python3 benchmarks/serving_h100.py --disaggregated [REQUESTS_PER_CLIENT]
+    python3 benchmarks/serving_h100.py --model gpt-oss --precision fp4 [REQUESTS_PER_CLIENT]
 
 Runs every row of ``shared/reference/serving_h100/deployments.csv`` that archsim can express
 (:func:`archsim.validation.serving_h100.unsupported` says why the others are not) as the
@@ -12,6 +13,10 @@ mean TTFT and TPOT, then the median |error| per model and backend, TensorRT-LLM'
 out by reason. Each row runs with its engine as deployed
 (:func:`archsim.validation.serving_h100.engine_settings`). Deterministic; about 1-2 s per
 row on one core.
+
+``--model SUBSTR`` keeps the rows whose model id contains SUBSTR (case-insensitive),
+``--precision P`` those of precision P (``bf16`` for the empty column), ``--backend B``
+those of backend B: a subset of the rows, run the same way.
 
 ``--disaggregated`` runs instead the disaggregated rows of the served models, with the decode
 slots (``decode_batch_size x decode_num_workers``) as the client count the rows do not give
@@ -29,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import archsim  # noqa: E402
 from archsim.validation.serving_h100 import (  # noqa: E402
     ZOO,
+    Deployment,
     load_deployments,
     median_errors,
     predict,
@@ -57,11 +63,35 @@ def disaggregated(per_client: int) -> int:
     return 0
 
 
+def _filters(argv: list[str]) -> tuple[dict[str, str], list[str]]:
+    """``--model/--precision/--backend VALUE`` pairs out of ``argv``; the rest."""
+    got: dict[str, str] = {}
+    rest: list[str] = []
+    it = iter(argv)
+    for a in it:
+        if a in ("--model", "--precision", "--backend"):
+            v = next(it, None)
+            if v is None:
+                print(f"{a}: expected a value", file=sys.stderr)
+                raise SystemExit(2)
+            got[a[2:]] = v
+        else:
+            rest.append(a)
+    return got, rest
+
+
+def _keep(d: Deployment, f: dict[str, str]) -> bool:
+    return (f.get("model", "").lower() in d.model_path.lower()
+            and f.get("precision", d.precision or "bf16") == (d.precision or "bf16")
+            and f.get("backend", d.backend) == d.backend)
+
+
 def main(argv: list[str]) -> int:
     if argv and argv[0] == "--disaggregated":
         return disaggregated(int(argv[1]) if len(argv) > 1 else 10)
+    filt, argv = _filters(argv)
     per_client = int(argv[0]) if argv else 10
-    rows = load_deployments()
+    rows = [d for d in load_deployments() if _keep(d, filt)]
     why = Counter(r for r in (unsupported(d) for d in rows) if r)
     ok = [d for d in rows if unsupported(d) is None]
     acc = archsim.load("gpu/h100")

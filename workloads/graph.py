@@ -157,8 +157,9 @@ class Workload:
         """Bytes that must sit in off-chip memory at once (a lower bound), for the memory
         capacity check of ``archsim.evaluate``:
 
-        * weights: every forward op's weights once (embedding tables whole, ``vocab x dim``;
-          tied weights on their owner only);
+        * weights: every forward op's resident weights once (``Op.resident_weight_bytes``:
+          every expert a device holds, reached by a token or not; embedding tables whole,
+          ``vocab x dim``; tied weights on their owner only);
         * decode: the KV cache (operand B of the attention QK and AV GEMMs of every layer);
         * train: what the optimiser ``update`` ops read (fp32 parameters, gradients and
           optimiser states) plus the forward activations kept for the backward pass (every
@@ -173,7 +174,7 @@ class Workload:
                 if isinstance(op, Embedding):
                     total += op.vocab * op.dim * op.w_format.bytes_per_element
                 else:
-                    total += op.weight_bytes()
+                    total += op.resident_weight_bytes()
                 if isinstance(op, Gemm) and not op.b_is_weight and self.phase == "decode":
                     total += op.b_bytes()             # K (QK) and V (AV) caches
                     act -= op.b_bytes()               # ... counted once, above

@@ -192,6 +192,11 @@ class Op:
         """Bytes of weights (including quantisation scales) read once."""
         return 0.0
 
+    def resident_weight_bytes(self) -> float:
+        """Bytes of weights the op's device must hold (``Workload.resident_bytes``): those
+        it reads, plus any it holds without reading this call (idle experts)."""
+        return self.weight_bytes()
+
     def output_bytes(self) -> float:
         """Bytes of outputs written once."""
         return 0.0
@@ -239,6 +244,9 @@ class Gemm(Op):
         group_size: weight-quantisation group along K (0 = per-channel / none); each group
             carries one ``a_format``-sized scale (and zero point for integer formats).
         w_sparsity: sparsity of operand B (weights).
+        held: weight B matrices held resident besides the ``batch`` read (the experts of a
+            device that no token reached this call; counted by ``resident_weight_bytes``
+            only, never read).
 
     Its ``role`` (``qkv``, ``proj``, ``ffn_up``, ``qk``, ``av``, ``lm_head``, ``conv`` ...)
     tells the units which GEMMs of attention they may fuse (``qk``, ``av``).
@@ -253,6 +261,7 @@ class Gemm(Op):
     b_shared: int = 1
     group_size: int = 0
     w_sparsity: Sparsity = field(default_factory=Sparsity)
+    held: int = 0
 
     def _positive_fields(self) -> tuple[str, ...]:
         return ("m", "n", "k", "batch", "b_shared")
@@ -297,6 +306,11 @@ class Gemm(Op):
 
     def weight_bytes(self) -> float:
         return self.b_bytes() if self.b_is_weight else 0.0
+
+    def resident_weight_bytes(self) -> float:
+        """The weights read plus ``held`` more matrices of the same size (idle experts)."""
+        w = self.weight_bytes()
+        return w + w * self.held / (self.batch // self.b_shared) if self.held else w
 
     def output_bytes(self) -> float:
         return self.batch * self.m * self.n * self.a_format.bytes_per_element
@@ -784,6 +798,11 @@ class FusedMoE(Op):
         """Weights the call reads: those of the local experts that receive tokens (every
         local expert is resident: ``models.common.op_parameters`` counts them all)."""
         return float(self.matrices * len(self.loads()) * self.hidden * self.width) \
+            * self.w_format.bytes_per_element
+
+    def resident_weight_bytes(self) -> float:
+        """Every local expert's weights (``experts / ep``), read or not."""
+        return float(self.matrices * self.local_experts * self.hidden * self.width) \
             * self.w_format.bytes_per_element
 
     def input_bytes(self) -> float:

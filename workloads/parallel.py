@@ -54,7 +54,7 @@ from archsim.workloads.ops import (
 )
 
 __all__ = ["ParallelPlan", "RECOMPUTE", "Comm", "DeviceBuild", "check_plan", "block_graphs",
-           "default_microbatches",
+           "BlockKind", "block_kinds", "default_microbatches",
            "layer_comms", "memory_per_device", "block_counts", "BYTES_PER_PARAM",
            "without_collectives"]
 
@@ -230,6 +230,14 @@ class DeviceBuild:
         """Format of the K/V blocks context parallelism exchanges: the KV-cache format when
         given, else :meth:`stream_format`."""
         return get_format(self.kv_format) if self.kv_format else self.stream_format(s)
+    def expert_weight_bytes(self, s: TransformerShape, phase: str) -> float:
+        """Bytes per routed-expert parameter: the model's ``expert_w_format`` (gpt-oss:
+        MXFP4) when inference runs the checkpoint's own formats, else the blocks' bytes
+        (:meth:`weight_bytes`)."""
+        blk = self.weight_bytes(s, phase)[1]
+        own = phase != "train" and not self.w_format and self.kernels != "eager_amp"
+        return get_format(s.expert_w_format).bytes_per_element if own and \
+            s.expert_w_format else blk
 
     def kv_bytes(self) -> float:
         """Bytes per cached K or V element (attributes)."""
@@ -331,30 +339,72 @@ def block_counts(s: TransformerShape) -> tuple[int, int]:
     return dense, s.layers - dense
 
 
+@dataclass(frozen=True)
+class BlockKind:
+    """One kind of block of a model and how many of its blocks are of it.
+
+    Attributes:
+        key: ``dense`` or ``moe`` (the FFN), with ``.w<window>`` for a sliding-window
+            attention kind (``moe.w128``; gpt-oss).
+        shape: a one-block model of this kind (``layers = 1``; its ``windows`` the kind's
+            window when the model has per-block windows).
+        count: blocks of this kind (in the range asked for).
+        moe: the block's FFN is a mixture of experts.
+        window: the block's attention window in tokens (0 = full attention).
+    """
+
+    key: str
+    shape: TransformerShape
+    count: int
+    moe: bool
+    window: int
+
+
+def block_kinds(s: TransformerShape, lo: int = 0, hi: int | None = None) -> list[BlockKind]:
+    """The distinct kinds of blocks ``lo .. hi - 1`` of ``s`` (all by default), in the order
+    they first appear: one per (attention window, dense or MoE FFN) combination, each with a
+    one-block model and its count. The per-block unit every split of the model shares
+    (serving's ``IterationCost``, plans' :func:`block_graphs`): a model is
+    ``sum over kinds of count x one block of the kind`` plus the embedding and the head.
+    A model with one kind of block gives one kind whose shape is ``layers = 1`` of it."""
+    hi = s.layers if hi is None else hi
+    counts: dict[tuple[int, bool], int] = {}
+    for i in range(lo, hi):
+        k = (s.window(i), s.is_moe and i >= s.dense_layers)
+        counts[k] = counts.get(k, 0) + 1
+    out = []
+    for (win, moe), n in counts.items():
+        one = replace(s, layers=1)
+        if s.is_moe:
+            one = replace(one, dense_layers=0 if moe else 1)
+        if s.windows:
+            one = replace(one, windows=(win,))
+        key = ("moe" if moe else "dense") + (f".w{win}" if win else "")
+        out.append(BlockKind(key, one, n, moe, win))
+    return out
+
+
 def block_graphs(s: TransformerShape, plan: ParallelPlan, phase: str, micro_batch: int,
                  seq: int | None, context: int | None,
                  build: DeviceBuild = DeviceBuild()) -> dict[str, Workload]:
     """The per-device graphs a plan's step is made of, for one microbatch, each built by
     ``build`` (the single-device choices: attention, kernels, formats):
 
-    ``base`` (embedding, final norm and head, no blocks), ``dense`` (base + one dense block)
-    and, for MoE models, ``moe`` (base + one MoE block). Tokens are the device's own
-    (``seq / cp``); decode with ``cp`` holds ``context / cp`` of the cache.
+    ``base`` (embedding, final norm and head, no blocks) and, for each kind of block
+    (:func:`block_kinds`: ``dense``, ``moe``, ``moe.w128`` ...), base + one block of that
+    kind under its key. Tokens are the device's own (``seq / cp``); decode with ``cp``
+    holds ``context / cp`` of the cache.
     """
     seq_l = None if seq is None else seq // plan.cp if phase != "decode" else seq
     ctx_l = None if context is None else max(0, context // plan.cp)
     if phase == "decode" and plan.cp > 1 and ctx_l is None:
         ctx_l = (s.context // 2) // plan.cp
     out: dict[str, Workload] = {}
-    zero = replace(s, layers=0)
+    zero = replace(s, layers=0, windows=())
     out["base"] = build.graph(zero, phase, micro_batch, seq_l, ctx_l, plan.tp)
-    dense, moe = block_counts(s)
-    if dense:
-        one = replace(s, layers=1, dense_layers=1) if s.is_moe else replace(s, layers=1)
-        out["dense"] = build.graph(one, phase, micro_batch, seq_l, ctx_l, plan.tp)
-    if moe:
-        one = replace(s, layers=1, dense_layers=0)
-        out["moe"] = build.graph(one, phase, micro_batch, seq_l, ctx_l, plan.tp, plan.ep)
+    for k in block_kinds(s):
+        out[k.key] = build.graph(k.shape, phase, micro_batch, seq_l, ctx_l, plan.tp,
+                                 plan.ep if k.moe else 1)
     return out
 
 
@@ -493,6 +543,9 @@ def memory_per_device(s: TransformerShape, plan: ParallelPlan, phase: str, batch
     # training keeps bf16 weights; inference serves them in the graphs' weight format
     wb, blk = build.weight_bytes(s, phase)
     w = (base / tp) * wb + (per_dev - base / tp) * blk
+    eb = build.expert_weight_bytes(s, phase)
+    if eb != blk:       # the routed experts' share in their own format (gpt-oss: MXFP4)
+        w += exp / pp / exp_split * (eb - blk)
     out = {"weights": w, "grads": 0.0, "optimizer": 0.0, "activations": 0.0, "kv_cache": 0.0}
     if phase == "train":
         dp = plan.dp
@@ -518,6 +571,10 @@ def memory_per_device(s: TransformerShape, plan: ParallelPlan, phase: str, batch
         ctx = (context + 1 if phase == "decode" else seq) / plan.cp
         _, kvl = _tp_heads(s, tp)
         per_tok = (s.kv_lora_rank + s.qk_rope_dim) if s.is_mla else 2 * kvl * s.hd
-        out["kv_cache"] = build.kv_bytes() * (s.layers / pp) * b_dev * ctx * per_tok
+        # a sliding-window block keeps only its last ``window`` tokens (vLLM's hybrid KV
+        # cache manager, TensorRT-LLM's variable sliding window)
+        layers = sum(min(ctx, s.window(i) or ctx) for i in range(s.layers)) / ctx \
+            if s.windows and ctx > 0 else float(s.layers)
+        out["kv_cache"] = build.kv_bytes() * (layers / pp) * b_dev * ctx * per_tok
     out["total"] = sum(out.values())
     return out

@@ -59,7 +59,7 @@ from archsim.workloads.formats import get_format
 from archsim.workloads.graph import Workload
 from archsim.workloads.hf import config_path, shape_from_hf_config
 from archsim.workloads.models.transformer import TransformerShape
-from archsim.workloads.parallel import DeviceBuild, ParallelPlan, layer_comms
+from archsim.workloads.parallel import DeviceBuild, ParallelPlan, block_kinds, layer_comms
 from archsim.workloads.tags import ATTENTION_CORE_ROLES
 from archsim.workloads.zoo import model_names, transformer_shape
 
@@ -152,6 +152,12 @@ def kv_bytes_per_token(s: TransformerShape, build: DeviceBuild, tp: int = 1,
         return float((s.layers // pp) * (s.kv_lora_rank + s.qk_rope_dim) * build.kv_bytes())
     kvl = max(1, s.kv // tp)
     return 2.0 * (s.layers // pp) * kvl * s.hd * build.kv_bytes()
+
+
+def _window_keys(n: int, w: int) -> int:
+    """Keys the first ``n`` causal queries score under a sliding window of ``w``:
+    ``sum_{i=1..n} min(i, w)``."""
+    return n * (n + 1) // 2 if n <= w else w * (w + 1) // 2 + (n - w) * w
 
 
 def _is_decoder(name: str) -> bool:
@@ -256,12 +262,21 @@ class IterationCost:
         self.ep = ep
         self.fidelity = fidelity
         self.shape = model_shape(model)
-        self.one = replace(self.shape, layers=1)
-        # one-block models by kind: "" the first block's (as it always was), and "moe" for
-        # the MoE blocks of a model whose first blocks are dense (DeepSeek: 3 of 61)
-        self.kinds = {"": self.one}
-        if self.shape.is_moe and 0 < self.shape.dense_layers < self.shape.layers:
-            self.kinds["moe"] = replace(self.shape, layers=1, dense_layers=0)
+        # one-block models by kind (workloads.parallel.block_kinds, the unit plans share:
+        # dense / MoE FFN x attention window): "" the first block's kind, the others by their
+        # key ("moe" for DeepSeek's MoE blocks after 3 dense ones; gpt-oss: "" the sliding-
+        # window blocks, "moe" the full-attention ones)
+        kinds = block_kinds(self.shape)
+        self._key = {k.key: ("" if i == 0 else k.key) for i, k in enumerate(kinds)}
+        self.kinds = {self._key[k.key]: k.shape for k in kinds}
+        self._moe = {self._key[k.key]: k.moe for k in kinds}
+        # attention depends on the window only: each window's first kind prices it
+        self._attn: dict[str, str] = {}
+        first: dict[int, str] = {}
+        for k in kinds:
+            self._attn[self._key[k.key]] = first.setdefault(k.window, self._key[k.key])
+        self._window = {self._key[k.key]: k.window for k in kinds}
+        self.one = self.kinds[""]
         self.layers = self.shape.layers
         self.context = self.shape.context
         _check_replica(self.shape, tp, pp, ep)
@@ -295,24 +310,27 @@ class IterationCost:
 
     def weight_bytes(self) -> float:
         """Resident bytes of one device's shard of the weights (plus the largest op's
-        activations), from ``Workload.resident_bytes`` of a one- and a two-block model: the
-        fullest pipeline stage's ``layers / pp`` blocks with the embedding and the head both
-        counted on it (conservative by the smaller of the two when ``pp > 1``). Models with
-        dense and MoE blocks: each kind's block bytes from its own one- and two-block models,
-        summed over the stage's blocks of each kind."""
+        activations), from ``Workload.resident_bytes`` (every expert a device holds, reached
+        by a token or not) of a one- and a two-block model of each kind of block
+        (``workloads.parallel.block_kinds``): the fullest pipeline stage's ``layers / pp``
+        blocks with the embedding and the head both counted on it (conservative by the
+        smaller of the two when ``pp > 1``)."""
+        def resident(one: TransformerShape, n: int) -> float:
+            s = one
+            if n == 2:      # two blocks of the kind (both dense, or both MoE)
+                s = replace(one, layers=2, windows=one.windows * 2)
+                if one.is_moe and one.dense_layers:
+                    s = replace(s, dense_layers=2)
+            return self.build.graph(s, "prefill", 1, 1, None, self.tp, self.ep
+                                    ).resident_bytes()
+
         if len(self.kinds) == 1:
-            w1 = self.build.graph(self.one, "prefill", 1, 1, None, self.tp, self.ep
-                                  ).resident_bytes()
-            two = replace(self.shape, layers=2)
-            w2 = self.build.graph(two, "prefill", 1, 1, None, self.tp, self.ep
-                                  ).resident_bytes()
+            w1, w2 = resident(self.one, 1), resident(self.one, 2)
             return w1 + (self.layers // self.pp - 1) * (w2 - w1)
         per: dict[str, float] = {}
         base = 0.0
-        for kind, dl in (("", 2), ("moe", 0)):
-            w1, w2 = (self.build.graph(replace(self.shape, layers=n, dense_layers=min(dl, n)),
-                                       "prefill", 1, 1, None, self.tp, self.ep
-                                       ).resident_bytes() for n in (1, 2))
+        for kind, one in self.kinds.items():
+            w1, w2 = resident(one, 1), resident(one, 2)
             per[kind] = w2 - w1
             base = w1 - per[kind] if kind == "" else base
         return base + max(sum(per[k] * n for k, n in self._stage_blocks(i))
@@ -320,13 +338,10 @@ class IterationCost:
 
     def _stage_blocks(self, stage: int) -> list[tuple[str, int]]:
         """(kind, blocks) of pipeline stage ``stage``: its ``layers / pp`` consecutive blocks
-        split into the leading dense ones and the MoE ones (kinds as ``self.kinds``)."""
+        by kind (``workloads.parallel.block_kinds``; keys as ``self.kinds``)."""
         n = self.layers // self.pp
-        lo = stage * n
-        if len(self.kinds) == 1:
-            return [("", n)]
-        dense = max(0, min(lo + n, self.shape.dense_layers) - lo)
-        return [(k, c) for k, c in (("", dense), ("moe", n - dense)) if c]
+        return [(self._key[k.key], k.count)
+                for k in block_kinds(self.shape, stage * n, stage * n + n)]
 
     def capacity_bytes(self) -> float:
         """Off-chip memory of one device (0 when the design declares none)."""
@@ -352,9 +367,7 @@ class IterationCost:
     # ---- evaluation --------------------------------------------------------------------------
     def _eval(self, group: str, phase: str, batch: int, seq: int | None,
               context: int | None, kind: str = "") -> Cost:
-        key: tuple[Any, ...] = (group, phase, batch, seq, context)
-        if kind:
-            key += (kind,)
+        key: tuple[Any, ...] = (group, phase, batch, seq, context, kind)
         c = self._memo.get(key)
         if c is not None:
             return c
@@ -407,7 +420,7 @@ class IterationCost:
         n = -(-m // self.context)
         seq = -(-m // n)
         c = self._eval(group, "prefill", n, seq, None, kind)
-        if group == "dense" and self.ep > 1 and self.kinds[kind].dense_layers == 0:
+        if group == "dense" and self.ep > 1 and self._moe[kind]:
             c = c + self._expert_comm(n, seq)
         return c if n * seq == m else c.scale(m / (n * seq))
 
@@ -449,14 +462,21 @@ class IterationCost:
         lo, hi = grid[i - 1], grid[i]
         return lo if math.log(x / lo) <= math.log(hi / x) else hi
 
-    def decode_attention(self, n: int, keys: int) -> Cost:
-        """Attention of ``n`` decode tokens attending over ``keys`` keys in total (one block)."""
+    def decode_attention(self, n: int, keys: int, kind: str = "") -> Cost:
+        """Attention of ``n`` decode tokens attending over ``keys`` keys in total (one block
+        of ``kind``). A sliding window of ``w`` keys reads ``min(keys, n w)`` of them (exact
+        when every request's context is on the same side of the window, an upper bound
+        otherwise), scaled from the windowed graph's ``bg min(cg + 1, w)``."""
         if n == 0:
             return Cost()
+        kind = self._attn[kind]
         bg = 1 << max(0, int(round(math.log2(n))))
         cbar = max(1.0, keys / n - 1)
         cg = self._nearest(self._ctx, cbar)
-        base = self._eval("attn", "decode", bg, None, cg)
+        base = self._eval("attn", "decode", bg, None, cg, kind)
+        w = self._window[kind]
+        if w:
+            return base.scale(min(keys, n * w) / (bg * min(cg + 1, w)))
         return base.scale(keys / (bg * (cg + 1)))
 
     def remat_projection(self, keys: int) -> Cost:
@@ -473,24 +493,31 @@ class IterationCost:
             return self._tokens("qkv", hi).scale(share * keys / hi)
         return self._tokens("qkv", keys).scale(share)
 
-    def chunk_attention(self, c: int, past: int) -> Cost:
-        """Attention of a prefill chunk of ``c`` tokens after ``past`` cached ones (one block)."""
+    def chunk_attention(self, c: int, past: int, kind: str = "") -> Cost:
+        """Attention of a prefill chunk of ``c`` tokens after ``past`` cached ones (one block
+        of ``kind``). A fused sliding-window kind scales by the windowed causal keys of the
+        chunk over those of the grid prompt (:func:`_window_keys`)."""
+        kind = self._attn[kind]
         s = c + past
         sg = self._nearest(self._seq, s)
-        base = self._eval("attn", "prefill", 1, sg, None)
+        base = self._eval("attn", "prefill", 1, sg, None, kind)
+        w = self._window[kind]
+        if w and self.attention == "fused":
+            return base.scale((_window_keys(s, w) - _window_keys(past, w))
+                              / _window_keys(sg, w))
         return base.scale(c * s / (sg * sg))
 
     def _block(self, b: Batch, kind: str = "") -> Cost:
         """One block of the iteration (of ``kind``, ``self.kinds``): its dense ops over all
-        tokens, every request's attention (the same in every kind of block)."""
-        block = self._tokens("dense", b.tokens, kind) + self.decode_attention(b.decodes,
-                                                                             b.decode_keys)
+        tokens, every request's attention (the kind's attention window's)."""
+        block = self._tokens("dense", b.tokens, kind) + self.decode_attention(
+            b.decodes, b.decode_keys, kind)
         if b.select_keys:       # top-k: the selection pass, one min/max pair per block
-            block = block + self.decode_attention(b.decodes, b.select_keys)
+            block = block + self.decode_attention(b.decodes, b.select_keys, kind)
         if self.kv.remat and b.decodes:
             block = block + self.remat_projection(b.decode_keys)
         for c, p in b.chunks:
-            block = block + self.chunk_attention(c, p)
+            block = block + self.chunk_attention(c, p, kind)
         return block
 
     def cost(self, b: Batch) -> Cost:
@@ -504,12 +531,9 @@ class IterationCost:
             for c in self.stage_costs(b):
                 out = out + c
             return out
-        if len(self.kinds) == 1:
-            out = self._tokens("embed", t) + self._block(b).scale(self.layers)
-        else:
-            out = self._tokens("embed", t)
-            for kind, n in self._stage_blocks(0):
-                out = out + self._block(b, kind).scale(n)
+        out = self._tokens("embed", t)
+        for kind, n in self._stage_blocks(0):
+            out = out + self._block(b, kind).scale(n)
         if b.emit:
             out = out + self._tokens("head", b.emit)
         return out

@@ -7,9 +7,11 @@ never read here). Each row archsim can express is run as the same closed-loop be
 (:func:`archsim.serve.session.run_serving` with ``concurrency``, ``isl``, ``osl``) on
 ``gpu/h100`` and its mean TTFT and TPOT are set against the measured ones.
 
-A row is expressible when its model is a zoo decoder or a shipped config (:data:`ZOO`), its precision is the
-checkpoint's bf16 (``--w-format`` in serve is issue 27 item 2), it is aggregated (one pool)
-without attention data parallelism, and its expert-parallel degree (if any) divides its TP;
+A row is expressible when its model is a zoo decoder or a shipped config (:data:`ZOO`), its
+precision is the checkpoint's own or fp8 of a 16-bit checkpoint (run in :data:`FORMATS`), it
+is aggregated (one pool) without attention data parallelism, and its expert-parallel degree
+(if any) divides its TP; models whose blocks differ (gpt-oss's sliding-window and full
+attention, DeepSeek's dense then MoE blocks) serve one block per kind (``IterationCost``);
 :func:`unsupported` says why another is not. A disaggregated row's deployment (prefill and
 decode pools with their plans and batch caps, its precision, the KV link) is built by
 :func:`disaggregated_setup`, but the row carries no client count, so :func:`predict` runs it
@@ -147,6 +149,7 @@ class Deployment:
     line: int
     prefill: tuple[int, int, int, int] = (0, 0, 0, 0)
     decode: tuple[int, int, int, int] = (0, 0, 0, 0)
+    moe_tp: int = 0
 
     @property
     def model(self) -> str:
@@ -198,7 +201,8 @@ def load_deployments(path: str | Path | None = None) -> list[Deployment]:
                 _int(r["pp_size"]), _int(r["attention_dp_size"]), _int(r["moe_ep_size"]),
                 float(r["silicon_ttft_ms"]), float(r["silicon_tpot_ms"]), line,
                 tuple(_int(r[f"prefill_{k}"]) for k in _POOL),     # type: ignore[arg-type]
-                tuple(_int(r[f"decode_{k}"]) for k in _POOL)))     # type: ignore[arg-type]
+                tuple(_int(r[f"decode_{k}"]) for k in _POOL),      # type: ignore[arg-type]
+                _int(r["moe_tp_size"])))
     return out
 
 
@@ -222,24 +226,29 @@ def unsupported(d: Deployment) -> str | None:
                 "closed-loop load is unknown; predict(d, concurrency=N) runs it for a given N")
     if d.model_path not in ZOO:
         return "model neither in the zoo nor a shipped config"
-    s = model_shape(ZOO[d.model_path])
-    if s.windows:
-        return ("blocks with different attention (sliding-window and full): serving prices "
-                "one repeated block")
-    if d.precision != checkpoint_precision(ZOO[d.model_path]):
-        return f"{d.precision} weights: serve has no --w-format yet (issue 27 item 2)"
+    own = checkpoint_precision(ZOO[d.model_path])
+    if d.precision != own and not (own == "" and d.precision in FORMATS):
+        return (f"{d.precision} of a {own or 'bf16'} checkpoint: which tensors the engine "
+                "runs in which format is not given")
     if d.attention_dp > 1:
         return "attention data parallelism (DP attention with EP MoE) inside a replica"
     if d.moe_ep > 1 and d.tp % d.moe_ep:
         return "expert-parallel degree not dividing the tensor-parallel degree"
+    if d.moe_ep > 1 and d.moe_tp > 1:
+        # --ep E inside --tp T keeps whole experts, E-way (T/E replicas of each): with every
+        # expert resident that does not fit where the engine splits each expert moe_tp-way
+        return (f"experts split over moe_tp {d.moe_tp} x moe_ep {d.moe_ep}: --ep keeps whole "
+                "experts (each on tp / ep devices)")
     if d.concurrency < 1 or d.tp < 1:
         return "no closed-loop concurrency or TP degree"
     return None
 
 
-#: The precisions of the measured rows as archsim formats: fp8 checkpoints run W8A8 GEMMs
-#: (dynamic per-token activation scales) with the KV cache in the model's 16-bit dtype (the
-#: engines' ``kv_cache_dtype auto``).
+#: The precisions of the measured rows of 16-bit checkpoints as archsim formats: fp8 runs
+#: W8A8 GEMMs (fp8_e4m3 weights, dynamic per-token fp8_e4m3 activation scales: vLLM's,
+#: TensorRT-LLM's and SGLang's fp8 linear layers) with the KV cache in the model's 16-bit
+#: dtype (the engines' default ``kv_cache_dtype auto``; the rows give no KV format). fp8
+#: checkpoints (Qwen3-235B-A22B-FP8, DeepSeek, MiniMax) already carry these formats.
 FORMATS = {"": {}, "fp8": {"a_format": "fp8_e4m3", "w_format": "fp8_e4m3", "kv_format": "bf16"}}
 
 #: The link disaggregated engines move KV over: their transfer engines (NIXL, Mooncake) use
@@ -275,12 +284,13 @@ def predict(d: Deployment, acc: Accelerator | str = "gpu/h100", requests_per_cli
             concurrency: int | None = None) -> Prediction:
     """Run ``d`` as its benchmark ran (``concurrency`` clients, ``requests_per_client`` x
     ``concurrency`` requests of ``isl``/``osl`` tokens, TP ``tp``, the engine as deployed:
-    :func:`engine_settings`, or the policy ``scheduler`` with the same budget) and return the
-    mean TTFT and TPOT. The first requests of a closed loop all arrive at once, so the
-    means depend on the count: 10 per client (``archsim serve``'s default, and the
-    ``--request-count`` of aiconfigurator's genai-perf runner; its ``--warmup-request-count``
-    of 2 per client is drained before the measured requests start, so the measured phase
-    opens with the same burst) is used throughout.
+    :func:`engine_settings`, or the policy ``scheduler`` with the same budget), its pipeline
+    and expert-parallel degrees and, for fp8 rows of a 16-bit checkpoint, the formats of
+    :data:`FORMATS`, and return the mean TTFT and TPOT. The first requests of a closed loop
+    all arrive at once, so the means depend on the count: 10 per client (``archsim serve``'s
+    default, and the ``--request-count`` of aiconfigurator's genai-perf runner; its
+    ``--warmup-request-count`` of 2 per client is drained before the measured requests
+    start, so the measured phase opens with the same burst) is used throughout.
 
     A disaggregated row (:func:`disaggregated_setup`) runs with ``concurrency`` clients,
     which the row does not give.
@@ -304,11 +314,16 @@ def predict(d: Deployment, acc: Accelerator | str = "gpu/h100", requests_per_cli
     # the engine's per-iteration token budget, in the setting the policy reads
     budget = {"chunk": eng.token_budget} if policy == "sarathi" else {
         "max_batched_tokens": eng.token_budget}
-    run = run_serving(acc, ZOO[d.model_path], tp=d.tp, ep=max(1, d.moe_ep),
-                      concurrency=d.concurrency, isl=str(d.isl), osl=str(d.osl),
+    # a 16-bit checkpoint run in fp8 (FORMATS); a checkpoint's own precision: its formats
+    fmts = FORMATS[d.precision] if checkpoint_precision(ZOO[d.model_path]) == "" else {}
+    run = run_serving(acc, ZOO[d.model_path], tp=d.tp, concurrency=d.concurrency,
+                      isl=str(d.isl), osl=str(d.osl),
                       requests=requests_per_client * d.concurrency,
                       iteration_overhead_ms=iteration_overhead_ms, scheduler=policy,
-                      max_num_seqs=eng.max_num_seqs, **budget)  # type: ignore[arg-type]
+                      max_num_seqs=eng.max_num_seqs,
+                      pp=max(1, d.pp), ep=max(1, d.moe_ep), a_format=fmts.get("a_format"),
+                      w_format=fmts.get("w_format"), kv_format=fmts.get("kv_format"),
+                      **budget)  # type: ignore[arg-type]
     b = run.benchmark
     assert b is not None            # closed-loop runs always carry the report
     return Prediction(d, b.ttft_ms["mean"], b.tpot_ms["mean"])

@@ -42,24 +42,30 @@ def test_loader_reads_every_row_and_says_why_one_is_left_out(rows):
     assert all(d.ttft_ms > 0 and d.tpot_ms > 0 and d.isl > 0 and d.osl > 0 for d in rows)
     assert {d.backend for d in rows} == {"vllm", "trtllm", "sglang"}
     ok = [d for d in rows if unsupported(d) is None]
-    assert ok and all(d.model_path in ZOO and d.mode == "agg" and d.precision
-                      == checkpoint_precision(ZOO[d.model_path]) for d in ok)
+    # the checkpoint's own precision, or fp8 of a 16-bit checkpoint (FORMATS)
+    assert ok and all(d.model_path in ZOO and d.mode == "agg" and d.precision in
+                      (checkpoint_precision(ZOO[d.model_path]), "fp8") for d in ok)
     assert all(d.concurrency >= 1 and d.tp in (1, 2, 4, 8) for d in ok)
-    # an fp8 deployment of a 16-bit checkpoint needs --w-format; an fp8 checkpoint served
-    # in fp8 is its own format (Qwen3-235B-A22B-FP8: expressible, expert parallelism inside
-    # the TP replica, unless its attention is data-parallel)
-    fp8 = next(d for d in rows if d.precision == "fp8" and d.model_path == "Qwen/Qwen3-32B"
-               and d.mode == "agg")
-    assert "--w-format" in (unsupported(fp8) or "")
+    # an fp8 deployment of a 16-bit checkpoint runs in fp8 (serve's --w-format/--a-format)
+    fp8 = [d for d in rows if d.precision == "fp8" and d.model_path == "Qwen/Qwen3-32B"
+           and d.mode == "agg"]
+    assert fp8 and all(unsupported(d) is None for d in fp8)
     assert "disaggregated" in (unsupported(next(d for d in rows if d.mode == "disagg")) or "")
+    # an fp8 checkpoint served in fp8 with experts spread over its TP devices (EP inside TP)
     own = [d for d in rows if d.model_path == "Qwen/Qwen3-235B-A22B-FP8" and d.mode == "agg"]
-    assert own and all(d.moe_ep > 1 for d in own)
-    assert all((unsupported(d) is None) == (d.attention_dp <= 1 and d.tp % d.moe_ep == 0)
-               for d in own)
-    # gpt-oss: MXFP4 experts are the checkpoint's ("fp4"); its sliding/full blocks are why
-    oss = [d for d in rows if d.model_path == "openai/gpt-oss-120b" and d.precision == "fp4"]
+    assert own and all(d.moe_ep > 1 and d.tp % d.moe_ep == 0 and unsupported(d) is None
+                       for d in own if d.moe_tp <= 1)
+    # each expert split over moe_tp 2 x moe_ep 2 (lines 113, 125): --ep keeps whole experts,
+    # 118 GB of them per device, which does not fit (every expert is resident)
+    split = [d for d in own if d.moe_tp > 1]
+    assert [d.line for d in split] == [113, 125]
+    assert all("moe_tp 2" in (unsupported(d) or "") for d in split)
+    # gpt-oss: MXFP4 experts are the checkpoint's ("fp4"), served with its sliding/full
+    # blocks; an fp8 row of it does not say which tensors are fp8
+    oss = [d for d in rows if d.model_path == "openai/gpt-oss-120b" and d.mode == "agg"]
     assert checkpoint_precision(ZOO["openai/gpt-oss-120b"]) == "fp4"
-    assert oss and all("sliding-window" in (unsupported(d) or "") for d in oss)
+    assert all(unsupported(d) is None for d in oss if d.precision == "fp4")
+    assert all("fp4 checkpoint" in (unsupported(d) or "") for d in oss if d.precision == "fp8")
 
 
 def test_qwen3_32b_config_has_the_published_parameters():
@@ -83,7 +89,7 @@ def test_qwen3_32b_config_has_the_published_parameters():
 ])
 def test_representative_rows_within_the_stated_band(rows, h100, backend, tp, isl, osl):
     (d,) = [d for d in rows if unsupported(d) is None and d.backend == backend and d.tp == tp
-            and d.isl == isl and d.osl == osl and d.concurrency == 16]
+            and d.isl == isl and d.osl == osl and d.concurrency == 16 and not d.precision]
     p = predict(d, h100)
     # docs/serving.md: TTFT and TPOT within 25 % on these rows with the engines as deployed
     # (vLLM's TTFT was 2.3x the measured one with the engines' default 8192-token budget)

@@ -50,7 +50,8 @@ Counting rules (documented choices):
   builds its fused ``Attention`` op with ``window=w`` (causal prefill scores only the last
   ``w`` keys of each query); unfused, its decode QK/softmax/AV read only the last ``w``
   cached keys (prefill scores stay dense, as for full blocks). A shape with windows is
-  built whole: a part of its blocks (``layers`` not the windows' length) is refused;
+  built whole, or one block per kind (``workloads.parallel.block_kinds``: ``layers = 1``
+  with that block's window); a part of its blocks with the windows of all is refused;
 * q/k RMSNorm (``qk_norm``; Qwen3, GLM, MiniMax-M2): one ``...attn.qk_norm`` Norm after the
   QKV projection over the shard's query and key columns: per head (rows ``tokens x (h +
   kv)``, cols ``head_dim``; two ``head_dim`` gains) or per layer (rows ``tokens``, cols
@@ -354,8 +355,8 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
         raise WorkloadError(Problem(
             f"{s.name}'s blocks differ in attention (a sliding window on some, full "
             f"attention on others: {len(s.windows)} per-block windows for {s.layers} "
-            f"blocks); such a model is built whole (archsim run), not from one repeated "
-            f"block as serving and parallel plans build it today", "windows"))
+            f"blocks); build it whole, or one block per kind with its window "
+            f"(workloads.parallel.block_kinds, as serving and plans do)", "windows"))
     w = Workload(name=s.name, phase=ph, batch=batch, seq=q, context=ctx, family="transformer",
                  devices=tp)
     b = GraphBuilder(w)
@@ -581,10 +582,11 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
             g("mul", "bwd_other", FP32, inputs=2)], [])
 
     def bgemm(name: str, layer: str, rows: int, n: int, k: int, batch_: int, role: str,
-              after: list[Op | str], extra: int = 0, wf: NumberFormat | None = None) -> Op:
+              after: list[Op | str], extra: int = 0, wf: NumberFormat | None = None,
+              held: int = 0) -> Op:
         return b.add(Gemm(name=name, m=rows, n=n, k=k, batch=batch_, role=role, layer=layer,
-                          block=blk, a_format=a_fmt, w_format=wf or w_fmt, acc_format=acc_fmt),
-                     after, extra=extra)
+                          block=blk, a_format=a_fmt, w_format=wf or w_fmt, acc_format=acc_fmt,
+                          held=held), after, extra=extra)
 
     def attn_core(L: str, qk_in: Op, v_in: Op, hk: int, hv: int, groups: int) -> Op:
         """QK^T, softmax, AV over ``h`` heads sharing ``h / groups`` K/V matrices; when every
@@ -645,14 +647,15 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
         idle = (local - active) * d * width         # parameters of experts no token reached
         # expert biases (gpt-oss): gate and up of ``width``, down of ``d``, every local expert
         bw, bd = (local * width, local * d) if s.bias else (0, 0)
+        # the idle experts stay resident (held), though no token reads them
         gate = bgemm(f"{L}.moe.gate", L, per, width, d, active, "expert_gate", [scores],
-                     idle + bw, ew_fmt)
+                     idle + bw, ew_fmt, local - active)
         up = bgemm(f"{L}.moe.up", L, per, width, d, active, "expert_up", [scores], idle + bw,
-                   ew_fmt)
+                   ew_fmt, local - active)
         act = add(f"{L}.moe.act", L, per * active, width, [gate, up], fn="swiglu",
                   role="expert_act")
         out = bgemm(f"{L}.moe.down", L, per, d, width, active, "expert_down", [act],
-                    idle + bd, ew_fmt)
+                    idle + bd, ew_fmt, local - active)
         parts: list[Op | str] = [out]
         if s.shared_experts:
             parts.append(shared(L, f_in))
