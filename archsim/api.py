@@ -18,6 +18,8 @@ from archsim import energy
 from archsim.arch.accelerator import Accelerator
 from archsim.arch.accelerator import load as _load_file
 from archsim.arch.base import Estimate, Unit
+from archsim.arch.gpu.precision import missing_compute_format
+from archsim.arch.gpu.spec import GpuSpec
 from archsim.arch.shipped import configs_dir
 from archsim.mapper import map_workload
 from archsim.mapper.constraints import load_constraints
@@ -264,12 +266,22 @@ def device_build(acc: Accelerator, a_format: str | None = None, w_format: str | 
     :func:`native_format` (kernels ``fused`` only: autocast sets its own formats).
 
     Raises:
-        WorkloadError: an unknown format, naming its flag.
+        WorkloadError: an unknown format, naming its flag; an activation format a
+            tensor-core GPU has no datapath for (bf16 on a V100, fp8 on an A100), naming the
+            formats it can run.
     """
     for flag, name in (("--a-format", a_format), ("--w-format", w_format),
                        ("--kv-format", kv_format)):
         if name is not None:
             get_format(name, flag)
+    if a_format is not None:
+        for u in acc.units:
+            spec = getattr(u, "spec", None)
+            why = (missing_compute_format(spec, get_format(a_format))
+                   if isinstance(spec, GpuSpec) else None)
+            if why:
+                raise WorkloadError(Problem(f"{a_format}: {acc.name}'s {u.name} has {why}",
+                                            "--a-format"))
     native = native_format(acc) if kernels == "fused" and not a_format and not w_format \
         else None
     return DeviceBuild(attention=preferred_attention(acc), kernels=kernels, a_format=a_format,
