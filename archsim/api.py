@@ -18,8 +18,6 @@ from archsim import energy
 from archsim.arch.accelerator import Accelerator
 from archsim.arch.accelerator import load as _load_file
 from archsim.arch.base import Estimate, Unit
-from archsim.arch.gpu.precision import missing_compute_format
-from archsim.arch.gpu.spec import GpuSpec
 from archsim.arch.shipped import configs_dir
 from archsim.mapper import map_workload
 from archsim.mapper.constraints import load_constraints
@@ -276,9 +274,7 @@ def device_build(acc: Accelerator, a_format: str | None = None, w_format: str | 
             get_format(name, flag)
     if a_format is not None:
         for u in acc.units:
-            spec = getattr(u, "spec", None)
-            why = (missing_compute_format(spec, get_format(a_format))
-                   if isinstance(spec, GpuSpec) else None)
+            why = u.lacks_compute_format(get_format(a_format))
             if why:
                 raise WorkloadError(Problem(f"{a_format}: {acc.name}'s {u.name} has {why}",
                                             "--a-format"))

@@ -15,9 +15,9 @@ from archsim.workloads.parallel import ParallelPlan
 DGX1 = load_cluster(find_cluster("dgx1"))
 
 
-def plan_run(off: Offload, plan: ParallelPlan = ParallelPlan(), model: str = "gpt2-medium",
+def plan_run(off: Offload, plan: ParallelPlan | None = None, model: str = "gpt2-medium",
              batch: int = 1, seq: int = 512, cluster=DGX1):
-    return evaluate_plan(cluster, model, plan, "train", batch=batch, seq=seq,
+    return evaluate_plan(cluster, model, plan or ParallelPlan(), "train", batch=batch, seq=seq,
                          options=PlanOptions(offload=off))
 
 
