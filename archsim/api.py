@@ -264,8 +264,9 @@ def device_build(acc: Accelerator, a_format: str | None = None, w_format: str | 
     :func:`native_format` (kernels ``fused`` only: autocast sets its own formats).
 
     Raises:
-        WorkloadError: an unknown format, naming its flag; an activation format a
-            tensor-core GPU has no datapath for (bf16 on a V100, fp8 on an A100), naming the
+        WorkloadError: an unknown format, naming its flag.
+        MappingError: an activation format a unit has no datapath for
+            (``Unit.lacks_compute_format``: bf16 on a V100, fp8 on an A100), naming the
             formats it can run.
     """
     for flag, name in (("--a-format", a_format), ("--w-format", w_format),
@@ -276,7 +277,7 @@ def device_build(acc: Accelerator, a_format: str | None = None, w_format: str | 
         for u in acc.units:
             why = u.lacks_compute_format(get_format(a_format))
             if why:
-                raise WorkloadError(Problem(f"{a_format}: {acc.name}'s {u.name} has {why}",
+                raise MappingError(Problem(f"{a_format}: {acc.name}'s {u.name} has {why}",
                                             "--a-format"))
     native = native_format(acc) if kernels == "fused" and not a_format and not w_format \
         else None
