@@ -15,6 +15,7 @@ from types import MappingProxyType
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from archsim.workloads.errors import MappingError, Problem
+from archsim.workloads.formats import NumberFormat
 from archsim.workloads.ops import Op
 
 __all__ = ["Estimate", "Unit", "register", "UNIT_KINDS", "infeasible", "UnitMapping",
@@ -301,6 +302,13 @@ class Unit(ABC, Generic[M]):
         formats when none is given, and lists them when a format is refused. () (default):
         no preference (the workload's own formats)."""
         return ()
+
+    def lacks_compute_format(self, fmt: NumberFormat) -> str | None:
+        """Why this unit has no datapath computing with activations in ``fmt`` (None: it has
+        one, or runs it some other way). A run, plan or serving replica asking for such an
+        activation format is refused with this reason (bf16 on a V100, fp8 on an A100).
+        Default: None (the family converts or widens as its model says)."""
+        return None
 
     # ---- roofline ----------------------------------------------------------------------
     @abstractmethod

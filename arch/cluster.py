@@ -37,8 +37,29 @@ from archsim.arch.spec import SpecBuilder, param
 from archsim.workloads.errors import ConfigError, Problem
 from archsim.workloads.yamlio import read_yaml
 
-__all__ = ["LinkSpec", "ProtocolSpec", "NcclSpec", "CustomAllreduceSpec", "ClusterSpec", "Cluster", "load_cluster", "cluster_dir", "list_clusters",
+__all__ = ["HostSpec", "LinkSpec", "ProtocolSpec", "NcclSpec", "CustomAllreduceSpec", "ClusterSpec", "Cluster", "load_cluster", "cluster_dir", "list_clusters",
            "find_cluster", "single_node", "nvswitch_protocols"]
+
+@dataclass(frozen=True, kw_only=True)
+class HostSpec:
+    """The memory tiers below each device of a node (training offload, docs/cluster.md
+    "Memory tiers"): the host's DRAM, reached over the device's host link (PCIe, NVLink-C2C),
+    and NVMe drives behind the host. Bandwidths are per device (the node's total / its
+    devices), per direction."""
+
+    link_gbps: float = param(doc="device <-> host DRAM bandwidth per device, per direction "
+                                 "(PCIe x16 or C2C)", unit="GB/s", min=0, min_exclusive=True)
+    link_efficiency: float = param(0.8, doc="achieved fraction of link_gbps by DMA copies of "
+                                            "pinned buffers", min=0, max=1,
+                                   min_exclusive=True)
+    dram_gbps: float = param(doc="host DRAM bandwidth per device (the CPU's optimizer update "
+                                 "streams through it)", unit="GB/s", min=0, min_exclusive=True)
+    dram_gb: float = param(doc="host DRAM capacity per device", unit="GB", min=0,
+                           min_exclusive=True)
+    nvme_gbps: float = param(0.0, doc="NVMe bandwidth per device, per direction (0: no NVMe "
+                                      "tier)", unit="GB/s", min=0)
+    source: str = param("", doc="where the numbers come from")
+
 
 @dataclass(frozen=True, kw_only=True)
 class ClusterSpec:
@@ -51,6 +72,8 @@ class ClusterSpec:
     nodes: int = param(1, doc="nodes in the cluster", min=1)
     scale_up: LinkSpec = param(doc="the link inside a node")
     scale_out: LinkSpec | None = param(None, doc="the link between nodes (null: one node)")
+    host: HostSpec | None = param(None, doc="host DRAM and NVMe tiers below each device "
+                                            "(training offload); null: not described")
     description: str = param("", doc="free text")
     source: str = param("", doc="where the numbers come from")
 

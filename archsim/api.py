@@ -277,6 +277,9 @@ def device_build(acc: Accelerator, a_format: str | None = None, w_format: str | 
     Raises:
         WorkloadError: an unknown format or attention kernel, naming its flag; ``paged`` on
             a design without a paged-KV attention model.
+        MappingError: an activation format a unit has no datapath for
+            (``Unit.lacks_compute_format``: bf16 on a V100, fp8 on an A100), naming the
+            formats it can run.
     """
     for flag, name in (("--a-format", a_format), ("--w-format", w_format),
                        ("--kv-format", kv_format)):
@@ -289,6 +292,12 @@ def device_build(acc: Accelerator, a_format: str | None = None, w_format: str | 
             f"{acc.name} has no paged-KV attention model (a GPU unit's paged_attention "
             f"constants, fused attention); expected --attention-kernel sdpa",
             "--attention-kernel"))
+    if a_format is not None:
+        for u in acc.units:
+            why = u.lacks_compute_format(get_format(a_format))
+            if why:
+                raise MappingError(Problem(f"{a_format}: {acc.name}'s {u.name} has {why}",
+                                            "--a-format"))
     native = native_format(acc) if kernels == "fused" and not a_format and not w_format \
         else None
     return DeviceBuild(attention=attention, kernels=kernels, a_format=a_format,

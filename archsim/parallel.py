@@ -53,6 +53,7 @@ from archsim.arch.accelerator import load_data
 from archsim.arch.cluster import Cluster
 from archsim.arch.collective import collective, place
 from archsim.mapper.plan import bubble_fraction, pipeline_time
+from archsim.offload import Offload, offload_memory, offload_time, tier_bytes_per_s
 from archsim.result import Result
 from archsim.workloads.errors import ConfigError, MappingError, Problem, WorkloadError
 from archsim.workloads.graph import Workload
@@ -93,6 +94,8 @@ class PlanOptions:
             (``custom-graph``) or eager (``custom-eager``); inside one node only.
         power_cap: every device's board power limit as a fraction of its own
             (``nvidia-smi -pl``; 1 = as configured): :func:`power_capped`.
+        offload: training state offloaded to host DRAM or NVMe (:mod:`archsim.offload`:
+            the memory it frees, the exposed transfer and the CPU update it adds).
     """
 
     overlap_dp: bool = True
@@ -102,6 +105,7 @@ class PlanOptions:
     moe_imbalance: float = 1.0
     tp_allreduce: str = "nccl"
     power_cap: float = 1.0
+    offload: Offload = Offload()
 
 
 @dataclass(frozen=True)
@@ -130,6 +134,7 @@ class PlanResult:
             included).
         idle_power_w: one device's static (idle) power, drawn while it waits.
         link_energy_j: energy of the links (all collectives of the step).
+        offload: the offload's label (``offload-optimizer@host``; "" = none).
     """
 
     model: str
@@ -155,11 +160,13 @@ class PlanResult:
     busy_energy_j: float = 0.0
     idle_power_w: float = 0.0
     link_energy_j: float = 0.0
+    offload: str = ""
 
     def label(self) -> str:
-        """The plan's label, with the power cap when there is one (``tp8 cap70%``)."""
+        """The plan's label, with the power cap and the offload when there are ones
+        (``tp8 cap70%``, ``dp8 offload-optimizer@host``)."""
         cap = f" cap{self.power_cap:.0%}" if self.power_cap != 1.0 else ""
-        return self.plan.label() + cap
+        return self.plan.label() + cap + (f" {self.offload}" if self.offload else "")
 
     def device_hours(self) -> float:
         """Devices x step time, in device-hours: what a step costs at a price per hour."""
@@ -485,11 +492,20 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
                 ag = collective(cluster, "allgather", per_dev_params * 2.0, g)
                 dp_t += m * (max(0.0, ag.time_s - t_f) + max(0.0, ag.time_s - t_b))
         upd = per_stage["upd"] / (plan.dp if plan.zero >= 1 and plan.dp > 1 else 1)
-    step = pipe + dp_t + upd
+    off = options.offload
+    off_t = {"transfer_s": 0.0, "cpu_update_s": 0.0}
+    if off.kinds:
+        off_t = _offload(cluster, off, mem, train, t_f, t_b, m, float(min(m, p)))
+        mem = offload_memory(mem, off, sum(block_n.values()) / plan.pp, float(min(m, p)))
+        if "optimizer" in off.kinds:       # the CPU runs the update instead of the device
+            upd = off_t["cpu_update_s"]
+    step = pipe + dp_t + upd + off_t["transfer_s"]
     comm_tp = m * per_stage["tp"]
     breakdown = {"compute": compute, "tp_comm": comm_tp, "ep_comm": m * per_stage["ep"],
                  "cp_comm": m * per_stage["cp"], "pp_comm": m * pp_t, "bubble": bubble,
                  "dp_comm": dp_t, "optimizer": upd}
+    if off.kinds:
+        breakdown["offload"] = off_t["transfer_s"]
     # ---- memory, energy, rates ----------------------------------------------------------
     caps = [u.memory_capacity_bytes() for u in cluster.device.units]
     cap = float(max(caps)) if caps else 0.0
@@ -502,6 +518,8 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
     e_upd = sum(t.e_upd * w for t, w, _ in stage) if train else 0.0
     e_upd /= plan.dp if train and plan.zero >= 1 and plan.dp > 1 else 1
     busy = compute + upd
+    if "optimizer" in off.kinds:           # the update runs on the host (its energy not counted)
+        e_upd, busy = 0.0, compute
     dyn = m * e_mb + e_upd if busy > 0 else 0.0
     static_w = _static_power(cluster)
     # every device: its graphs' energy while busy, static power while it waits (module doc)
@@ -522,7 +540,25 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
                       flops_per_device_s=flops_dev / step if step > 0 else 0.0, block=blk,
                       input_hash=digest, attention_flops=attn_flops, build=build,
                       power_cap=options.power_cap, batch=batch, seq=seq_n, busy_s=busy, busy_energy_j=dyn,
-                      idle_power_w=static_w, link_energy_j=link_e[0])
+                      idle_power_w=static_w, link_energy_j=link_e[0], offload=off.label())
+
+
+def _offload(cluster: Cluster, off: Offload, mem: Mapping[str, float], train: bool, t_f: float,
+             t_b: float, m: int, inflight: float) -> dict[str, float]:
+    """The exposed transfer and CPU update of ``off`` (:func:`archsim.offload.offload_time`);
+    refuses an offload outside training or an optimizer offload without a host DRAM spec."""
+    if not train:
+        raise WorkloadError(Problem("offload applies to training (--phase train): inference "
+                                    "holds no optimizer state or saved activations",
+                                    "--offload"))
+    bw = tier_bytes_per_s(cluster, off)
+    host = cluster.spec.host
+    if "optimizer" in off.kinds and host is None:
+        raise WorkloadError(Problem(f"the optimizer update runs on the host CPU: "
+                                    f"{cluster.name!r} needs a host: section (its dram_gbps)",
+                                    "--offload"))
+    dram = host.dram_gbps * 1e9 if host is not None else 0.0
+    return offload_time(mem, off, bw, dram, t_f, t_b, m, inflight)
 
 
 def power_capped(cluster: Cluster, fraction: float, flag: str = "--power-caps") -> Cluster:

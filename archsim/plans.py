@@ -26,6 +26,7 @@ from typing import Any
 from archsim.api import device_build, load
 from archsim.arch.cluster import Cluster, find_cluster, load_cluster, single_node
 from archsim.mapper.plan import candidate_plans, divisors, search
+from archsim.offload import Offload
 from archsim.parallel import PlanOptions, PlanResult, evaluate_plan, power_capped, shape_of
 from archsim.workloads.errors import ConfigError, Problem, inert
 
@@ -258,7 +259,8 @@ def search_plans(design: str, model: str, devices: int, *, phase: str = "train",
                  kv_format: str | None = None, tp_allreduce: str = "nccl",
                  power_caps: Sequence[float] = (1.0,), fewer_devices: bool = False,
                  price_per_gpu_hour: float | None = None, slo_ms: float | None = None,
-                 attention_kernel: str = "sdpa") -> PlanSearch:
+                 attention_kernel: str = "sdpa", offload: Offload | None = None
+                 ) -> PlanSearch:
     """Search parallel plans (tp, pp, dp, ep, cp, microbatches, recompute, ZeRO) of ``model``
     on ``devices`` devices of ``design``.
 
@@ -285,6 +287,8 @@ def search_plans(design: str, model: str, devices: int, *, phase: str = "train",
             prefill: the batch's time to first token).
         attention_kernel: ``sdpa`` (default) or ``paged`` (a serving framework's paged-KV
             attention call; :func:`archsim.api.device_build`).
+        offload: training state offloaded to host DRAM / NVMe in every plan
+            (``PlanOptions.offload``, :mod:`archsim.offload`).
     Raises:
         ConfigError: fewer than one device, an unknown phase for the model, no valid plan
             for the batch, an objective without its input (``--price-per-gpu-hour``,
@@ -318,7 +322,8 @@ def search_plans(design: str, model: str, devices: int, *, phase: str = "train",
     for c in caps:      # refuse a cap the design cannot take before searching
         if c != 1.0:
             memo[("power_cap", id(cluster), c)] = (cluster, power_capped(cluster, c))
-    points = [(p, PlanOptions(tp_overlap=tp_overlap, tp_allreduce=tp_allreduce, power_cap=c))
+    points = [(p, PlanOptions(tp_overlap=tp_overlap, tp_allreduce=tp_allreduce, power_cap=c,
+                              offload=offload or Offload()))
               for p in plans for c in caps]
     res = search(points, lambda pc: evaluate_plan(cluster, s, pc[0], phase, batch, seq,
                                                   context, pc[1], memo, build), key=key)

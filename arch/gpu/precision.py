@@ -25,7 +25,10 @@ from dataclasses import dataclass
 from archsim.arch.gpu.spec import GpuSpec
 from archsim.workloads.formats import NumberFormat
 
-__all__ = ["MmaPlan", "plan_mma", "candidate_plans", "tc_format_name", "narrow_float_refusal"]
+__all__ = ["MmaPlan", "plan_mma", "candidate_plans", "tc_format_name", "narrow_float_refusal",
+           "missing_compute_format"]
+
+_FLOAT_TC = ("tf32", "fp16", "bf16", "fp8_e4m3", "fp8_e5m2")
 
 _INT_TC = ("int8", "int4", "int1")
 
@@ -194,3 +197,20 @@ def plan_mma(spec: GpuSpec, a: NumberFormat, b: NumberFormat, dequant_ops: float
         if not plans:
             return None
     return min(plans, key=lambda p: (p.passes / p.rate_per_sm, p.a_convert_ops + p.b_convert_ops))
+
+
+def missing_compute_format(spec: GpuSpec, fmt: NumberFormat) -> str | None:
+    """Why this GPU cannot compute with activations in ``fmt`` (None: it can).
+
+    An activation (compute) format that is a tensor-core float format (tf32, fp16, bf16, fp8)
+    and has no rate in ``tensor_core.fma_per_clock`` is one the device lacks: bf16 on a V100,
+    fp8 on an A100. The hardware has no datapath for it, so it is refused rather than run as
+    another format. Weight-only formats are not checked here (Marlin-style dequantisation into
+    the activation format is the device's own path), nor integer formats (they widen onto a
+    wider integer tensor core) or fp32 (the CUDA cores).
+    """
+    has = spec.tensor_core.fma_per_clock
+    if fmt.name not in _FLOAT_TC or fmt.name in has:
+        return None
+    return (f"no {fmt.name} tensor cores; it computes in {', '.join(has)} on its tensor cores "
+            f"and fp32 on its CUDA cores")

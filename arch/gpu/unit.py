@@ -51,7 +51,12 @@ from archsim.arch.gpu.kernels import (
 from archsim.arch.gpu.lower import lower_attention, lower_gemm, lower_stream
 from archsim.arch.gpu.moe import estimate_fused_moe, moe_kernel_spec
 from archsim.arch.gpu.power import solve_clock
-from archsim.arch.gpu.precision import MmaPlan, narrow_float_refusal, plan_mma
+from archsim.arch.gpu.precision import (
+    MmaPlan,
+    missing_compute_format,
+    narrow_float_refusal,
+    plan_mma,
+)
 from archsim.arch.gpu.spec import GpuSpec
 from archsim.arch.link import device_link
 from archsim.energy import (
@@ -60,6 +65,7 @@ from archsim.energy import (
 )
 from archsim.energy.report import energy_per_action_pj
 from archsim.workloads.errors import MappingError, Problem
+from archsim.workloads.formats import NumberFormat
 from archsim.workloads.ops import (
     AllReduce,
     Attention,
@@ -143,6 +149,9 @@ class TensorCoreGpu(Unit[GpuMapping]):
                 return "all-reduce over several GPUs needs an nvlink spec"
             return None
         return f"op kind {op.kind!r} is not modelled on a tensor-core GPU"
+
+    def lacks_compute_format(self, fmt: NumberFormat) -> str | None:
+        return missing_compute_format(self.spec, fmt)
 
     def dataflows(self) -> tuple[str, ...]:
         return DATAFLOWS

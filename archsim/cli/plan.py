@@ -24,8 +24,10 @@ from archsim.cli.common import (
     positive_int,
     ratio_at_least_one,
 )
+from archsim.offload import OFFLOAD_KINDS, OFFLOAD_TIERS, Offload
 from archsim.parallel import PlanOptions, evaluate_plan, power_capped, to_result
 from archsim.plans import OBJECTIVES, load_cluster_for, plan_report, search_plans
+from archsim.workloads.errors import Problem, WorkloadError
 from archsim.workloads.parallel import ParallelPlan, default_microbatches
 
 HELP = "search parallel plans of a model on a cluster; see 'archsim plan --help'"
@@ -79,9 +81,42 @@ def add_plan_flags(r: argparse.ArgumentParser) -> None:
     g.add_argument("--moe-imbalance", type=ratio_at_least_one, default=1.0,
                    help="busiest expert device's tokens / the mean (default 1)")
     g.add_argument("--tp-allreduce", choices=IMPLS, default="nccl", help=TP_ALLREDUCE_HELP)
+    add_offload_flags(g)
     g.add_argument("--power-cap", type=power_cap, default=1.0,
                    help="every device's power limit, a fraction of the board's or a percentage "
                         "(e.g. 70%%; a design with a DVFS model: H100, H200)")
+
+
+def add_offload_flags(g: argparse._ActionsContainer) -> None:
+    """``--offload``, ``--offload-tier``, ``--offload-gbps`` (training memory tiers)."""
+    g.add_argument("--offload", type=offload_kinds, default=(),
+                   help="training state kept off the device, comma-separated: optimizer "
+                        "(ZeRO-Offload: state and update on the CPU), params (ZeRO-Infinity: "
+                        "weights streamed per block), activations (saved activations out and "
+                        "back); docs/cluster.md 'Memory tiers'")
+    g.add_argument("--offload-tier", choices=OFFLOAD_TIERS, default="host",
+                   help="where --offload puts it: host DRAM over the host link, or nvme "
+                        "(default host)")
+    g.add_argument("--offload-gbps", type=positive_float, default=None,
+                   help="achieved tier bandwidth per device and direction in GB/s (default: "
+                        "the cluster's host: section)")
+
+
+def offload_kinds(text: str) -> tuple[str, ...]:
+    kinds = tuple(dict.fromkeys(k.strip() for k in text.split(",")))
+    bad = [k for k in kinds if k not in OFFLOAD_KINDS]
+    if bad:
+        raise argparse.ArgumentTypeError(f"unknown offload {bad[0]!r}; expected some of: "
+                                         f"{', '.join(OFFLOAD_KINDS)}")
+    return kinds
+
+
+def offload_of(args: argparse.Namespace) -> Offload:
+    """The :class:`Offload` of the parsed flags (flags that need --offload are refused)."""
+    if not args.offload and (args.offload_tier != "host" or args.offload_gbps is not None):
+        flag = "--offload-gbps" if args.offload_gbps is not None else "--offload-tier"
+        raise WorkloadError(Problem("applies only with --offload", flag))
+    return Offload(args.offload, args.offload_tier, args.offload_gbps)
 
 
 def power_cap(text: str) -> float:
@@ -98,7 +133,8 @@ def plan_flags_given(args: argparse.Namespace) -> bool:
             or (args.microbatches or 1) > 1 or args.kv_format is not None
             or args.zero > 0 or args.recompute != "none" or args.sequence_parallel
             or args.tp_overlap or args.interleave > 1 or args.moe_imbalance != 1.0
-            or args.tp_allreduce != "nccl" or args.power_cap != 1.0)
+            or args.tp_allreduce != "nccl" or args.power_cap != 1.0 or bool(args.offload)
+            or args.offload_tier != "host" or args.offload_gbps is not None)
 
 
 def run_plan(args: argparse.Namespace) -> int:
@@ -114,7 +150,8 @@ def run_plan(args: argparse.Namespace) -> int:
     cluster = load_cluster_for(args.config, plan.devices, args.overrides, grow=False)
     phase = args.phase or "prefill"
     opts = PlanOptions(tp_overlap=args.tp_overlap, moe_imbalance=args.moe_imbalance,
-                       tp_allreduce=args.tp_allreduce, power_cap=args.power_cap)
+                       tp_allreduce=args.tp_allreduce, power_cap=args.power_cap,
+                       offload=offload_of(args))
     power_capped(cluster, args.power_cap, "--power-cap")     # refused here, naming the flag
     build = device_build(cluster.device, args.a_format, args.w_format, args.kernels,
                          args.kv_format, args.attention_kernel or "sdpa")
@@ -163,6 +200,7 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                     help="step-time SLO of the goodput objective in ms (decode: time per output "
                          "token; prefill: the batch's time to first token)")
     ap.add_argument("--tp-overlap", action="store_true", help="TokenWeave-style tp overlap")
+    add_offload_flags(ap)
     ap.add_argument("--a-format", type=non_empty, help="activation number format (e.g. fp8_e4m3)")
     ap.add_argument("--w-format", type=non_empty, help="weight number format (e.g. fp8_e4m3, int4)")
     ap.add_argument("--kv-format", type=non_empty,
@@ -181,7 +219,8 @@ def run(args: argparse.Namespace) -> int:
                          kv_format=args.kv_format, tp_allreduce=args.tp_allreduce,
                          power_caps=args.power_caps, fewer_devices=args.fewer_devices,
                          price_per_gpu_hour=args.price_per_gpu_hour, slo_ms=args.slo_ms,
-                         attention_kernel=args.attention_kernel or "sdpa")
+                         attention_kernel=args.attention_kernel or "sdpa",
+                         offload=offload_of(args))
     if args.json:
         print(found.to_json(args.top))
         return 0 if found.ranked else 1
