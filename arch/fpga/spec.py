@@ -78,6 +78,13 @@ class SparseSpec:
                             f"got {p!r}"))
         return out
 
+    def unused(self) -> list[tuple[str, str]]:
+        """Keys the model does not read (:class:`archsim.arch.spec.UnusedKeyWarning`)."""
+        if not self.enabled:
+            return [("patterns", "enabled: false is a dense-only design with no sparse "
+                     "datapath (m_max = 1); its N:M patterns never run")]
+        return []
+
     @property
     def parsed(self) -> tuple[tuple[int, int], ...]:
         return tuple(x for x in (parse_pattern(p) for p in self.patterns) if x is not None)
