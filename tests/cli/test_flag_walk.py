@@ -384,3 +384,11 @@ def test_trace_names_a_sequence_length_on_a_cnn(capsys, tmp_path):
                        "--out", str(tmp_path / "t.json"), "-q", "--seq", "512")
     assert code == 0
     assert "warning: --seq 512 does not apply to resnet18 (it has no token sequence)" in err
+
+
+@pytest.mark.parametrize("n", ["0", "-1"])
+def test_cosearch_workers_below_one(capsys, n):
+    """Found by the walk's neighbours: --workers 0 ended in the process pool's ValueError
+    traceback after loading the spec."""
+    bad(capsys, f"argument --workers: expected an integer >= 1, got {n}", "cosearch",
+        "spec.yaml", "--db", "c.sqlite", "--workers", n)
