@@ -80,17 +80,24 @@ def test_dram_preset_of_a_bandwidth_memory(tmp_path, design):
 
 
 def test_sparse_patterns_without_sparse_pes(tmp_path):
-    """A dense-only FPGA (``sparse.enabled: false``) has no selection muxes: its N:M patterns
-    never run; without a ``patterns`` key nothing is said (the default is not reported)."""
+    """A dense-only FPGA (``sparse.enabled: false``) has no selection muxes and no weight
+    pre-generator: its N:M patterns never run and ``pregen`` is never read; without those
+    keys nothing is said (the defaults are not reported)."""
     p, text = _edit(tmp_path, "fpga/sat_vcu1525", "      enabled: true\n",
                     "      enabled: false\n")
     got = _unused(p)
     assert got == [f"{p}:{_line(text, 'patterns: [')} units[0].sparse.patterns: enabled: false "
                    f"is a dense-only design with no sparse datapath (m_max = 1); its N:M "
-                   f"patterns never run; ignored"]
+                   f"patterns never run; ignored",
+                   f"{p}:{_line(text, 'pregen:')} units[0].pregen: sparse.enabled: false has "
+                   f"no sparse weights to pre-generate (no generator resources, no "
+                   f"pre-generation time); ignored"]
     line = next(ln for ln in text.splitlines() if "patterns: [" in ln)
+    block = "\n".join(ln for ln in text.splitlines()
+                      if "pregen:" in ln or "lanes: 16 " in ln or "overlap: true" in ln) + "\n"
     p2, _ = _edit(tmp_path, "fpga/sat_vcu1525", "      enabled: true\n" + line + "\n",
                   "      enabled: false\n")
+    p2.write_text(p2.read_text().replace(block, ""))
     assert _unused(p2) == []
 
 
