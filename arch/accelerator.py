@@ -28,7 +28,7 @@ from typing import Any
 
 import archsim.arch.registry  # noqa: F401  (registers the families)
 from archsim.arch.base import UNIT_KINDS, Unit
-from archsim.arch.spec import PlausibilityWarning, SpecBuilder, param
+from archsim.arch.spec import PlausibilityWarning, SpecBuilder, UnusedKeyWarning, param
 from archsim.workloads.errors import ConfigError, Problem
 from archsim.workloads.yamlio import LocDict, parse_value, read_yaml
 
@@ -290,14 +290,32 @@ def load_data(data: Any, file: str = "<config>", overrides: Iterable[str] = (),
         raise ConfigError(problems)
     for w in _relabel(b.warnings, touched):
         warnings.warn(str(w), PlausibilityWarning, stacklevel=3)
+    for w in _relabel(b.unused, touched):
+        warnings.warn(str(w), UnusedKeyWarning, stacklevel=3)
     return Accelerator(name, units, tech, description, file, _plain(data), ic)
 
 
+#: ``--runtime X`` is the override ``units[0].runtime=X`` (``archsim/cli/common.py``); on a
+#: unit whose spec has no ``runtime`` key its error names the flag and the designs that have one.
+_RUNTIME_PATH = re.compile(r"units\[\d+\]\.runtime")
+
+
 def _relabel(problems: list[Problem], touched: set[str]) -> list[Problem]:
-    """Problems of overridden keys name ``--set`` instead of the file's line."""
-    return [Problem(p.message, p.path, "--set", None)
-            if any(p.path == t or p.path.startswith(t + ".") for t in touched) else p
-            for p in problems]
+    """Problems of overridden keys name ``--set`` instead of the file's line (``--runtime``
+    for an unknown ``runtime`` key: a unit kind without runtime protocols)."""
+    out = []
+    for p in problems:
+        if not any(p.path == t or p.path.startswith(t + ".") for t in touched):
+            out.append(p)
+        elif _RUNTIME_PATH.fullmatch(p.path) and p.message.startswith("unknown key"):
+            out.append(Problem(
+                "this unit has no runtime protocol; --runtime (= --set units[0].runtime=X) "
+                "applies only to tensor-core GPU designs (units of kind tensor_core_gpu: "
+                "the configs in configs/gpu/, e.g. gpu/h100; 'archsim list configs')", "",
+                "--runtime", None))
+        else:
+            out.append(Problem(p.message, p.path, "--set", None))
+    return out
 
 
 def _plain(x: Any) -> Any:

@@ -38,6 +38,13 @@ class MemorySpec:
             return [("preset", "model: dram needs a preset (a sim.dram preset name)")]
         return []
 
+    def unused(self) -> list[tuple[str, str]]:
+        """Keys the model does not read (:class:`archsim.arch.spec.UnusedKeyWarning`)."""
+        if self.model == "bandwidth" and self.preset:
+            return [("preset", "a sim.dram preset is read only with model: dram; this memory "
+                     "is model: bandwidth (bandwidth_gbps x efficiency)")]
+        return []
+
     @property
     def bytes_per_s(self) -> float:
         """Peak bandwidth in bytes/s."""

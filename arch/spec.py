@@ -6,7 +6,9 @@ the documentation, unit and allowed range used both for validation and for
 ``workloads.yamlio``) against the dataclass's type hints and collects every problem:
 unknown keys (listing the allowed ones), missing keys, wrong types, out-of-range values and
 the cross-field rules of a spec's optional ``check(self) -> list[tuple[str, str]]``
-(relative key path, message). Nothing is silently defaulted for a misspelled key.
+(relative key path, message). Nothing is silently defaulted for a misspelled key. A spec's
+optional ``unused(self)`` names keys its model does not read given the other values; those
+written in the file become :class:`UnusedKeyWarning` lines (``SpecBuilder.unused``).
 
 Supported field types: ``int``, ``float``, ``str``, ``bool``, ``NumberFormat`` (by name),
 nested spec dataclasses, ``tuple[X, ...]``, ``dict[str, X]`` and ``X | None``.
@@ -31,7 +33,7 @@ builtins_min = builtins.min   # ``param`` shadows min/max with its keyword names
 builtins_max = builtins.max
 
 __all__ = ["param", "build", "SpecBuilder", "spec_fields", "describe_type", "field_bounds",
-           "UNIT_BOUNDS", "PlausibilityWarning"]
+           "UNIT_BOUNDS", "PlausibilityWarning", "UnusedKeyWarning"]
 
 
 def param(default: Any = MISSING, *, doc: str, unit: str = "", min: float | None = None,
@@ -62,6 +64,15 @@ def param(default: Any = MISSING, *, doc: str, unit: str = "", min: float | None
 class PlausibilityWarning(UserWarning):
     """A config value is valid but outside the range real hardware has (e.g. a 1e9-row
     array): the model runs, and the CLI prints the warning on stderr."""
+
+
+class UnusedKeyWarning(UserWarning):
+    """A config key that is valid but that the unit's model never reads, given the other
+    values (a DRAM preset of a bandwidth-only memory, the N:M patterns of a design without
+    sparse PEs): the design loads, and the CLI prints ``warning: FILE:LINE key.path: ...;
+    ignored``. A spec declares these keys in an optional ``unused(self) -> list[tuple[str,
+    str]]`` (relative key path, why it is not read), next to ``check``; only keys written in
+    the file are reported, never defaults."""
 
 
 #: Per unit: (hard_lo, hard_hi, typical_lo, typical_hi). Outside the hard bounds a value is
@@ -177,6 +188,8 @@ class SpecBuilder:
         self.file = file
         self.problems: list[Problem] = []
         self.warnings: list[Problem] = []
+        #: keys written in the file that the unit's model never reads (a spec's ``unused()``)
+        self.unused: list[Problem] = []
 
     def problem(self, msg: str, path: str, container: Any = None, key: Any = None) -> None:
         self.problems.append(Problem(msg, path, self.file, line_of(container, key)))
@@ -219,6 +232,13 @@ class SpecBuilder:
             for rel, msg in check():
                 c, k = _locate(data, rel)
                 self.problem(msg, _join(path, rel), c, k)
+        unused = getattr(obj, "unused", None)
+        if callable(unused) and len(self.problems) == n_before:
+            for rel, msg in unused():
+                c, k = _locate(data, rel)
+                if _present(data, rel):      # written in the file, not a default
+                    self.unused.append(Problem(f"{msg}; ignored", _join(path, rel), self.file,
+                                               line_of(c, k)))
         return obj if len(self.problems) == n_before else None
 
     # ---- values ------------------------------------------------------------------------
@@ -361,6 +381,20 @@ def _locate(data: Any, rel: str) -> tuple[Any, Any]:
         else:
             break
     return container, key
+
+
+def _present(data: Any, rel: str) -> bool:
+    """Whether every token of ``rel`` (``memory.preset``) is a key written in ``data``."""
+    node: Any = data
+    for m in _REL_TOKEN.finditer(rel):
+        tok: Any = m.group(1) if m.group(1) is not None else int(m.group(2))
+        if isinstance(node, dict) and tok in node:
+            node = node[tok]
+        elif isinstance(node, list) and isinstance(tok, int) and 0 <= tok < len(node):
+            node = node[tok]
+        else:
+            return False
+    return True
 
 
 def _join(path: str, key: str) -> str:

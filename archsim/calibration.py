@@ -36,6 +36,7 @@ import os
 import re
 import statistics
 import tempfile
+import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -142,6 +143,10 @@ def calibrate(data: str | Path, config: str | Path, *, force: bool = False) -> C
     _check_gpu(acc, path, power=not kernel_tables.is_kernel_table(data))
     if not force:
         check_device(rows, acc.name, str(data))
+    elif all(_device_tokens(acc.name) <= _device_tokens(str(r.data.get("device", acc.name)))
+             for r in rows):
+        warnings.warn(f"--force changes nothing: every row of {data} was measured on the "
+                      f"design {acc.name!r} (or names no device)", UserWarning, stacklevel=2)
     if kernel_tables.is_kernel_table(data):
         cal = _calibrate_kernel_table(rows, path)
     else:

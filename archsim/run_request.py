@@ -47,7 +47,8 @@ from archsim.workloads.formats import get_format
 from archsim.workloads.graph import Workload
 
 __all__ = ["RunRequest", "RunWarning", "evaluate_request", "request_workload",
-           "numba_cache_cold", "compile_notice", "memory_warning", "DEFAULT_CONFIG", "DEFAULT_MODEL"]
+           "numba_cache_cold", "compile_notice", "memory_warning", "warn_unused_lengths",
+           "DEFAULT_CONFIG", "DEFAULT_MODEL"]
 
 #: Design and model of ``archsim run`` without arguments.
 DEFAULT_CONFIG = "tpu_like"
@@ -156,7 +157,7 @@ def request_workload(req: RunRequest, acc: Accelerator) -> tuple[Workload, RunRe
                                   context=req.context, tp=req.tp, a_format=req.a_format,
                                   w_format=req.w_format, attention=b.attention,
                                   kernels=req.kernels, moe_routing=req.moe_routing)
-        _warn_unused_lengths(req, wl)
+        warn_unused_lengths(req.model, req.seq, req.context, wl)
     native = None
     # eager_amp: autocast's policy set every op's format, so no design-native formats
     if req.kernels == "fused" and not req.a_format and not req.w_format:
@@ -168,11 +169,13 @@ def request_workload(req: RunRequest, acc: Accelerator) -> tuple[Workload, RunRe
     return wl, replace(req, native_format=native)
 
 
-def _warn_unused_lengths(req: RunRequest, wl: Workload) -> None:
-    """A sequence length or context the model has no use for (a CNN) is said, not dropped."""
-    for flag, given, used in (("--seq", req.seq, wl.seq), ("--context", req.context, wl.context)):
+def warn_unused_lengths(model: str, seq: int | None, context: int | None,
+                        wl: Workload) -> None:
+    """A sequence length or context the model has no use for (a CNN) is said, not dropped
+    (``run``, ``map``, ``trace``)."""
+    for flag, given, used in (("--seq", seq, wl.seq), ("--context", context, wl.context)):
         if given not in (None, 0, 1) and used != given:
-            warnings.warn(f"{flag} {given} does not apply to {req.model} (it has no token "
+            warnings.warn(f"{flag} {given} does not apply to {model} (it has no token "
                           f"sequence); ignored", RunWarning, stacklevel=3)
 
 

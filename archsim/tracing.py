@@ -25,6 +25,7 @@ from archsim.api import load, workload
 from archsim.explore.run import Progress
 from archsim.mapper import map_workload
 from archsim.outputs import atomic_output
+from archsim.run_request import warn_unused_lengths
 from archsim.workloads.errors import ConfigError, Problem, WorkloadError
 
 __all__ = ["trace", "TraceSummary", "estimate_tasks", "DEFAULT_MAX_EVENTS", "BYTES_PER_EVENT"]
@@ -91,6 +92,7 @@ def trace(config: str, model: str, out: str, *, phase: str | None = None, batch:
     acc = load(config, overrides or [])
     wl = workload(model, phase=phase, batch=batch, seq=seq, context=context, tp=tp,
                           a_format=a_format, w_format=w_format)
+    warn_unused_lengths(model, seq, context, wl)
     sched = map_workload(acc, wl)
     chosen = [a for a in sched.assignments if not op_filter or op_filter in a.op.name]
     if not chosen:

@@ -78,6 +78,13 @@ class SparseSpec:
                             f"got {p!r}"))
         return out
 
+    def unused(self) -> list[tuple[str, str]]:
+        """Keys the model does not read (:class:`archsim.arch.spec.UnusedKeyWarning`)."""
+        if not self.enabled:
+            return [("patterns", "enabled: false is a dense-only design with no sparse "
+                     "datapath (m_max = 1); its N:M patterns never run")]
+        return []
+
     @property
     def parsed(self) -> tuple[tuple[int, int], ...]:
         return tuple(x for x in (parse_pattern(p) for p in self.patterns) if x is not None)
@@ -150,3 +157,12 @@ class NmSparseFpgaSpec:
             out.append(("mac_format", f"expected one of {', '.join(MAC_FORMATS)}, got "
                         f"{self.mac_format.name!r}"))
         return out
+
+    def unused(self) -> list[tuple[str, str]]:
+        """Keys the model does not read (:class:`archsim.arch.spec.UnusedKeyWarning`): the
+        sparse-weight generator exists only with sparse PEs (``unit.py``: its resources and
+        ``pregen_cost`` need a sparse plan)."""
+        if not self.sparse.enabled:
+            return [("pregen", "sparse.enabled: false has no sparse weights to pre-generate "
+                     "(no generator resources, no pre-generation time)")]
+        return []

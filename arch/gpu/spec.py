@@ -324,6 +324,16 @@ class GpuSpec:
             out.append(("static_power_w", f"expected <= tdp_w ({self.tdp_w:g})"))
         return out
 
+    def unused(self) -> list[tuple[str, str]]:
+        """Keys the model does not read (:class:`archsim.arch.spec.UnusedKeyWarning`): the
+        GPU families have no command-level DRAM model (``arch/gpu/lower.py`` streams HBM
+        through a bandwidth server at every fidelity)."""
+        if self.memory.model != "dram":
+            return []
+        why = ("the GPU families have no command-level DRAM model; the memory is a bandwidth "
+               "server (bandwidth_gbps x efficiency) at every fidelity")
+        return [("memory.model", why), ("memory.preset", why)]
+
     @property
     def clock_hz(self) -> float:
         return self.clock_mhz * 1e6

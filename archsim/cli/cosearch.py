@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from archsim.cli.common import positive_int
 from archsim.explore.cosearch import run_cosearch, write_outputs
 from archsim.explore.cosearch_spec import load_cosearch
 
@@ -21,7 +22,8 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--out", help="write summary.txt, pareto.csv, best.csv and plots here")
     ap.add_argument("--backend", choices=("local", "dask"), default="local")
     ap.add_argument("--scheduler", help="dask scheduler address (default: a LocalCluster)")
-    ap.add_argument("--workers", type=int, default=None, help="default: os.cpu_count()")
+    ap.add_argument("--workers", type=positive_int, default=None,
+                    help="default: os.cpu_count()")
     ap.add_argument("--no-progress", action="store_true")
 
 

@@ -5,20 +5,26 @@ given, on one cheap design/model where it may not apply, and must either change 
 error line on stderr. Values: every non-default choice; ``store_true`` flags alone; other
 flags from :data:`VALUES` (a flag missing there fails the walk, so a new flag needs a probe).
 
-The gemm, plan and compare walks are fast; the run and serve walks are marked slow. Commands not walked yet are
-listed in :data:`NOT_WALKED` (the walk over them is issue 29's remaining work)."""
+Every subcommand is walked (``plot`` per kind: ``plot pareto`` ...). A base may name
+``{tmp}`` (the test's folder, holding a sweep store ``store.sqlite``, a sweep spec, a small
+co-search spec and a rerunnable result) and ``{run}`` (a fresh folder per call, for the files
+the base itself writes: those files are part of the result). The walks of :data:`SLOW` (a
+mapping, cycle simulation, co-search, validation or plot per probe: > 1 s) are marked slow."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
+import shutil
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from archsim.cli import COMMANDS
-from tests.cli.test_bad_inputs import SPEC, bad, cli
+from tests.cli.test_bad_inputs import ROOT, SPEC, bad, cli
 
 #: Base command line per walked command (cheap; ``--json`` so results compare as data).
 BASES: dict[str, list[str]] = {
@@ -32,20 +38,80 @@ BASES: dict[str, list[str]] = {
     "serve": ["gpu/h100", "--model", "gpt2-small", "--rate", "20", "--duration", "2",
               "--prompt", "64", "--output", "8", "--quiet", "--json"],
 }
-#: Commands whose flags are not walked yet (each still has its own bad-input tests).
-NOT_WALKED = {"map", "validate", "validation", "sweep", "results", "trace", "calibrate",
-              "cosearch", "plot", "report", "rerun", "list"}
+BASES.update({
+    "validate": ["tpu_like"],
+    "validation": ["--family", "timeloop"],
+    "sweep": ["{tmp}/s.yaml", "--db", "{run}/r.sqlite", "-q"],
+    "results": ["{tmp}/store.sqlite"],
+    "report": ["{tmp}/store.sqlite", "-o", "{run}/r.html"],
+    "calibrate": ["tests/data/silicon/h100_calibration.jsonl", "--config", "gpu/h100", "--out",
+                  "{run}/c.yaml"],
+    "rerun": ["{tmp}/result.json"],
+    "list": ["models"],
+    "plot pareto": ["pareto", "{tmp}/store.sqlite", "-o", "{run}/p.svg"],
+    "plot heatmap": ["heatmap", "{tmp}/store.sqlite", "--x", "units[0].rows", "--y",
+                     "units[0].cols", "-o", "{run}/h.svg"],
+    "plot breakdown": ["breakdown", "tpu_like", "--model", "resnet18", "--a-format", "int8",
+                       "--w-format", "int8", "-o", "{run}/b.svg"],
+    "plot roofline": ["roofline", "tpu_like", "--model", "resnet18", "--a-format", "int8",
+                      "--w-format", "int8", "-o", "{run}/r.svg"],
+    # slow: each mapping, cycle simulation, co-search or plot costs seconds
+    "map": ["tpu_like", "--model", "gpt2-small", "--phase", "decode", "--json"],
+    "trace": ["tpu_like", "--model", "resnet18", "--a-format", "int8", "--w-format", "int8",
+              "--op", "conv1", "--out", "{run}/t.json", "-q"],
+    "cosearch": ["{tmp}/cosearch.yaml", "--db", "{run}/c.sqlite", "--no-progress"],
+})
+FAST = ["gemm", "plan", "compare", "validate", "sweep", "results", "calibrate", "rerun", "list"]
+SLOW = ["run", "serve", "map", "trace", "cosearch", "validation", "report", "plot pareto",
+        "plot heatmap", "plot breakdown", "plot roofline"]
+#: Probes of a fast walk that cost seconds (a cycle-level simulation, a plot): walked in the
+#: slow test ``test_slow_probes_are_heard``.
+SLOW_PROBES = {"sweep": {"--fidelity cycle", "--plot {tmp}/s.svg"}}
 #: Flags whose only effect is the output's form, already given by the base.
-FORM = {"--json", "--quiet", "--csv"}
+FORM = {"--json", "--quiet", "--csv", "--no-progress"}
 #: Probes that spell out what the command does by default on the base (not inert flags).
 SAME_AS_DEFAULT = {"run": {"--phase inference", "--objective latency",
                            "--attention-kernel sdpa"},
                    "plan": {"--attention-kernel sdpa"},
                    "compare": {"--phase inference"},
                    # configs/gpu/h100.yaml runtime: ideal; h100 has paged_attention constants
-                   "serve": {"--runtime ideal", "--attention-kernel paged"}}
+                   "serve": {"--runtime ideal", "--attention-kernel paged"},
+                   "map": {"--phase decode", "--objective latency", "--mapping search"},
+                   "trace": {"--phase inference"},
+                   "sweep": {"--fidelity analytical",   # SPEC's fidelity
+                             "--no-json"}}              # the hidden spelling of the default
+#: Probes that only place the work (which processes evaluate the points): the results are the
+#: same by design (tests/explore check that a dask sweep stores what a local one does).
+PLACEMENT = {"sweep": {"--backend dask", "--workers 2"},
+             "cosearch": {"--backend dask", "--workers 2"}}
 #: Probe values of flags that take a free-form value (``{tmp}``: the test's folder).
 VALUES: dict[str, dict[str, list[str]]] = {
+    "validate": {"--set": ["units[0].sm_count=66"]},
+    "validation": {"--family": ["energy"], "--out": ["{tmp}/v.md"], "--plot": ["{tmp}/v.svg"]},
+    "sweep": {"--db": ["{tmp}/other.sqlite"], "--scheduler": ["tcp://127.0.0.1:8786"],
+              "--workers": ["2"], "--plot": ["{tmp}/s.svg"]},
+    "results": {"--where": ["units_0_rows > 8"], "--pareto": ["latency_s,area_mm2"],
+                "--output": ["{tmp}/r.csv"]},
+    "report": {"--output": ["{tmp}/r2.html"], "--objectives": ["latency_s,area_mm2"],
+               "--heatmap": ["units[0].cols,units[0].rows"], "--title": ["T"]},
+    "calibrate": {"--config": ["gpu/a100"], "--out": ["{tmp}/c2.yaml"]},
+    "plot pareto": {"--objectives": ["latency_s,area_mm2"], "--output": ["{tmp}/p2.svg"]},
+    "plot heatmap": {"--x": ["units[0].cols"], "--y": ["units[0].rows"],
+                     "--metric": ["energy_j"], "--output": ["{tmp}/h2.svg"]},
+    "plot breakdown": {"--model": ["resnet50"], "--phase": ["train"], "--batch": ["2"],
+                       "--seq": ["512"], "--context": ["64"], "--a-format": ["bf16"],
+                       "--w-format": ["bf16"], "--set": ["units[0].rows=64"],
+                       "--top": ["3"], "--output": ["{tmp}/b2.svg"]},
+    "plot roofline": {"--model": ["resnet50"], "--phase": ["train"], "--batch": ["2"],
+                      "--seq": ["512"], "--context": ["64"], "--a-format": ["bf16"],
+                      "--w-format": ["bf16"], "--set": ["units[0].rows=64"],
+                      "--output": ["{tmp}/r2.svg"]},
+    "trace": {"--model": ["resnet50"], "--batch": ["2"], "--seq": ["512"], "--context": ["64"],
+              "--tp": ["2"], "--a-format": ["bf16"], "--w-format": ["bf16"],
+              "--set": ["units[0].rows=64"], "--op": ["fc"], "--out": ["{tmp}/t2.json"],
+              "--max-events": ["3"]},
+    "cosearch": {"--db": ["{tmp}/c2.sqlite"], "--out": ["{tmp}/co"],
+                 "--scheduler": ["tcp://127.0.0.1:8786"], "--workers": ["2"]},
     "gemm": {"--m": ["128"], "--n": ["128"], "--k": ["128"], "--batch": ["2"],
              "--set": ["units[0].rows=64"], "--a-format": ["bf16"], "--w-format": ["bf16"],
              "--refine": ["2"], "--sparsity": ["2:4"], "--constraints": ["{tmp}/c.yaml"]},
@@ -84,9 +150,18 @@ VALUES: dict[str, dict[str, list[str]]] = {
 }
 
 
+VALUES["map"] = {**VALUES["run"], "--model": ["gpt2-medium"], "--a-format": ["int8"],
+                 "--w-format": ["int8"]}
+
+
 def _flags(cmd: str) -> list[argparse.Action]:
+    """The optional flags of ``cmd`` (``plot KIND``: of that kind's sub-parser)."""
+    top, _, kind = cmd.partition(" ")
     p = argparse.ArgumentParser()
-    COMMANDS[cmd].add_arguments(p)
+    COMMANDS[top].add_arguments(p)
+    if kind:
+        sub = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction))
+        p = sub.choices[kind]
     return [a for a in p._actions if a.option_strings and a.dest != "help"]
 
 
@@ -100,64 +175,120 @@ def probes(cmd: str, tmp: Path) -> Iterator[tuple[str, list[str]]]:
         flag = _long(a)
         if flag in FORM:
             continue
+        skip = SAME_AS_DEFAULT.get(cmd, set()) | PLACEMENT.get(cmd, set())
         if a.nargs == 0:
-            yield flag, [flag]
+            argvs = [[flag]]
         elif a.choices:
-            for c in a.choices:
-                if c != a.default and f"{flag} {c}" not in SAME_AS_DEFAULT.get(cmd, set()):
-                    yield flag, [flag, str(c)]
+            argvs = [[flag, str(c)] for c in a.choices if c != a.default]
         else:
             vals = VALUES.get(cmd, {}).get(flag)
             assert vals is not None, f"archsim {cmd} {flag}: no probe value in VALUES"
-            for v in vals:
-                yield flag, [flag, v.format(tmp=tmp)]
+            argvs = [[flag, v.format(tmp=tmp)] for v in vals]
+        for argv in argvs:
+            if " ".join(argv) not in skip:
+                yield flag, argv
 
 
-def _result(out: str) -> object:
+def _result(out: str, run: Path | None = None) -> object:
+    """The result without provenance, run times or the per-call folder's name, plus what the
+    call wrote into its own folder ``run`` (store rows; other files' text)."""
+    if run is not None:
+        out = out.replace(str(run), "{run}")
+    out = re.sub(r"in [0-9.]+ s \([0-9.]+ /s\)", "", out)
     try:
         d = json.loads(out)
     except json.JSONDecodeError:
-        return out
+        d = out
     if isinstance(d, dict):
         for key in ("provenance", "input_hash"):
             d.pop(key, None)
         if isinstance(d.get("extra"), dict):
             d["extra"].pop("provenance", None)
-    return d
+    files = {}
+    for f in sorted(run.rglob("*")) if run is not None else []:
+        if f.suffix == ".sqlite":
+            with sqlite3.connect(f) as db:
+                files[f.name] = db.execute(
+                    "SELECT hash, status, error, latency_s, energy_j, area_mm2, "
+                    "result_json IS NULL FROM results ORDER BY hash").fetchall()
+        elif f.suffix == ".svg":                 # without the date matplotlib writes
+            files[f.name] = re.sub(r"<dc:date>.*?</dc:date>", "", f.read_text())
+        elif f.is_file():
+            files[f.name] = f.read_bytes()
+    return (d, files) if files else d
 
 
-def unheard(capsys, cmd: str, tmp: Path) -> list[str]:
-    """The probes of ``cmd`` that changed nothing, wrote no file and were not named on
-    stderr."""
+def _inputs(capsys, tmp: Path) -> None:
+    """The files the bases and probes read: constraints, a trace, a sweep spec and store, a
+    small co-search, a rerunnable result."""
     (tmp / "c.yaml").write_text("rules:\n  - {ops: '*', dataflow: [os]}\n")
     (tmp / "t.csv").write_text("arrival_s,prompt_tokens,output_tokens\n0,64,8\n0.5,64,8\n")
-    code0, out0, _ = cli(capsys, cmd, *BASES[cmd])
-    assert code0 == 0
-    base = _result(out0)
+    (tmp / "s.yaml").write_text(SPEC)
+    assert cli(capsys, "sweep", str(tmp / "s.yaml"), "--db", str(tmp / "store.sqlite"),
+               "-q")[0] == 0
+    for f in ("cosearch.yaml", "hetero.yaml", "accuracy.py"):
+        shutil.copy(ROOT / "examples" / "nasaic" / f, tmp / f)
+    spec = tmp / "cosearch.yaml"
+    # one value per numeric axis and network choice: 2 dataflows x 1 network per task
+    spec.write_text(re.sub(r"\[([0-9]+)(, [0-9]+)+\]", r"[\1]", spec.read_text()))
+    code, out, _ = cli(capsys, "gemm", *BASES["gemm"])
+    (tmp / "result.json").write_text(out)
+
+
+def unheard(capsys, cmd: str, tmp: Path, slow: bool | None = None) -> list[str]:
+    """The probes of ``cmd`` that changed nothing, wrote no file and were not named on
+    stderr (``slow``: only those in :data:`SLOW_PROBES` (True) or not (False); None: all)."""
+    _inputs(capsys, tmp)
+    top = cmd.split()[0]
+    calls = iter(range(10**6))
+
+    def call(*argv: str) -> tuple[int, object, str]:
+        run = tmp / f"run{next(calls)}"
+        run.mkdir()
+        base = [b.format(tmp=tmp, run=run) for b in BASES[cmd]]
+        code, out, err = cli(capsys, top, *base, *argv)
+        return code, _result(out, run), err
+
+    code0, base, err0 = call()
+    assert code0 == 0, err0
     silent = []
+    slow_ones = {p.format(tmp=tmp) for p in SLOW_PROBES.get(cmd, ())}
     for flag, argv in probes(cmd, tmp):
-        files = set(tmp.iterdir())
-        code, out, err = cli(capsys, cmd, *BASES[cmd], *argv)
+        if slow is not None and (" ".join(argv) in slow_ones) != slow:
+            continue
+        files = {f for f in tmp.iterdir() if not f.name.startswith("run")}
+        code, result, err = call(*argv)
         named = any(flag in ln for ln in err.splitlines() if ln.strip())
-        wrote = set(tmp.iterdir()) != files
-        if code == code0 and _result(out) == base and not named and not wrote:
+        wrote = {f for f in tmp.iterdir() if not f.name.startswith("run")} != files
+        if code == code0 and result == base and not named and not wrote:
             silent.append(" ".join(argv))
     return silent
 
 
-def test_every_command_is_walked_or_listed():
-    assert set(BASES) | NOT_WALKED == set(COMMANDS)
-    assert not set(BASES) & NOT_WALKED
+def test_every_command_is_walked():
+    assert {c.split()[0] for c in BASES} == set(COMMANDS)
+    assert set(FAST) | set(SLOW) == set(BASES) and not set(FAST) & set(SLOW)
+    plot = argparse.ArgumentParser()
+    COMMANDS["plot"].add_arguments(plot)
+    kinds = next(a for a in plot._actions if isinstance(a, argparse._SubParsersAction)).choices
+    assert {f"plot {k}" for k in kinds} == {c for c in BASES if c.startswith("plot ")}
 
 
-@pytest.mark.parametrize("cmd", ["gemm", "plan", "compare"])
+@pytest.mark.parametrize("cmd", FAST)
 def test_fast_flags_are_heard(capsys, tmp_path, cmd):
-    silent = unheard(capsys, cmd, tmp_path)
+    silent = unheard(capsys, cmd, tmp_path, slow=False)
     assert silent == [], "; ".join(silent)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("cmd", ["run", "serve"])
+@pytest.mark.parametrize("cmd", sorted(SLOW_PROBES))
+def test_slow_probes_are_heard(capsys, tmp_path, cmd):
+    silent = unheard(capsys, cmd, tmp_path, slow=True)
+    assert silent == [], "; ".join(silent)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cmd", SLOW)
 def test_flags_are_heard(capsys, tmp_path, cmd):
     silent = unheard(capsys, cmd, tmp_path)
     assert silent == [], "; ".join(silent)
@@ -230,3 +361,38 @@ def test_max_ops_outside_runs_text_table_is_named(capsys, extra):
     code, out, err = cli(capsys, "run", *args)
     assert code == 0 and "--max-ops" not in err
     assert "smaller ops not shown" in out    # the text table is cut at 3 op rows
+
+
+@pytest.mark.parametrize("cmd, args", [
+    ("gemm", ["tpu_like", "--m", "64", "--n", "64", "--k", "64"]),
+    ("serve", ["fpga/sat_vcu1525", "--model", "gpt2-small", "--rate", "2", "--duration", "1"])])
+def test_runtime_on_a_design_without_runtime_protocols(capsys, cmd, args):
+    """--runtime is the override units[0].runtime=X; a unit kind without a runtime key is
+    told which designs have runtime protocols, naming the flag (not --set)."""
+    line = bad(capsys, "config error: --runtime: this unit has no runtime protocol", cmd,
+               *args, "--runtime", "eager")
+    assert "tensor-core GPU designs" in line and "configs/gpu/" in line and "--set:" not in line
+
+
+def test_force_on_matching_rows_is_named(capsys, tmp_path):
+    """--force accepts another device's rows; on rows of the config's own device it changes
+    nothing, and says so."""
+    code, out, err = cli(capsys, "calibrate", "tests/data/silicon/h100_calibration.jsonl",
+                         "--config", "gpu/h100", "--out", str(tmp_path / "c.yaml"), "--force")
+    assert code == 0 and "warning: --force changes nothing: every row of" in err
+    assert "was measured on the design 'h100'" in err
+
+
+def test_trace_names_a_sequence_length_on_a_cnn(capsys, tmp_path):
+    code, _, err = cli(capsys, "trace", "tpu_like", "--model", "resnet18", "--op", "fc",
+                       "--out", str(tmp_path / "t.json"), "-q", "--seq", "512")
+    assert code == 0
+    assert "warning: --seq 512 does not apply to resnet18 (it has no token sequence)" in err
+
+
+@pytest.mark.parametrize("n", ["0", "-1"])
+def test_cosearch_workers_below_one(capsys, n):
+    """Found by the walk's neighbours: --workers 0 ended in the process pool's ValueError
+    traceback after loading the spec."""
+    bad(capsys, f"argument --workers: expected an integer >= 1, got {n}", "cosearch",
+        "spec.yaml", "--db", "c.sqlite", "--workers", n)
