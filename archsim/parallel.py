@@ -47,6 +47,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+import numpy as np
+
 import archsim.energy as _energy
 from archsim.api import VERSION, device_build, evaluate, with_format_hint
 from archsim.arch.accelerator import load_data
@@ -54,6 +56,8 @@ from archsim.arch.cluster import Cluster
 from archsim.arch.collective import collective, place
 from archsim.mapper.plan import bubble_fraction, pipeline_time
 from archsim.result import Result
+from archsim.varlen import Varlen, VarlenStats, microbatch_factors, pack, pipeline_varlen
+from archsim.varlen import stats as varlen_stats
 from archsim.workloads.errors import ConfigError, MappingError, Problem, WorkloadError
 from archsim.workloads.graph import Workload
 from archsim.workloads.hf import config_path, shape_from_hf_config
@@ -93,6 +97,8 @@ class PlanOptions:
             (``custom-graph``) or eager (``custom-eager``); inside one node only.
         power_cap: every device's board power limit as a fraction of its own
             (``nvidia-smi -pl``; 1 = as configured): :func:`power_capped`.
+        varlen: a training step over variable-length documents packed into the sequences
+            (:mod:`archsim.varlen`); None: every sequence is one full-length document.
     """
 
     overlap_dp: bool = True
@@ -102,6 +108,7 @@ class PlanOptions:
     moe_imbalance: float = 1.0
     tp_allreduce: str = "nccl"
     power_cap: float = 1.0
+    varlen: Varlen | None = None
 
 
 @dataclass(frozen=True)
@@ -130,6 +137,8 @@ class PlanResult:
             included).
         idle_power_w: one device's static (idle) power, drawn while it waits.
         link_energy_j: energy of the links (all collectives of the step).
+        varlen: what variable-length documents did to the step (:class:`VarlenStats`), or
+            None.
     """
 
     model: str
@@ -155,6 +164,7 @@ class PlanResult:
     busy_energy_j: float = 0.0
     idle_power_w: float = 0.0
     link_energy_j: float = 0.0
+    varlen: VarlenStats | None = None
 
     def label(self) -> str:
         """The plan's label, with the power cap when there is one (``tp8 cap70%``)."""
@@ -173,7 +183,8 @@ class PlanResult:
                 "memory_gb": self.memory_bytes["total"] / 1e9,
                 "capacity_gb": self.capacity_bytes / 1e9, "fits": self.fits,
                 "breakdown_s": dict(self.breakdown_s), "block_s": dict(self.block),
-                "attention_flops": self.attention_flops, "build": asdict(self.build)}
+                "attention_flops": self.attention_flops, "build": asdict(self.build),
+                **({"varlen": self.varlen.row()} if self.varlen else {})}
 
 
 def shape_of(model: str | TransformerShape) -> TransformerShape:
@@ -206,6 +217,8 @@ class _Times:
     e_attn_fwd: float = 0.0      # of the attention core's forward (selective recompute)
     flops: float = 0.0
     attn_flops: float = 0.0
+    # causal fused attention cores by window: [fwd s, bwd s, fwd J, bwd J, FLOPs]
+    docs: dict[int, list[float]] = field(default_factory=dict)
 
     def step_energy_j(self, train: bool, recompute: str) -> float:
         """Energy of one microbatch's passes, the recomputed forward included (not the
@@ -241,11 +254,21 @@ def cp_scale(g: Workload, cp: int, phase: str) -> dict[str, float]:
     return out
 
 
+def doc_windows(g: Workload) -> dict[str, int]:
+    """The causal fused attention cores of a graph (roles selected by tag) and their sliding
+    windows (0: none), by op name: the ops a document mask shortens (:mod:`archsim.varlen`;
+    dense scores are computed whole and masked, so they do not change)."""
+    return {op.name: op.window for op in g.ops()
+            if op.role in ATTENTION_CORE_ROLES and isinstance(op, Attention) and op.causal}
+
+
 def _split(res: Result, block: int | None, plan: ParallelPlan, imbalance: float,
-           scale: Mapping[str, float]) -> _Times:
+           scale: Mapping[str, float], windows: Mapping[str, int] | None = None) -> _Times:
     """Per-pass times of the ops of ``res`` in block ``block`` (None: those outside blocks),
-    selected and scaled by their tags (module doc); ``scale``: :func:`cp_scale`."""
+    selected and scaled by their tags (module doc); ``scale``: :func:`cp_scale`;
+    ``windows``: :func:`doc_windows` (the ops whose times documents change)."""
     t = _Times()
+    windows = windows or {}
     for o in res.ops:
         if o.block != block:
             continue
@@ -264,6 +287,12 @@ def _split(res: Result, block: int | None, plan: ParallelPlan, imbalance: float,
         t.flops += o.macs * 2 * f_cp
         if core:
             t.attn_flops += o.macs * 2 * f_cp
+        if o.name in windows:
+            d = t.docs.setdefault(windows[o.name], [0.0] * 5)
+            bwd = o.pass_group == "backward"
+            d[1 if bwd else 0] += lat
+            d[3 if bwd else 2] += e
+            d[4] += o.macs * 2 * f_cp
         if o.pass_group == "optimizer":
             t.upd += lat
             t.e_upd += e
@@ -329,12 +358,23 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
     seq_n = 1 if phase == "decode" else (seq or s.default_seq)
     ctx_n = (s.context // 2 if context is None else context) if phase == "decode" else 0
     mb = check_plan(s, plan, phase, batch, seq_n, ctx_n)
+    if options.varlen is not None:
+        if phase != "train":
+            raise ConfigError(Problem(f"documents packed into sequences apply to training "
+                                      f"(--phase train), not {phase}; serving takes variable "
+                                      f"lengths as requests (archsim serve)", "--doc-lengths"))
+        if s.kind != "decoder":
+            raise ConfigError(Problem(f"document packing with causal document masks applies "
+                                      f"to decoder language models; {s.name} is of kind {s.kind}",
+                                      "--doc-lengths"))
+        options.varlen.check()
     if plan.devices > cluster.devices:
         raise WorkloadError(Problem(f"the plan needs {plan.devices} devices (tp x pp x dp x cp)"
                                     f"; the cluster {cluster.name!r} has {cluster.devices}",
                                     "devices"))
 
-    def graphs_of(mb_: int) -> dict[str, tuple[Result, int, dict[str, float]]]:
+    def graphs_of(mb_: int) -> dict[str, tuple[Result, int, dict[str, float],
+                                                dict[str, int]]]:
         key = (cluster.spec.device, options.power_cap, s, phase, mb_, seq_n, ctx_n, plan.tp,
                plan.ep, plan.cp, build)
         if key not in memo:
@@ -342,7 +382,7 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
                                   ctx_n if phase == "decode" else None, build)
             try:
                 memo[key] = {k: (evaluate(cluster.device, without_collectives(g)),
-                                 g.parameters, cp_scale(g, plan.cp, phase))
+                                 g.parameters, cp_scale(g, plan.cp, phase), doc_windows(g))
                              for k, g in graphs.items()}
             except MappingError as exc:
                 hinted = with_format_hint(exc, cluster.device)
@@ -356,13 +396,15 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
     split = options.tp_overlap and plan.tp > 1 and mb % 2 == 0
     halves = graphs_of(mb // 2) if split else results
     imb = options.moe_imbalance
-    base = _split(results["base"][0], None, plan, imb, results["base"][2])
+    base = _split(results["base"][0], None, plan, imb, results["base"][2], results["base"][3])
     dense_n, moe_n = block_counts(s)
     blocks = {}
     if dense_n:
-        blocks["dense"] = _split(results["dense"][0], 0, plan, imb, results["dense"][2])
+        blocks["dense"] = _split(results["dense"][0], 0, plan, imb, results["dense"][2],
+                                 results["dense"][3])
     if moe_n:
-        blocks["moe"] = _split(results["moe"][0], 0, plan, imb, results["moe"][2])
+        blocks["moe"] = _split(results["moe"][0], 0, plan, imb, results["moe"][2],
+                               results["moe"][3])
     train = phase == "train"
 
     # ---- communication of one block, one microbatch ------------------------------------
@@ -453,8 +495,15 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
     pipe = pipeline_time(t_f, t_b, p, m, v if train else 1)
     compute = m * (per_stage["fwd"] + per_stage["bwd"])
     bubble = pipe - m * (t_f + t_b)
+    docs = None
+    if options.varlen is not None:    # unequal microbatches (archsim.varlen)
+        docs = _varlen_step(options.varlen, blocks, {"dense": dense_n, "moe": moe_n}, plan,
+                            batch, seq_n, t_f, t_b, train, memo)
+        pipe = docs.pipe
+        compute += docs.slowest_delta_s
+        bubble = pipe - docs.slowest_work_s
     # ---- data parallelism and the optimiser -------------------------------------------
-    params = {k: g for k, (_, g, _) in results.items()}
+    params = {k: g for k, (_, g, _, _) in results.items()}
     pcount = {"base": params["base"]}
     if "dense" in params:
         pcount["dense"] = params["dense"] - params["base"]
@@ -505,6 +554,9 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
     e_upd /= plan.dp if train and plan.zero >= 1 and plan.dp > 1 else 1
     busy = compute + upd
     dyn = m * e_mb + e_upd if busy > 0 else 0.0
+    if docs is not None:     # the mean replica's attention work, not the slowest's
+        busy += docs.mean_delta_s - docs.slowest_delta_s
+        dyn += docs.mean_delta_j
     static_w = _static_power(cluster)
     # every device: its graphs' energy while busy, static power while it waits (module doc)
     energy = plan.devices * (dyn + static_w * max(0.0, step - busy)) + link_e[0]
@@ -514,6 +566,9 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
                      + base.flops)
     attn_flops = m * (sum(blocks[k].attn_flops * n / plan.pp
                           for k, n in (("dense", dense_n), ("moe", moe_n)) if n))
+    if docs is not None:
+        flops_dev += docs.mean_delta_flops
+        attn_flops += docs.mean_delta_flops
     kind0 = "dense" if dense_n else "moe"
     blk = {"fwd_s": per_block[kind0]["fwd"], "bwd_s": per_block[kind0]["bwd"],
            "tp_comm_s": per_block[kind0]["tp_raw"], "tp_exposed_s": per_block[kind0]["tp"],
@@ -526,7 +581,76 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
                       flops_per_device_s=flops_dev / step if step > 0 else 0.0, block=blk,
                       input_hash=digest, attention_flops=attn_flops, build=build,
                       power_cap=options.power_cap, batch=batch, seq=seq_n, busy_s=busy, busy_energy_j=dyn,
-                      idle_power_w=static_w, link_energy_j=link_e[0])
+                      idle_power_w=static_w, link_energy_j=link_e[0],
+                      varlen=None if docs is None else docs.stats)
+
+
+@dataclass(frozen=True)
+class _VarlenStep:
+    pipe: float                 # the slowest replica's pipeline (s)
+    slowest_delta_s: float      # its attention time over the uniform microbatches'
+    slowest_work_s: float       # its microbatches' stage times, summed
+    mean_delta_s: float         # the mean replica's attention work change (busy time, s)
+    mean_delta_j: float         # ... its energy change (J, one device)
+    mean_delta_flops: float     # ... its FLOPs change (one device)
+    stats: VarlenStats
+
+
+def _varlen_step(v: Varlen, blocks: Mapping[str, _Times], counts: Mapping[str, int],
+                 plan: ParallelPlan, batch: int, seq: int, t_f: float, t_b: float,
+                 train: bool, memo: dict) -> _VarlenStep:
+    """The pipeline of a step whose microbatches hold packed documents (archsim.varlen):
+    microbatch ``j`` of replica ``r`` runs ``t_f + sum_w (a_rj(w) - 1) A_f(w)`` forward (and
+    so backward), ``A`` the stage's causal attention-core time per microbatch with window
+    ``w``; each replica's pipeline is the flow shop of its microbatches; the slowest replica
+    sets the step."""
+    key = ("varlen-pack", v, batch, seq)
+    if key not in memo:
+        memo[key] = pack(v, batch, seq)
+    packed = memo[key]
+    again = train and plan.recompute in ("selective", "full")
+    a_f: dict[int, float] = {}
+    a_b: dict[int, float] = {}
+    e_w: dict[int, float] = {}
+    fl_w: dict[int, float] = {}
+    for kind, t in blocks.items():
+        share = counts[kind] / plan.pp
+        for w, (f, b, ef, eb, fl) in t.docs.items():
+            a_f[w] = a_f.get(w, 0.0) + share * f
+            a_b[w] = a_b.get(w, 0.0) + share * ((b + (f if again else 0.0)) if train else 0.0)
+            e_w[w] = e_w.get(w, 0.0) + share * (ef + ((eb + (ef if again else 0.0))
+                                                      if train else 0.0))
+            fl_w[w] = fl_w.get(w, 0.0) + share * fl
+    m, dp = plan.microbatches, plan.dp
+    st, a0 = varlen_stats(packed, dp, m, seq, plan.cp, v.cp_sharding, v.packing,
+                          min(a_f, default=0))
+    d_f = np.zeros((dp, m))
+    d_b = np.zeros((dp, m))
+    d_busy = np.zeros((dp, m))    # the work itself (the mean cp rank): busy time, J, FLOPs
+    d_e = np.zeros((dp, m))
+    d_fl = np.zeros((dp, m))
+    for w in a_f:
+        a = a0 if w == min(a_f) else microbatch_factors(packed, dp, m, seq, plan.cp,
+                                                        v.cp_sharding, w)
+        am = microbatch_factors(packed, dp, m, seq, plan.cp, v.cp_sharding, w, False) - 1.0
+        d_f += (a - 1.0) * a_f[w]
+        d_b += (a - 1.0) * a_b[w]
+        d_busy += am * (a_f[w] + a_b[w])
+        d_e += am * e_w[w]
+        d_fl += am * fl_w[w]
+    f = t_f + d_f
+    b = (t_b + d_b) if train else np.zeros_like(d_b)
+    pipes = np.array([pipeline_varlen(f[r], b[r], plan.pp, plan.interleave if train else 1)
+                      for r in range(dp)])
+    r = int(np.argmax(pipes))
+    delta = d_f.sum(axis=1) + d_b.sum(axis=1)
+    mean_pipe = float(pipes.mean())
+    st = replace(st, dp_imbalance=float(pipes[r]) / mean_pipe if mean_pipe > 0 else 1.0)
+    return _VarlenStep(pipe=float(pipes[r]), slowest_delta_s=float(delta[r]),
+                       slowest_work_s=float(f[r].sum() + b[r].sum()),
+                       mean_delta_s=float(d_busy.sum(1).mean()),
+                       mean_delta_j=float(d_e.sum(1).mean()),
+                       mean_delta_flops=float(d_fl.sum(1).mean()), stats=st)
 
 
 def power_capped(cluster: Cluster, fraction: float, flag: str = "--power-caps") -> Cluster:
