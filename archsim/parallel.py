@@ -47,8 +47,6 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-import numpy as np
-
 import archsim.energy as _energy
 from archsim.api import VERSION, device_build, evaluate, with_format_hint
 from archsim.arch.accelerator import load_data
@@ -56,8 +54,7 @@ from archsim.arch.cluster import Cluster
 from archsim.arch.collective import collective, place
 from archsim.mapper.plan import bubble_fraction, pipeline_time
 from archsim.result import Result
-from archsim.varlen import Varlen, VarlenStats, microbatch_factors, pack, pipeline_varlen
-from archsim.varlen import stats as varlen_stats
+from archsim.varlen import Varlen, VarlenStats, varlen_step
 from archsim.workloads.errors import ConfigError, MappingError, Problem, WorkloadError
 from archsim.workloads.graph import Workload
 from archsim.workloads.hf import config_path, shape_from_hf_config
@@ -497,8 +494,9 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
     bubble = pipe - m * (t_f + t_b)
     docs = None
     if options.varlen is not None:    # unequal microbatches (archsim.varlen)
-        docs = _varlen_step(options.varlen, blocks, {"dense": dense_n, "moe": moe_n}, plan,
-                            batch, seq_n, t_f, t_b, train, memo)
+        docs = varlen_step(options.varlen, _doc_attention(blocks, {"dense": dense_n,
+                                                                   "moe": moe_n}, plan, train),
+                           plan, batch, seq_n, t_f, t_b, train, memo)
         pipe = docs.pipe
         compute += docs.slowest_delta_s
         bubble = pipe - docs.slowest_work_s
@@ -585,72 +583,22 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
                       varlen=None if docs is None else docs.stats)
 
 
-@dataclass(frozen=True)
-class _VarlenStep:
-    pipe: float                 # the slowest replica's pipeline (s)
-    slowest_delta_s: float      # its attention time over the uniform microbatches'
-    slowest_work_s: float       # its microbatches' stage times, summed
-    mean_delta_s: float         # the mean replica's attention work change (busy time, s)
-    mean_delta_j: float         # ... its energy change (J, one device)
-    mean_delta_flops: float     # ... its FLOPs change (one device)
-    stats: VarlenStats
-
-
-def _varlen_step(v: Varlen, blocks: Mapping[str, _Times], counts: Mapping[str, int],
-                 plan: ParallelPlan, batch: int, seq: int, t_f: float, t_b: float,
-                 train: bool, memo: dict) -> _VarlenStep:
-    """The pipeline of a step whose microbatches hold packed documents (archsim.varlen):
-    microbatch ``j`` of replica ``r`` runs ``t_f + sum_w (a_rj(w) - 1) A_f(w)`` forward (and
-    so backward), ``A`` the stage's causal attention-core time per microbatch with window
-    ``w``; each replica's pipeline is the flow shop of its microbatches; the slowest replica
-    sets the step."""
-    key = ("varlen-pack", v, batch, seq)
-    if key not in memo:
-        memo[key] = pack(v, batch, seq)
-    packed = memo[key]
+def _doc_attention(blocks: Mapping[str, _Times], counts: Mapping[str, int], plan: ParallelPlan,
+                   train: bool) -> dict[int, tuple[float, float, float, float]]:
+    """A stage's causal attention cores per microbatch by window: (forward s, backward s
+    with the recomputed forward, energy J, FLOPs) -- what documents change
+    (:func:`archsim.varlen.varlen_step`)."""
     again = train and plan.recompute in ("selective", "full")
-    a_f: dict[int, float] = {}
-    a_b: dict[int, float] = {}
-    e_w: dict[int, float] = {}
-    fl_w: dict[int, float] = {}
+    out: dict[int, tuple[float, float, float, float]] = {}
     for kind, t in blocks.items():
         share = counts[kind] / plan.pp
         for w, (f, b, ef, eb, fl) in t.docs.items():
-            a_f[w] = a_f.get(w, 0.0) + share * f
-            a_b[w] = a_b.get(w, 0.0) + share * ((b + (f if again else 0.0)) if train else 0.0)
-            e_w[w] = e_w.get(w, 0.0) + share * (ef + ((eb + (ef if again else 0.0))
-                                                      if train else 0.0))
-            fl_w[w] = fl_w.get(w, 0.0) + share * fl
-    m, dp = plan.microbatches, plan.dp
-    st, a0 = varlen_stats(packed, dp, m, seq, plan.cp, v.cp_sharding, v.packing,
-                          min(a_f, default=0))
-    d_f = np.zeros((dp, m))
-    d_b = np.zeros((dp, m))
-    d_busy = np.zeros((dp, m))    # the work itself (the mean cp rank): busy time, J, FLOPs
-    d_e = np.zeros((dp, m))
-    d_fl = np.zeros((dp, m))
-    for w in a_f:
-        a = a0 if w == min(a_f) else microbatch_factors(packed, dp, m, seq, plan.cp,
-                                                        v.cp_sharding, w)
-        am = microbatch_factors(packed, dp, m, seq, plan.cp, v.cp_sharding, w, False) - 1.0
-        d_f += (a - 1.0) * a_f[w]
-        d_b += (a - 1.0) * a_b[w]
-        d_busy += am * (a_f[w] + a_b[w])
-        d_e += am * e_w[w]
-        d_fl += am * fl_w[w]
-    f = t_f + d_f
-    b = (t_b + d_b) if train else np.zeros_like(d_b)
-    pipes = np.array([pipeline_varlen(f[r], b[r], plan.pp, plan.interleave if train else 1)
-                      for r in range(dp)])
-    r = int(np.argmax(pipes))
-    delta = d_f.sum(axis=1) + d_b.sum(axis=1)
-    mean_pipe = float(pipes.mean())
-    st = replace(st, dp_imbalance=float(pipes[r]) / mean_pipe if mean_pipe > 0 else 1.0)
-    return _VarlenStep(pipe=float(pipes[r]), slowest_delta_s=float(delta[r]),
-                       slowest_work_s=float(f[r].sum() + b[r].sum()),
-                       mean_delta_s=float(d_busy.sum(1).mean()),
-                       mean_delta_j=float(d_e.sum(1).mean()),
-                       mean_delta_flops=float(d_fl.sum(1).mean()), stats=st)
+            bb, eb2 = (b + (f if again else 0.0), eb + (ef if again else 0.0)) if train \
+                else (0.0, 0.0)
+            o = out.get(w, (0.0, 0.0, 0.0, 0.0))
+            out[w] = (o[0] + share * f, o[1] + share * bb, o[2] + share * (ef + eb2),
+                      o[3] + share * fl)
+    return out
 
 
 def power_capped(cluster: Cluster, fraction: float, flag: str = "--power-caps") -> Cluster:

@@ -37,17 +37,19 @@ Mechanism (docs/cluster.md, "Variable-length documents"):
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
 from archsim.serve.requests import LengthDist, parse_length
 from archsim.workloads.errors import ConfigError, Problem, WorkloadError
+from archsim.workloads.parallel import ParallelPlan
 
 __all__ = ["Varlen", "PACKINGS", "CP_SHARDINGS", "parse_doc_lengths", "pack", "doc_pairs",
-           "rank_pairs", "microbatch_factors", "VarlenStats", "stats", "pipeline_varlen"]
+           "rank_pairs", "microbatch_factors", "VarlenStats", "stats", "pipeline_varlen",
+           "VarlenStep", "varlen_step"]
 
 #: Packing policies (module doc).
 PACKINGS = ("fixed", "balanced")
@@ -320,3 +322,70 @@ def pipeline_varlen(t_f: np.ndarray, t_b: np.ndarray, p: int, v: int = 1) -> flo
     if b == 0:
         return float(np.sum(t_f)) + (p - 1) * f
     return float(np.sum(t_f) + np.sum(t_b)) + (p - 1) / v * (f + b)
+
+
+@dataclass(frozen=True)
+class VarlenStep:
+    """A step whose microbatches hold packed documents (:func:`varlen_step`).
+
+    Attributes:
+        pipe: the slowest replica's pipeline (s).
+        slowest_delta_s: its stage time over the uniform microbatches', summed (s).
+        slowest_work_s: its microbatches' stage times, summed (s).
+        mean_delta_s: the mean replica's change of attention work (busy time, s; the mean cp
+            rank's: the others wait).
+        mean_delta_j: ... its energy change (J, one device).
+        mean_delta_flops: ... its FLOPs change (one device).
+        stats: :class:`VarlenStats`.
+    """
+
+    pipe: float
+    slowest_delta_s: float
+    slowest_work_s: float
+    mean_delta_s: float
+    mean_delta_j: float
+    mean_delta_flops: float
+    stats: VarlenStats
+
+
+def varlen_step(v: Varlen, attention: Mapping[int, tuple[float, float, float, float]],
+                plan: ParallelPlan, batch: int, seq: int, t_f: float, t_b: float, train: bool,
+                memo: dict) -> VarlenStep:
+    """The pipeline of a step whose microbatches hold packed documents (module doc):
+    microbatch ``j`` of replica ``r`` runs ``t_f + sum_w (a_rj(w) - 1) A_f(w)`` forward (and
+    so backward), ``A`` the stage's causal attention-core time per microbatch with window
+    ``w`` (``attention``: window -> forward s, backward s, J, FLOPs); each replica's pipeline
+    is the flow shop of its microbatches (:func:`pipeline_varlen`); the slowest replica sets
+    the step. ``memo`` keeps the packing between plans."""
+    key = ("varlen-pack", v, batch, seq)
+    if key not in memo:
+        memo[key] = pack(v, batch, seq)
+    packed = memo[key]
+    m, dp = plan.microbatches, plan.dp
+    w0 = min(attention, default=0)
+    st, a0 = stats(packed, dp, m, seq, plan.cp, v.cp_sharding, v.packing, w0)
+    d_f = np.zeros((dp, m))
+    d_b = np.zeros((dp, m))
+    d_busy = np.zeros((dp, m))    # the work itself (the mean cp rank): busy time, J, FLOPs
+    d_e = np.zeros((dp, m))
+    d_fl = np.zeros((dp, m))
+    for w, (a_f, a_b, e_w, fl_w) in attention.items():
+        a = a0 if w == w0 else microbatch_factors(packed, dp, m, seq, plan.cp, v.cp_sharding, w)
+        am = microbatch_factors(packed, dp, m, seq, plan.cp, v.cp_sharding, w, False) - 1.0
+        d_f += (a - 1.0) * a_f
+        d_b += (a - 1.0) * a_b
+        d_busy += am * (a_f + a_b)
+        d_e += am * e_w
+        d_fl += am * fl_w
+    f = t_f + d_f
+    b = t_b + d_b if train else np.zeros_like(d_b)
+    pipes = np.array([pipeline_varlen(f[r], b[r], plan.pp, plan.interleave if train else 1)
+                      for r in range(dp)])
+    r = int(np.argmax(pipes))
+    mean_pipe = float(pipes.mean())
+    st = replace(st, dp_imbalance=float(pipes[r]) / mean_pipe if mean_pipe > 0 else 1.0)
+    return VarlenStep(pipe=float(pipes[r]), slowest_delta_s=float(d_f[r].sum() + d_b[r].sum()),
+                      slowest_work_s=float(f[r].sum() + b[r].sum()),
+                      mean_delta_s=float(d_busy.sum(1).mean()),
+                      mean_delta_j=float(d_e.sum(1).mean()),
+                      mean_delta_flops=float(d_fl.sum(1).mean()), stats=st)
