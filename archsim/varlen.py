@@ -12,10 +12,12 @@ Mechanism (docs/cluster.md, "Variable-length documents"):
 * the documents come from a length distribution (``LengthDist`` of ``archsim.serve``, seeded)
   or an explicit list; a document longer than the sequence is cut into sequence-long pieces;
 * packing fills ``batch`` sequences of ``seq`` tokens: ``fixed`` takes the documents in
-  arrival order, first-fit, and stops at the first one that fits nowhere once every sequence is
-  open (it waits for the next step); ``balanced`` re-packs the same documents
-  longest-first into the sequence of least attention work that has room (workload-aware
-  packing, WLB-LLM); room left over is padding (computed like tokens);
+  arrival order, first-fit; once every sequence is open, a document that fits nowhere is cut
+  to fill the first sequence with room (as concatenate-and-cut packing does) until the step
+  is full (the rest waits for the next step); ``balanced`` re-packs the same documents (and
+  pieces) longest-first into the sequence of least attention work that has room
+  (workload-aware packing, WLB-LLM); room left over (a list that runs out) is padding,
+  computed like tokens;
 * with a document mask a fused causal kernel scores, per document of ``l`` tokens,
   ``l (l + 1) / 2`` (query, key) pairs (``Attention.pairs``; a sliding window caps each row),
   so a sequence costs the sum over its documents instead of ``seq (seq + 1) / 2``; dense
@@ -163,8 +165,14 @@ def pack(v: Varlen, batch: int, seq: int) -> tuple[tuple[int, ...], ...]:
         elif opened < batch:
             k = opened
             opened += 1
-        else:
-            break                  # fits nowhere: it waits for the next step
+        else:                      # fits nowhere: cut to fill the first sequence with room
+            open_ = np.flatnonzero(room > 0)
+            if not open_.size:
+                break              # the step is full; the rest waits for the next one
+            k = int(open_[0])
+            docs[i] = d - int(room[k])
+            d = int(room[k])
+            i -= 1
         room[k] -= d
         bins[k].append(d)
         placed.append(d)

@@ -103,10 +103,13 @@ def test_packing_and_imbalance_of_a_known_list():
     assert st.padding == 0.0 and st.documents == 8
     # balanced: longest first into the least-loaded sequence with room
     assert pack(replace(v, packing="balanced"), 4, 8) == ((8,), (8,), (4, 2, 2), (4, 2, 2))
-    # a document longer than the sequence is cut; one that fits nowhere waits
+    # a document longer than the sequence is cut; once every sequence is open one that fits
+    # nowhere is cut to fill the first with room, and the rest waits for the next step
     assert pack(Varlen((20,)), 3, 8) == ((8,), (8,), (4,))
-    assert pack(Varlen((6, 6, 6, 6)), 2, 8) == ((6,), (6,))
-    assert sum(map(sum, pack(Varlen(LengthDist("lognormal", 300, 1.0)), 16, 4096))) <= 16 * 4096
+    assert pack(Varlen((6, 6, 6, 6)), 2, 8) == ((6, 2), (6, 2))
+    assert pack(Varlen((6, 6, 6, 6), "balanced"), 2, 8) == ((6, 2), (6, 2))
+    full = pack(Varlen(LengthDist("lognormal", 300, 2.0), "balanced"), 16, 4096)
+    assert [sum(d) for d in full] == [4096] * 16          # a distribution fills the step
 
 
 def test_pipeline_of_unequal_microbatches():
