@@ -1,11 +1,12 @@
 """Variable-length work in training: a step over documents of different lengths, packed into
 the plan's sequences, with document (within-document causal) attention masks.
 
-    from archsim import search_plans
-    from archsim.varlen import Varlen, parse_doc_lengths
-    v = Varlen(parse_doc_lengths("lognormal:1200:1.2"), packing="balanced",
-               cp_sharding="per-document")
-    found = search_plans("dgx_h100", "llama3-8b", 16, batch=64, seq=16384, varlen=v)
+    from archsim import Varlen, search_plans
+    from archsim.serve import LengthDist
+    v = Varlen(LengthDist("lognormal", 1200, 1.2), packing="balanced",
+               cp_sharding="per-document")          # or Varlen((4096, 512, 300, ...))
+    found = search_plans("dgx_h100", "llama3-8b", 16, batch=64, seq=8192, varlen=v)
+    print(found.best.varlen)                        # attention share, imbalance factors
 
 Mechanism (docs/cluster.md, "Variable-length documents"):
 

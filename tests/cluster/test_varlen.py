@@ -4,6 +4,7 @@ directions the mechanism predicts and the refusals."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from dataclasses import replace
@@ -224,3 +225,13 @@ def test_search_plans_takes_documents():
     found = search_plans("h100", MODEL, 2, batch=4, seq=SEQ, varlen=v)
     assert found.best is not None and found.best.varlen is not None
     assert "varlen" in found.to_dict(1)["plans"][0]
+
+
+def test_cli_run_train_with_documents_json():
+    p = subprocess.run([sys.executable, "-m", "archsim", "run", "h100", "--model", MODEL,
+                        "--phase", "train", "--batch", "2", "--seq", str(SEQ), "--doc-lengths",
+                        "lognormal:200:1.0", "--packing", "balanced", "--json"],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    row = json.loads(p.stdout)["extra"]["plan"]
+    assert row["varlen"]["packing"] == "balanced" and 0 < row["varlen"]["attention_fraction"] < 1
