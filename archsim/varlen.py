@@ -39,6 +39,7 @@ Mechanism (docs/cluster.md, "Variable-length documents"):
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -133,8 +134,13 @@ def _draws(d: LengthDist, rng: np.random.Generator, seq: int, n: int = 4096) -> 
     return [p for x in d.sample(rng, n).tolist() for p in _cut(int(x), seq)]
 
 
-def pack(v: Varlen, batch: int, seq: int) -> tuple[tuple[int, ...], ...]:
-    """The ``batch`` sequences of one step, each the lengths of its documents (module doc).
+def pack(v: Varlen, batch: int, seq: int, dp: int = 1,
+         microbatches: int = 1) -> tuple[tuple[int, ...], ...]:
+    """The ``batch`` sequences of one step, each the lengths of its documents (module doc), in
+    the order the plan takes them (sequence ``i`` to replica ``i // (m mb)``, microbatch
+    ``(i mod m mb) // mb``): ``fixed`` in arrival order, ``balanced`` dealt heaviest first
+    over the ``dp x microbatches`` groups in snake order (replicas first), so no replica or
+    microbatch collects the heavy sequences.
 
     Raises:
         ConfigError: the step would need more than :data:`MAX_DOCUMENTS` documents.
@@ -180,7 +186,24 @@ def pack(v: Varlen, batch: int, seq: int) -> tuple[tuple[int, ...], ...]:
         i += 1
     if v.packing == "fixed":
         return tuple(tuple(b) for b in bins)
-    return _balanced(placed, batch, seq)
+    return _deal(_balanced(placed, batch, seq), dp, microbatches)
+
+
+def _deal(seqs: tuple[tuple[int, ...], ...], dp: int, m: int) -> tuple[tuple[int, ...], ...]:
+    """Sequences dealt heaviest first (attention pairs) over the ``dp x m`` groups in snake
+    order, group ``g`` = microbatch ``g // dp`` of replica ``g mod dp``; returned in the
+    plan's order (replica, microbatch, sequence)."""
+    groups = dp * m
+    if groups <= 1 or len(seqs) % groups:
+        return seqs
+    order = sorted(seqs, key=lambda d: -sum(x * (x + 1) // 2 for x in d))
+    slots: list[list[tuple[int, ...]]] = [[] for _ in range(groups)]
+    for t in range(0, len(order), groups):
+        row = order[t:t + groups]
+        for g, d in zip(range(groups) if (t // groups) % 2 == 0 else
+                        range(groups - 1, -1, -1), row, strict=False):
+            slots[g].append(d)
+    return tuple(d for r in range(dp) for j in range(m) for d in slots[j * dp + r])
 
 
 def _balanced(docs: list[int], batch: int, seq: int) -> tuple[tuple[int, ...], ...]:
@@ -232,6 +255,13 @@ def _chunks(n: int, parts: int) -> list[tuple[int, int]]:
 def rank_pairs(docs: Sequence[int], seq: int, cp: int, sharding: str,
                window: int = 0) -> list[int]:
     """Pairs each of ``cp`` ranks scores for one packed sequence (module doc)."""
+    return list(_rank_pairs(tuple(docs), seq, cp, sharding, window))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _rank_pairs(docs: tuple[int, ...], seq: int, cp: int, sharding: str,
+                window: int) -> tuple[int, ...]:
+    """:func:`rank_pairs`, memoised (a plan search asks for the same sequences per plan)."""
     starts = np.cumsum([0, *docs])
     out = [0] * cp
     if sharding == "per-document":
@@ -240,7 +270,7 @@ def rank_pairs(docs: Sequence[int], seq: int, cp: int, sharding: str,
             for k, (a, b) in enumerate(_chunks(ln, 2 * cp)):
                 r = k if k < cp else 2 * cp - 1 - k
                 out[r] += _prefix_pairs(b, window) - _prefix_pairs(a, window)
-        return out
+        return tuple(out)
     if sharding == "contiguous":
         owner = [(a, b, r) for r, (a, b) in enumerate(_chunks(seq, cp))]
     else:
@@ -252,7 +282,7 @@ def rank_pairs(docs: Sequence[int], seq: int, cp: int, sharding: str,
             lo, hi = max(a, s0), min(b, s0 + ln)
             if lo < hi:
                 out[r] += _prefix_pairs(hi - s0, window) - _prefix_pairs(lo - s0, window)
-    return out
+    return tuple(out)
 
 
 def microbatch_factors(packed: Sequence[Sequence[int]], dp: int, microbatches: int, seq: int,
@@ -366,9 +396,9 @@ def varlen_step(v: Varlen, attention: Mapping[int, tuple[float, float, float, fl
     ``w`` (``attention``: window -> forward s, backward s, J, FLOPs); each replica's pipeline
     is the flow shop of its microbatches (:func:`pipeline_varlen`); the slowest replica sets
     the step. ``memo`` keeps the packing between plans."""
-    key = ("varlen-pack", v, batch, seq)
+    key = ("varlen-pack", v, batch, seq, plan.dp, plan.microbatches)
     if key not in memo:
-        memo[key] = pack(v, batch, seq)
+        memo[key] = pack(v, batch, seq, plan.dp, plan.microbatches)
     packed = memo[key]
     m, dp = plan.microbatches, plan.dp
     w0 = min(attention, default=0)

@@ -235,3 +235,12 @@ def test_cli_run_train_with_documents_json():
     assert p.returncode == 0, p.stderr
     row = json.loads(p.stdout)["extra"]["plan"]
     assert row["varlen"]["packing"] == "balanced" and 0 < row["varlen"]["attention_fraction"] < 1
+
+
+def test_balanced_sequences_are_dealt_over_replicas_and_microbatches():
+    # sequences (8), (8), (4,2,2), (4,2,2) heaviest first in snake order over dp 2 x m 2:
+    # groups 0..3 = (replica 0, mb 0), (replica 1, mb 0), (replica 0, mb 1), (replica 1, mb 1)
+    v = Varlen((8, 4, 4, 2, 2, 2, 2, 8), "balanced")
+    assert pack(v, 4, 8, dp=2, microbatches=2) == ((8,), (4, 2, 2), (8,), (4, 2, 2))
+    st, a = stats(pack(v, 4, 8, 2, 2), 2, 2, 8, 1, "zigzag", "balanced")
+    assert a.tolist() == [[1.0, 16 / 36], [1.0, 16 / 36]]       # replicas alike
