@@ -265,8 +265,7 @@ def _rank_pairs(docs: tuple[int, ...], seq: int, cp: int, sharding: str,
     starts = np.cumsum([0, *docs])
     out = [0] * cp
     if sharding == "per-document":
-        for s0, ln in zip(starts[:-1], docs, strict=True):
-            del s0
+        for ln in docs:
             for k, (a, b) in enumerate(_chunks(ln, 2 * cp)):
                 r = k if k < cp else 2 * cp - 1 - k
                 out[r] += _prefix_pairs(b, window) - _prefix_pairs(a, window)

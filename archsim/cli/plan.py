@@ -100,7 +100,8 @@ def varlen_from_args(args: argparse.Namespace) -> Varlen | None:
     """The :class:`Varlen` of ``--doc-lengths`` (None without it; ``--packing`` or
     ``--cp-sharding`` without it is refused)."""
     if args.doc_lengths is None:
-        for flag, val in (("--packing", args.packing), ("--cp-sharding", args.cp_sharding)):
+        for flag, val in (("--packing", args.packing), ("--cp-sharding", args.cp_sharding),
+                          ("--doc-seed", args.doc_seed or None)):
             if val is not None:
                 raise ConfigError(Problem(f"{flag} packs documents: give their lengths with "
                                           f"--doc-lengths", flag))

@@ -220,6 +220,18 @@ def test_cli_refusals_exit_2(flags, msg):
     assert msg in p.stderr and "Traceback" not in p.stderr
 
 
+@pytest.mark.parametrize("flags,msg", [
+    (["--phase", "decode", "--doc-lengths", "100"], "--doc-lengths"),
+    (["--doc-seed", "3"], "--doc-seed"),
+    (["--doc-lengths", "uniform:5:1"], "--doc-lengths"),
+])
+def test_plan_cli_refusals_exit_2(flags, msg):
+    p = subprocess.run([sys.executable, "-m", "archsim", "plan", "h100", "--model", MODEL,
+                        "--devices", "2", *flags], capture_output=True, text=True)
+    assert p.returncode == 2
+    assert msg in p.stderr and "Traceback" not in p.stderr
+
+
 def test_search_plans_takes_documents():
     v = Varlen(parse_doc_lengths("lognormal:200:1.0"), "balanced")
     found = search_plans("h100", MODEL, 2, batch=4, seq=SEQ, varlen=v)
