@@ -103,7 +103,7 @@ def varlen_from_args(args: argparse.Namespace) -> Varlen | None:
         for flag, val in (("--packing", args.packing), ("--cp-sharding", args.cp_sharding),
                           ("--doc-seed", args.doc_seed or None)):
             if val is not None:
-                raise ConfigError(Problem(f"{flag} packs documents: give their lengths with "
+                raise ConfigError(Problem(f"{flag} applies to documents: give their lengths with "
                                           f"--doc-lengths", flag))
         return None
     return Varlen(parse_doc_lengths(args.doc_lengths), args.packing or "fixed",
