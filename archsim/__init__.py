@@ -50,7 +50,7 @@ _LAZY = {
     "RunRequest": "archsim.run_request", "run_serving": "archsim.serve.session",
     "ServingRun": "archsim.serve.session", "evaluate_timeloop": "archsim.timeloop",
     "TimeloopRun": "archsim.timeloop", "trace": "archsim.tracing",
-    "TraceSummary": "archsim.tracing",
+    "TraceSummary": "archsim.tracing", "Varlen": "archsim.varlen",
 }
 
 if TYPE_CHECKING:
@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from archsim.serve.session import ServingRun, run_serving
     from archsim.timeloop import TimeloopRun, evaluate_timeloop
     from archsim.tracing import TraceSummary, trace
+    from archsim.varlen import Varlen
 
 
 def __getattr__(name: str) -> Any:
@@ -84,4 +85,4 @@ __all__ = ["load", "workload", "gemm_workload", "workload_from_dict", "evaluate"
            "run_serving", "ServingRun", "search_plans", "PlanSearch", "run_sweep", "load_spec",
            "SweepReport", "evaluate_timeloop", "TimeloopRun", "calibrate", "write_calibrated",
            "Calibration", "trace", "TraceSummary", "evaluate_request", "RunRequest",
-           "compare_designs", "Comparison"]
+           "compare_designs", "Comparison", "Varlen"]

@@ -55,6 +55,7 @@ from archsim.arch.collective import collective, place
 from archsim.mapper.plan import bubble_fraction, pipeline_time
 from archsim.offload import Offload, offload_memory, offload_time, tier_bytes_per_s
 from archsim.result import Result
+from archsim.varlen import Varlen, VarlenStats, varlen_step
 from archsim.workloads.errors import ConfigError, MappingError, Problem, WorkloadError
 from archsim.workloads.graph import Workload
 from archsim.workloads.hf import config_path, shape_from_hf_config
@@ -96,6 +97,8 @@ class PlanOptions:
             (``nvidia-smi -pl``; 1 = as configured): :func:`power_capped`.
         offload: training state offloaded to host DRAM or NVMe (:mod:`archsim.offload`:
             the memory it frees, the exposed transfer and the CPU update it adds).
+        varlen: a training step over variable-length documents packed into the sequences
+            (:mod:`archsim.varlen`); None: every sequence is one full-length document.
     """
 
     overlap_dp: bool = True
@@ -106,6 +109,7 @@ class PlanOptions:
     tp_allreduce: str = "nccl"
     power_cap: float = 1.0
     offload: Offload = Offload()
+    varlen: Varlen | None = None
 
 
 @dataclass(frozen=True)
@@ -135,6 +139,8 @@ class PlanResult:
         idle_power_w: one device's static (idle) power, drawn while it waits.
         link_energy_j: energy of the links (all collectives of the step).
         offload: the offload's label (``offload-optimizer@host``; "" = none).
+        varlen: what variable-length documents did to the step (:class:`VarlenStats`), or
+            None.
     """
 
     model: str
@@ -161,6 +167,7 @@ class PlanResult:
     idle_power_w: float = 0.0
     link_energy_j: float = 0.0
     offload: str = ""
+    varlen: VarlenStats | None = None
 
     def label(self) -> str:
         """The plan's label, with the power cap and the offload when there are ones
@@ -180,7 +187,8 @@ class PlanResult:
                 "memory_gb": self.memory_bytes["total"] / 1e9,
                 "capacity_gb": self.capacity_bytes / 1e9, "fits": self.fits,
                 "breakdown_s": dict(self.breakdown_s), "block_s": dict(self.block),
-                "attention_flops": self.attention_flops, "build": asdict(self.build)}
+                "attention_flops": self.attention_flops, "build": asdict(self.build),
+                **({"varlen": self.varlen.row()} if self.varlen else {})}
 
 
 def shape_of(model: str | TransformerShape) -> TransformerShape:
@@ -213,6 +221,8 @@ class _Times:
     e_attn_fwd: float = 0.0      # of the attention core's forward (selective recompute)
     flops: float = 0.0
     attn_flops: float = 0.0
+    # causal fused attention cores by window: [fwd s, bwd s, fwd J, bwd J, FLOPs]
+    docs: dict[int, list[float]] = field(default_factory=dict)
 
     def step_energy_j(self, train: bool, recompute: str) -> float:
         """Energy of one microbatch's passes, the recomputed forward included (not the
@@ -248,11 +258,21 @@ def cp_scale(g: Workload, cp: int, phase: str) -> dict[str, float]:
     return out
 
 
+def doc_windows(g: Workload) -> dict[str, int]:
+    """The causal fused attention cores of a graph (roles selected by tag) and their sliding
+    windows (0: none), by op name: the ops a document mask shortens (:mod:`archsim.varlen`;
+    dense scores are computed whole and masked, so they do not change)."""
+    return {op.name: op.window for op in g.ops()
+            if op.role in ATTENTION_CORE_ROLES and isinstance(op, Attention) and op.causal}
+
+
 def _split(res: Result, block: int | None, plan: ParallelPlan, imbalance: float,
-           scale: Mapping[str, float]) -> _Times:
+           scale: Mapping[str, float], windows: Mapping[str, int] | None = None) -> _Times:
     """Per-pass times of the ops of ``res`` in block ``block`` (None: those outside blocks),
-    selected and scaled by their tags (module doc); ``scale``: :func:`cp_scale`."""
+    selected and scaled by their tags (module doc); ``scale``: :func:`cp_scale`;
+    ``windows``: :func:`doc_windows` (the ops whose times documents change)."""
     t = _Times()
+    windows = windows or {}
     for o in res.ops:
         if o.block != block:
             continue
@@ -271,6 +291,12 @@ def _split(res: Result, block: int | None, plan: ParallelPlan, imbalance: float,
         t.flops += o.macs * 2 * f_cp
         if core:
             t.attn_flops += o.macs * 2 * f_cp
+        if o.name in windows:
+            d = t.docs.setdefault(windows[o.name], [0.0] * 5)
+            bwd = o.pass_group == "backward"
+            d[1 if bwd else 0] += lat
+            d[3 if bwd else 2] += e
+            d[4] += o.macs * 2 * f_cp
         if o.pass_group == "optimizer":
             t.upd += lat
             t.e_upd += e
@@ -336,12 +362,23 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
     seq_n = 1 if phase == "decode" else (seq or s.default_seq)
     ctx_n = (s.context // 2 if context is None else context) if phase == "decode" else 0
     mb = check_plan(s, plan, phase, batch, seq_n, ctx_n)
+    if options.varlen is not None:
+        if phase != "train":
+            raise ConfigError(Problem(f"documents packed into sequences apply to training "
+                                      f"(--phase train), not {phase}; serving takes variable "
+                                      f"lengths as requests (archsim serve)", "--doc-lengths"))
+        if s.kind != "decoder":
+            raise ConfigError(Problem(f"document packing with causal document masks applies "
+                                      f"to decoder language models; {s.name} is of kind {s.kind}",
+                                      "--doc-lengths"))
+        options.varlen.check()
     if plan.devices > cluster.devices:
         raise WorkloadError(Problem(f"the plan needs {plan.devices} devices (tp x pp x dp x cp)"
                                     f"; the cluster {cluster.name!r} has {cluster.devices}",
                                     "devices"))
 
-    def graphs_of(mb_: int) -> dict[str, tuple[Result, int, dict[str, float]]]:
+    def graphs_of(mb_: int) -> dict[str, tuple[Result, int, dict[str, float],
+                                                dict[str, int]]]:
         key = (cluster.spec.device, options.power_cap, s, phase, mb_, seq_n, ctx_n, plan.tp,
                plan.ep, plan.cp, build)
         if key not in memo:
@@ -349,7 +386,7 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
                                   ctx_n if phase == "decode" else None, build)
             try:
                 memo[key] = {k: (evaluate(cluster.device, without_collectives(g)),
-                                 g.parameters, cp_scale(g, plan.cp, phase))
+                                 g.parameters, cp_scale(g, plan.cp, phase), doc_windows(g))
                              for k, g in graphs.items()}
             except MappingError as exc:
                 hinted = with_format_hint(exc, cluster.device)
@@ -363,12 +400,13 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
     split = options.tp_overlap and plan.tp > 1 and mb % 2 == 0
     halves = graphs_of(mb // 2) if split else results
     imb = options.moe_imbalance
-    base = _split(results["base"][0], None, plan, imb, results["base"][2])
+    base = _split(results["base"][0], None, plan, imb, results["base"][2], results["base"][3])
     # the kinds of blocks (block_kinds: dense / MoE FFN x attention window) and their counts
     kinds = block_kinds(s)
     block_n = {k.key: k.count for k in kinds}
     is_moe = {k.key: k.moe for k in kinds}
-    blocks = {k.key: _split(results[k.key][0], 0, plan, imb, results[k.key][2]) for k in kinds}
+    blocks = {k.key: _split(results[k.key][0], 0, plan, imb, results[k.key][2],
+                            results[k.key][3]) for k in kinds}
     train = phase == "train"
 
     # ---- communication of one block, one microbatch ------------------------------------
@@ -460,8 +498,15 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
     pipe = pipeline_time(t_f, t_b, p, m, v if train else 1)
     compute = m * (per_stage["fwd"] + per_stage["bwd"])
     bubble = pipe - m * (t_f + t_b)
+    docs = None
+    if options.varlen is not None:    # unequal microbatches (archsim.varlen)
+        docs = varlen_step(options.varlen, _doc_attention(blocks, block_n, plan, train),
+                           plan, batch, seq_n, t_f, t_b, train, memo)
+        pipe = docs.pipe
+        compute += docs.slowest_delta_s
+        bubble = pipe - docs.slowest_work_s
     # ---- data parallelism and the optimiser -------------------------------------------
-    params = {k: g for k, (_, g, _) in results.items()}
+    params = {k: g for k, (_, g, _, _) in results.items()}
     pcount = {"base": params["base"]}
     for bk in kinds:    # one block's parameters per FFN kind (a window adds none)
         pcount.setdefault("moe" if bk.moe else "dense", params[bk.key] - params["base"])
@@ -521,6 +566,9 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
     if "optimizer" in off.kinds:           # the update runs on the host (its energy not counted)
         e_upd, busy = 0.0, compute
     dyn = m * e_mb + e_upd if busy > 0 else 0.0
+    if docs is not None:     # the mean replica's attention work, not the slowest's
+        busy += docs.mean_delta_s - docs.slowest_delta_s
+        dyn += docs.mean_delta_j
     static_w = _static_power(cluster)
     # every device: its graphs' energy while busy, static power while it waits (module doc)
     energy = plan.devices * (dyn + static_w * max(0.0, step - busy)) + link_e[0]
@@ -528,6 +576,9 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
     flops_dev = m * (sum(blocks[k].flops * n / plan.pp for k, n in block_n.items())
                      + base.flops)
     attn_flops = m * (sum(blocks[k].attn_flops * n / plan.pp for k, n in block_n.items()))
+    if docs is not None:
+        flops_dev += docs.mean_delta_flops
+        attn_flops += docs.mean_delta_flops
     kind0 = kinds[0].key
     blk = {"fwd_s": per_block[kind0]["fwd"], "bwd_s": per_block[kind0]["bwd"],
            "tp_comm_s": per_block[kind0]["tp_raw"], "tp_exposed_s": per_block[kind0]["tp"],
@@ -540,7 +591,8 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
                       flops_per_device_s=flops_dev / step if step > 0 else 0.0, block=blk,
                       input_hash=digest, attention_flops=attn_flops, build=build,
                       power_cap=options.power_cap, batch=batch, seq=seq_n, busy_s=busy, busy_energy_j=dyn,
-                      idle_power_w=static_w, link_energy_j=link_e[0], offload=off.label())
+                      idle_power_w=static_w, link_energy_j=link_e[0], offload=off.label(),
+                      varlen=None if docs is None else docs.stats)
 
 
 def _offload(cluster: Cluster, off: Offload, mem: Mapping[str, float], train: bool, t_f: float,
@@ -559,6 +611,22 @@ def _offload(cluster: Cluster, off: Offload, mem: Mapping[str, float], train: bo
                                     "--offload"))
     dram = host.dram_gbps * 1e9 if host is not None else 0.0
     return offload_time(mem, off, bw, dram, t_f, t_b, m, inflight)
+def _doc_attention(blocks: Mapping[str, _Times], counts: Mapping[str, int], plan: ParallelPlan,
+                   train: bool) -> dict[int, tuple[float, float, float, float]]:
+    """A stage's causal attention cores per microbatch by window: (forward s, backward s
+    with the recomputed forward, energy J, FLOPs) -- what documents change
+    (:func:`archsim.varlen.varlen_step`)."""
+    again = train and plan.recompute in ("selective", "full")
+    out: dict[int, tuple[float, float, float, float]] = {}
+    for kind, t in blocks.items():
+        share = counts[kind] / plan.pp
+        for w, (f, b, ef, eb, fl) in t.docs.items():
+            bb, eb2 = (b + (f if again else 0.0), eb + (ef if again else 0.0)) if train \
+                else (0.0, 0.0)
+            o = out.get(w, (0.0, 0.0, 0.0, 0.0))
+            out[w] = (o[0] + share * f, o[1] + share * bb, o[2] + share * (ef + eb2),
+                      o[3] + share * fl)
+    return out
 
 
 def power_capped(cluster: Cluster, fraction: float, flag: str = "--power-caps") -> Cluster:

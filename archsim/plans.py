@@ -28,6 +28,7 @@ from archsim.arch.cluster import Cluster, find_cluster, load_cluster, single_nod
 from archsim.mapper.plan import candidate_plans, divisors, search
 from archsim.offload import Offload
 from archsim.parallel import PlanOptions, PlanResult, evaluate_plan, power_capped, shape_of
+from archsim.varlen import Varlen
 from archsim.workloads.errors import ConfigError, Problem, inert
 
 __all__ = ["PlanSearch", "search_plans", "load_cluster_for", "plan_report", "OBJECTIVES"]
@@ -86,6 +87,12 @@ def plan_report(r: PlanResult, cluster: Cluster) -> str:
              f"memory   {mem['total'] / 1e9:.4g} GB per device of {r.capacity_bytes / 1e9:.4g} GB "
              f"({'fits' if r.fits else 'DOES NOT FIT'}): " + ", ".join(
                  f"{k} {v / 1e9:.3g}" for k, v in mem.items() if k != "total" and v),
+             *([] if r.varlen is None else [
+                 f"documents {r.varlen.documents} packed {r.varlen.packing}, cp sharding "
+                 f"{r.varlen.cp_sharding}: attention {r.varlen.attention_fraction:.1%} of full "
+                 f"causal sequences, padding {r.varlen.padding:.1%}; imbalance: microbatches "
+                 f"{r.varlen.pp_imbalance:.3g}x, cp ranks {r.varlen.cp_imbalance:.3g}x, dp "
+                 f"replicas {r.varlen.dp_imbalance:.3g}x"]),
              "", "step breakdown"]
     for k, v in r.breakdown_s.items():
         if v:
@@ -259,8 +266,8 @@ def search_plans(design: str, model: str, devices: int, *, phase: str = "train",
                  kv_format: str | None = None, tp_allreduce: str = "nccl",
                  power_caps: Sequence[float] = (1.0,), fewer_devices: bool = False,
                  price_per_gpu_hour: float | None = None, slo_ms: float | None = None,
-                 attention_kernel: str = "sdpa", offload: Offload | None = None
-                 ) -> PlanSearch:
+                 attention_kernel: str = "sdpa", offload: Offload | None = None,
+                 varlen: Varlen | None = None) -> PlanSearch:
     """Search parallel plans (tp, pp, dp, ep, cp, microbatches, recompute, ZeRO) of ``model``
     on ``devices`` devices of ``design``.
 
@@ -289,10 +296,13 @@ def search_plans(design: str, model: str, devices: int, *, phase: str = "train",
             attention call; :func:`archsim.api.device_build`).
         offload: training state offloaded to host DRAM / NVMe in every plan
             (``PlanOptions.offload``, :mod:`archsim.offload`).
+        varlen: train on variable-length documents packed into the sequences
+            (:mod:`archsim.varlen`; ``PlanOptions.varlen``).
     Raises:
         ConfigError: fewer than one device, an unknown phase for the model, no valid plan
             for the batch, an objective without its input (``--price-per-gpu-hour``,
-            ``--slo-ms``), or a power cap the design cannot take.
+            ``--slo-ms``), a power cap the design cannot take, or documents (``varlen``)
+            outside training.
     """
     t0 = time.perf_counter()
     if isinstance(devices, bool) or not isinstance(devices, int) or devices < 1:
@@ -301,6 +311,11 @@ def search_plans(design: str, model: str, devices: int, *, phase: str = "train",
     if phase not in s.phases:
         raise ConfigError(Problem(f"model {s.name!r} has no phase {phase!r}", "--phase"))
     key = _objective_key(objective, phase, price_per_gpu_hour, slo_ms)
+    if varlen is not None:
+        varlen.check()
+        if phase != "train":
+            raise ConfigError(Problem(f"documents packed into sequences apply to training "
+                                      f"(--phase train), not {phase}", "--doc-lengths"))
     caps = tuple(dict.fromkeys(float(c) for c in power_caps))
     if not caps:
         raise ConfigError(Problem("expected at least one power cap", "--power-caps"))
@@ -323,7 +338,7 @@ def search_plans(design: str, model: str, devices: int, *, phase: str = "train",
         if c != 1.0:
             memo[("power_cap", id(cluster), c)] = (cluster, power_capped(cluster, c))
     points = [(p, PlanOptions(tp_overlap=tp_overlap, tp_allreduce=tp_allreduce, power_cap=c,
-                              offload=offload or Offload()))
+                              offload=offload or Offload(), varlen=varlen))
               for p in plans for c in caps]
     res = search(points, lambda pc: evaluate_plan(cluster, s, pc[0], phase, batch, seq,
                                                   context, pc[1], memo, build), key=key)

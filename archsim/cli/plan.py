@@ -27,7 +27,8 @@ from archsim.cli.common import (
 from archsim.offload import OFFLOAD_KINDS, OFFLOAD_TIERS, Offload
 from archsim.parallel import PlanOptions, evaluate_plan, power_capped, to_result
 from archsim.plans import OBJECTIVES, load_cluster_for, plan_report, search_plans
-from archsim.workloads.errors import Problem, WorkloadError
+from archsim.varlen import CP_SHARDINGS, PACKINGS, Varlen, parse_doc_lengths
+from archsim.workloads.errors import ConfigError, Problem, WorkloadError
 from archsim.workloads.parallel import ParallelPlan, default_microbatches
 
 HELP = "search parallel plans of a model on a cluster; see 'archsim plan --help'"
@@ -85,6 +86,37 @@ def add_plan_flags(r: argparse.ArgumentParser) -> None:
     g.add_argument("--power-cap", type=power_cap, default=1.0,
                    help="every device's power limit, a fraction of the board's or a percentage "
                         "(e.g. 70%%; a design with a DVFS model: H100, H200)")
+    add_varlen_flags(g)
+
+
+def add_varlen_flags(g: argparse._ActionsContainer) -> None:
+    """The variable-length document flags (training; :mod:`archsim.varlen`)."""
+    g.add_argument("--doc-lengths", metavar="DIST|FILE",
+                   help="train on documents of these lengths packed into the sequences, with "
+                        "document masks: N, uniform:A:B, lognormal:MEDIAN:SIGMA (tokens; the "
+                        "serving forms) or a file of lengths (docs/cluster.md)")
+    g.add_argument("--packing", choices=PACKINGS, default=None,
+                   help="fixed: first-fit in arrival order (default); balanced: longest first "
+                        "into the sequence of least attention work (WLB-LLM)")
+    g.add_argument("--cp-sharding", choices=CP_SHARDINGS, default=None,
+                   help="a sequence's tokens over the cp ranks: zigzag (default, Megatron-Core), "
+                        "contiguous, or per-document (each document zig-zagged: WLB-LLM)")
+    g.add_argument("--doc-seed", type=int, default=0,
+                   help="seed of the document draws from a distribution (default 0)")
+
+
+def varlen_from_args(args: argparse.Namespace) -> Varlen | None:
+    """The :class:`Varlen` of ``--doc-lengths`` (None without it; ``--packing`` or
+    ``--cp-sharding`` without it is refused)."""
+    if args.doc_lengths is None:
+        for flag, val in (("--packing", args.packing), ("--cp-sharding", args.cp_sharding),
+                          ("--doc-seed", args.doc_seed or None)):
+            if val is not None:
+                raise ConfigError(Problem(f"{flag} applies to documents: give their lengths with "
+                                          f"--doc-lengths", flag))
+        return None
+    return Varlen(parse_doc_lengths(args.doc_lengths), args.packing or "fixed",
+                  args.cp_sharding or "zigzag", args.doc_seed)
 
 
 def add_offload_flags(g: argparse._ActionsContainer) -> None:
@@ -134,7 +166,9 @@ def plan_flags_given(args: argparse.Namespace) -> bool:
             or args.zero > 0 or args.recompute != "none" or args.sequence_parallel
             or args.tp_overlap or args.interleave > 1 or args.moe_imbalance != 1.0
             or args.tp_allreduce != "nccl" or args.power_cap != 1.0 or bool(args.offload)
-            or args.offload_tier != "host" or args.offload_gbps is not None)
+            or args.offload_tier != "host" or args.offload_gbps is not None
+            or args.doc_lengths is not None or args.packing is not None
+            or args.cp_sharding is not None)
 
 
 def run_plan(args: argparse.Namespace) -> int:
@@ -149,9 +183,13 @@ def run_plan(args: argparse.Namespace) -> int:
                         interleave=args.interleave)
     cluster = load_cluster_for(args.config, plan.devices, args.overrides, grow=False)
     phase = args.phase or "prefill"
+    varlen = varlen_from_args(args)
+    if varlen is not None and args.cp_sharding is not None and args.cp == 1:
+        raise ConfigError(Problem("shards documents over context-parallel ranks: it needs "
+                                  "--cp > 1", "--cp-sharding"))
     opts = PlanOptions(tp_overlap=args.tp_overlap, moe_imbalance=args.moe_imbalance,
                        tp_allreduce=args.tp_allreduce, power_cap=args.power_cap,
-                       offload=offload_of(args))
+                       offload=offload_of(args), varlen=varlen)
     power_capped(cluster, args.power_cap, "--power-cap")     # refused here, naming the flag
     build = device_build(cluster.device, args.a_format, args.w_format, args.kernels,
                          args.kv_format, args.attention_kernel or "sdpa")
@@ -207,6 +245,7 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                     help="KV-cache number format (default: the activation format)")
     ap.add_argument("--tp-allreduce", choices=IMPLS, default="nccl", help=TP_ALLREDUCE_HELP)
     add_attention_kernel_flag(ap, "sdpa")
+    add_varlen_flags(ap)
     ap.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -220,7 +259,7 @@ def run(args: argparse.Namespace) -> int:
                          power_caps=args.power_caps, fewer_devices=args.fewer_devices,
                          price_per_gpu_hour=args.price_per_gpu_hour, slo_ms=args.slo_ms,
                          attention_kernel=args.attention_kernel or "sdpa",
-                         offload=offload_of(args))
+                         offload=offload_of(args), varlen=varlen_from_args(args))
     if args.json:
         print(found.to_json(args.top))
         return 0 if found.ranked else 1
