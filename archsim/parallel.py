@@ -52,8 +52,9 @@ from archsim.api import VERSION, device_build, evaluate, with_format_hint
 from archsim.arch.accelerator import load_data
 from archsim.arch.cluster import Cluster
 from archsim.arch.collective import collective, place
+from archsim.mapper.overlap import Overlap, best_makespan
 from archsim.mapper.plan import bubble_fraction, pipeline_time
-from archsim.result import Result
+from archsim.result import OpResult, Result
 from archsim.workloads.errors import ConfigError, MappingError, Problem, WorkloadError
 from archsim.workloads.graph import Workload
 from archsim.workloads.hf import config_path, shape_from_hf_config
@@ -70,10 +71,16 @@ from archsim.workloads.parallel import (
     memory_per_device,
     without_collectives,
 )
-from archsim.workloads.tags import ATTENTION_CORE_ROLES, EXPERT_ROLES, SEQUENCE_PARALLEL_ROLES
+from archsim.workloads.tags import (
+    ATTENTION_CORE_ROLES,
+    EXPERT_ROLES,
+    FUSED_AR_NORM_ROLES,
+    SEQUENCE_PARALLEL_ROLES,
+)
 from archsim.workloads.zoo import model_names, transformer_shape
 
-__all__ = ["PlanOptions", "PlanResult", "evaluate_plan", "shape_of", "cp_scale", "power_capped"]
+__all__ = ["PlanOptions", "PlanResult", "evaluate_plan", "shape_of", "cp_scale", "power_capped",
+           "check_overlap"]
 
 
 @dataclass(frozen=True)
@@ -93,6 +100,10 @@ class PlanOptions:
             (``custom-graph``) or eager (``custom-eager``); inside one node only.
         power_cap: every device's board power limit as a fraction of its own
             (``nvidia-smi -pl``; 1 = as configured): :func:`power_capped`.
+        overlap: overlap inside one device in prefill and decode
+            (:class:`mapper.overlap.Overlap`: nano-batching, token-splitting, the fused
+            all-reduce + RMSNorm; docs/cluster.md); refused for training and where the design
+            cannot run it (:func:`check_overlap`).
     """
 
     overlap_dp: bool = True
@@ -102,6 +113,7 @@ class PlanOptions:
     moe_imbalance: float = 1.0
     tp_allreduce: str = "nccl"
     power_cap: float = 1.0
+    overlap: Overlap = Overlap()
 
 
 @dataclass(frozen=True)
@@ -241,6 +253,22 @@ def cp_scale(g: Workload, cp: int, phase: str) -> dict[str, float]:
     return out
 
 
+def _scaled(o: OpResult, plan: ParallelPlan, imbalance: float, scale: Mapping[str, float]
+            ) -> tuple[float, float]:
+    """(latency, context-parallel factor) of one op row on a device of ``plan``: sequence
+    parallelism divides norms and residuals by ``tp``, context parallelism scales the
+    attention core (:func:`cp_scale`), routed experts take the imbalance."""
+    lat = o.latency_s
+    if plan.sequence_parallel and plan.tp > 1 and o.block is not None \
+            and o.role in SEQUENCE_PARALLEL_ROLES:
+        lat /= plan.tp
+    f_cp = scale.get(o.name, 1.0) if o.role in ATTENTION_CORE_ROLES else 1.0
+    lat *= f_cp
+    if o.role in EXPERT_ROLES:
+        lat *= imbalance
+    return lat, f_cp
+
+
 def _split(res: Result, block: int | None, plan: ParallelPlan, imbalance: float,
            scale: Mapping[str, float]) -> _Times:
     """Per-pass times of the ops of ``res`` in block ``block`` (None: those outside blocks),
@@ -251,15 +279,8 @@ def _split(res: Result, block: int | None, plan: ParallelPlan, imbalance: float,
             continue
         if o.role == "collective":         # priced on the cluster (arch.collective)
             continue
-        lat = o.latency_s
-        if plan.sequence_parallel and plan.tp > 1 and o.block is not None \
-                and o.role in SEQUENCE_PARALLEL_ROLES:
-            lat /= plan.tp
+        lat, f_cp = _scaled(o, plan, imbalance, scale)
         core = o.role in ATTENTION_CORE_ROLES
-        f_cp = scale.get(o.name, 1.0) if core else 1.0
-        lat *= f_cp
-        if o.role in EXPERT_ROLES:
-            lat *= imbalance
         e = o.energy_j * (lat / o.latency_s if o.latency_s > 0 else 1.0)
         t.flops += o.macs * 2 * f_cp
         if core:
@@ -340,6 +361,10 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
         if key not in memo:
             graphs = block_graphs(s, plan, phase, mb_, seq_n if phase != "decode" else None,
                                   ctx_n if phase == "decode" else None, build)
+            # the first block's forward ops in order, collectives included (overlap chains)
+            memo[key + ("order",)] = {k: [(op.name, op.role) for op in g.ops()
+                                          if op.block == 0 and op.pass_ == "fwd"]
+                                      for k, g in graphs.items()}
             try:
                 memo[key] = {k: (evaluate(cluster.device, without_collectives(g)),
                                  g.parameters, cp_scale(g, plan.cp, phase))
@@ -352,6 +377,13 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
         return memo[key]
 
     results = graphs_of(mb)
+    ov = options.overlap
+    sms = getattr(getattr(cluster.device.units[0], "spec", None), "sm_count", 0) or 0
+    if ov.active:
+        if options.tp_overlap:
+            raise ConfigError(Problem("--tp-overlap and --overlap both overlap the tp "
+                                      "all-reduce; give one", "--overlap"))
+        check_overlap(ov, cluster, plan, phase, mb, sms)
     # the overlapped schedule runs each block as two half-batches (smaller GEMMs)
     split = options.tp_overlap and plan.tp > 1 and mb % 2 == 0
     halves = graphs_of(mb // 2) if split else results
@@ -385,8 +417,38 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
             link_e[0] += cost.energy_j * groups * block_n[kind] * plan.microbatches
         return out
 
-    sms = getattr(getattr(cluster.device.units[0], "spec", None), "sm_count", 0) or 0
     slow = sms / (sms - options.comm_sms) if sms > options.comm_sms else 1.0
+    def overlapped(kind: str) -> tuple[float, float]:
+        """(compute, exposed tp communication) of one block of ``kind`` under ``ov``: the
+        makespan of the stage's chain of such blocks (:func:`mapper.overlap.best_makespan`),
+        without and with its all-reduces, per block."""
+        k = ov.nano_batches
+        res = graphs_of(mb // k)
+        order = memo[(cluster.spec.device, options.power_cap, s, phase, mb // k, seq_n, ctx_n,
+                      plan.tp, plan.ep, plan.cp, build, "order")][kind]
+        rows = {o.name: o for o in res[kind][0].ops}
+        net = [c for c in layer_comms(s, plan, phase, mb // k, seq_n, kind == "moe")
+               if c.group == "tp" and c.pass_ == "fwd"]
+        g = place(cluster, plan.tp, 1)
+        impl = options.tp_allreduce if g.nodes == 1 else "nccl"
+        t_net = sum(collective(cluster, c.kind, c.payload_bytes(), g,
+                               algorithm="nvls" if ov.fused_ar_norm else None,
+                               impl="nccl" if ov.fused_ar_norm else impl).time_s for c in net)
+        spots = sum(1 for _, role in order if role == "collective") or 1
+        chain: list[tuple[str, float]] = []
+        for name, role in order:
+            if role == "collective":
+                chain.append(("network", t_net / spots))
+            elif not (ov.fused_ar_norm and role in FUSED_AR_NORM_ROLES):
+                o = rows[name]
+                chain.append(("compute" if o.bound == "compute" else "memory",
+                              _scaled(o, plan, imb, res[kind][2])[0]))
+        n = max(1, round(block_n[kind] / plan.pp))
+        with_net = best_makespan(chain * n, ov, sms)[0]
+        alone = best_makespan([(c, 0.0 if c == "network" else t) for c, t in chain] * n,
+                              ov, sms)[0]
+        return alone / n, (with_net - alone) / n
+
     per_block: dict[str, dict[str, float]] = {}
     for kind, t in blocks.items():
         cs = layer_comms(s, plan, phase, mb, seq_n, kind == "moe")
@@ -410,6 +472,8 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
             exp_b = max(hb * slow, tp_b) - b if train else 0.0
         else:
             exp_f, exp_b = tp_f, tp_b
+        if ov.active:
+            f, exp_f = overlapped(kind)
         cp_f = max(0.0, fwd_c.get("cp", 0.0) - t.attn_fwd)
         cp_b = max(0.0, bwd_c.get("cp", 0.0) - t.attn_bwd) if train else 0.0
         ep_f, ep_b = fwd_c.get("ep", 0.0), bwd_c.get("ep", 0.0)
@@ -527,6 +591,46 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
                       input_hash=digest, attention_flops=attn_flops, build=build,
                       power_cap=options.power_cap, batch=batch, seq=seq_n, busy_s=busy, busy_energy_j=dyn,
                       idle_power_w=static_w, link_energy_j=link_e[0])
+
+
+def check_overlap(ov: Overlap, cluster: Cluster, plan: ParallelPlan, phase: str, batch: int,
+                  sms: int, flag: str = "--overlap") -> None:
+    """Refuse an overlap the step cannot use, with the reason (each names ``flag``): training
+    (the techniques are inference ones; training's tp overlap is ``--tp-overlap``), the fused
+    kernel with sequence parallelism (no all-reduce to fuse), a split
+    on a design without SMs to partition, a batch of ``batch`` sequences per device that does
+    not split into the nano-batches, token-splitting or the fused kernel without a
+    tensor-parallel all-reduce, the fused kernel without NVLink SHARP (multimem) in one node,
+    or ``--tp-overlap`` given too.
+
+    Raises:
+        ConfigError: as above.
+    """
+    def no(why: str) -> ConfigError:
+        return ConfigError(Problem(f"{ov.label()}: {why}", flag))
+
+    if phase == "train":
+        raise no("the overlap techniques modelled are inference ones (NanoFlow, TokenWeave: "
+                 "prefill and decode); for training use --tp-overlap")
+    if ov.fused_ar_norm and plan.tp > 1 and plan.sequence_parallel:
+        raise no("the fused kernel is an all-reduce; sequence parallelism replaces it by a "
+                 "reduce-scatter and an all-gather")
+    if ov.splits and sms <= ov.comm_sms:
+        raise no(f"splitting the batch partitions a GPU's SMs; {cluster.spec.device} has no "
+                 f"SM count above the collective's {ov.comm_sms} SMs")
+    if ov.splits and batch % ov.nano_batches:
+        raise no(f"a device's batch of {batch} sequences does not split into "
+                 f"{ov.nano_batches} equal nano-batches")
+    if (ov.streams == 2 and ov.splits or ov.fused_ar_norm) and plan.tp == 1:
+        raise no("there is no tensor-parallel all-reduce to overlap or fuse (tp 1)")
+    if ov.fused_ar_norm:
+        g = place(cluster, plan.tp, 1)
+        if g.nodes > 1 or cluster.spec.scale_up.nvls_efficiency <= 0:
+            raise no(f"the fused all-reduce + RMSNorm needs NVLink SHARP (multimem loads and "
+                     f"stores in an NVSwitch) inside one node; the link "
+                     f"{cluster.spec.scale_up.name!r} of {cluster.name!r} has none"
+                     if g.nodes == 1 else "the fused kernel reduces inside one node; the tp "
+                     f"group spans {g.nodes} nodes")
 
 
 def power_capped(cluster: Cluster, fraction: float, flag: str = "--power-caps") -> Cluster:

@@ -25,9 +25,18 @@ from typing import Any
 
 from archsim.api import device_build, load
 from archsim.arch.cluster import Cluster, find_cluster, load_cluster, single_node
+from archsim.mapper.overlap import parse_overlap
 from archsim.mapper.plan import candidate_plans, divisors, search
-from archsim.parallel import PlanOptions, PlanResult, evaluate_plan, power_capped, shape_of
+from archsim.parallel import (
+    PlanOptions,
+    PlanResult,
+    check_overlap,
+    evaluate_plan,
+    power_capped,
+    shape_of,
+)
 from archsim.workloads.errors import ConfigError, Problem, inert
+from archsim.workloads.parallel import check_plan
 
 __all__ = ["PlanSearch", "search_plans", "load_cluster_for", "plan_report", "OBJECTIVES"]
 
@@ -257,8 +266,8 @@ def search_plans(design: str, model: str, devices: int, *, phase: str = "train",
                  a_format: str | None = None, w_format: str | None = None,
                  kv_format: str | None = None, tp_allreduce: str = "nccl",
                  power_caps: Sequence[float] = (1.0,), fewer_devices: bool = False,
-                 price_per_gpu_hour: float | None = None, slo_ms: float | None = None
-                 ) -> PlanSearch:
+                 price_per_gpu_hour: float | None = None, slo_ms: float | None = None,
+                 overlap: str = "none") -> PlanSearch:
     """Search parallel plans (tp, pp, dp, ep, cp, microbatches, recompute, ZeRO) of ``model``
     on ``devices`` devices of ``design``.
 
@@ -311,11 +320,28 @@ def search_plans(design: str, model: str, devices: int, *, phase: str = "train",
         raise ConfigError(Problem(f"no valid plan of {devices} devices for {s.name} with "
                                   f"batch {batch} (the batch must split over data parallelism)",
                                   "--devices"))
+    ov = parse_overlap(overlap)
+    if ov.active:
+        sms = getattr(getattr(cluster.device.units[0], "spec", None), "sm_count", 0) or 0
+        why: list[ConfigError] = []
+
+        def applies(p: Any) -> bool:
+            try:
+                check_overlap(ov, cluster, p, phase, check_plan(s, p, phase, batch, seq,
+                                                                 context or 1), sms)
+            except ConfigError as exc:
+                why.append(exc)
+                return False
+            return True
+        plans = [p for p in plans if applies(p)]
+        if not plans:
+            raise why[0]
     memo: dict = {}
     for c in caps:      # refuse a cap the design cannot take before searching
         if c != 1.0:
             memo[("power_cap", id(cluster), c)] = (cluster, power_capped(cluster, c))
-    points = [(p, PlanOptions(tp_overlap=tp_overlap, tp_allreduce=tp_allreduce, power_cap=c))
+    points = [(p, PlanOptions(tp_overlap=tp_overlap, tp_allreduce=tp_allreduce, power_cap=c,
+                              overlap=ov))
               for p in plans for c in caps]
     res = search(points, lambda pc: evaluate_plan(cluster, s, pc[0], phase, batch, seq,
                                                   context, pc[1], memo, build), key=key)

@@ -18,6 +18,7 @@ import sys
 from archsim.api import device_build
 from archsim.arch.collective import IMPLS
 from archsim.cli.common import non_empty, positive_float, positive_int, ratio_at_least_one
+from archsim.mapper.overlap import OVERLAP_HELP, parse_overlap
 from archsim.parallel import PlanOptions, evaluate_plan, power_capped, to_result
 from archsim.plans import OBJECTIVES, load_cluster_for, plan_report, search_plans
 from archsim.workloads.parallel import ParallelPlan, default_microbatches
@@ -69,6 +70,7 @@ def add_plan_flags(r: argparse.ArgumentParser) -> None:
                    help="Megatron sequence parallelism over the tp group")
     g.add_argument("--tp-overlap", action="store_true",
                    help="overlap tp collectives with the other half of the batch (TokenWeave)")
+    g.add_argument("--overlap", default="none", metavar="TECHNIQUE", help=OVERLAP_HELP)
     g.add_argument("--moe-imbalance", type=ratio_at_least_one, default=1.0,
                    help="busiest expert device's tokens / the mean (default 1)")
     g.add_argument("--tp-allreduce", choices=IMPLS, default="nccl", help=TP_ALLREDUCE_HELP)
@@ -91,7 +93,8 @@ def plan_flags_given(args: argparse.Namespace) -> bool:
             or (args.microbatches or 1) > 1 or args.kv_format is not None
             or args.zero > 0 or args.recompute != "none" or args.sequence_parallel
             or args.tp_overlap or args.interleave > 1 or args.moe_imbalance != 1.0
-            or args.tp_allreduce != "nccl" or args.power_cap != 1.0)
+            or args.tp_allreduce != "nccl" or args.power_cap != 1.0
+            or args.overlap != "none")
 
 
 def run_plan(args: argparse.Namespace) -> int:
@@ -107,7 +110,8 @@ def run_plan(args: argparse.Namespace) -> int:
     cluster = load_cluster_for(args.config, plan.devices, args.overrides, grow=False)
     phase = args.phase or "prefill"
     opts = PlanOptions(tp_overlap=args.tp_overlap, moe_imbalance=args.moe_imbalance,
-                       tp_allreduce=args.tp_allreduce, power_cap=args.power_cap)
+                       tp_allreduce=args.tp_allreduce, power_cap=args.power_cap,
+                       overlap=parse_overlap(args.overlap))
     power_capped(cluster, args.power_cap, "--power-cap")     # refused here, naming the flag
     build = device_build(cluster.device, args.a_format, args.w_format, args.kernels,
                          args.kv_format)
@@ -156,6 +160,8 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                     help="step-time SLO of the goodput objective in ms (decode: time per output "
                          "token; prefill: the batch's time to first token)")
     ap.add_argument("--tp-overlap", action="store_true", help="TokenWeave-style tp overlap")
+    ap.add_argument("--overlap", default="none", metavar="TECHNIQUE",
+                    help=OVERLAP_HELP + "; plans it cannot apply to are left out")
     ap.add_argument("--a-format", type=non_empty, help="activation number format (e.g. fp8_e4m3)")
     ap.add_argument("--w-format", type=non_empty, help="weight number format (e.g. fp8_e4m3, int4)")
     ap.add_argument("--kv-format", type=non_empty,
@@ -169,6 +175,7 @@ def run(args: argparse.Namespace) -> int:
     found = search_plans(args.design, args.model, args.devices, phase=args.phase,
                          batch=args.batch, seq=args.seq, context=args.context,
                          objective=args.objective, tp_overlap=args.tp_overlap,
+                         overlap=args.overlap,
                          a_format=args.a_format, w_format=args.w_format,
                          kv_format=args.kv_format, tp_allreduce=args.tp_allreduce,
                          power_caps=args.power_caps, fewer_devices=args.fewer_devices,
