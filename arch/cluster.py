@@ -317,14 +317,15 @@ def single_node(device: Any, devices: int) -> Cluster:
     spec gets a placeholder link that :mod:`arch.collective` refuses to use. The link gets
     NCCL's protocols and vLLM's custom all-reduce as fitted on H100
     (:func:`nvswitch_protocols`): latencies as they are, efficiencies as fractions of this
-    device's link bandwidth (the mechanism carried, not refitted); no NVLS, which the
-    device's spec does not say its switch has.
+    device's link bandwidth (the mechanism carried, not refitted); NVLS only when the
+    device's spec says its switch reduces (``nvlink.nvls_efficiency`` > 0; default 0).
     """
     nv = getattr(getattr(device.units[0], "spec", None), "nvlink", None)
     if nv is not None:
         carried = nvswitch_protocols()
         link = LinkSpec(name="nvlink", bandwidth_gbps=nv.bandwidth_gbps, latency_us=nv.latency_us,
-                        efficiency=nv.efficiency, nccl=carried.nccl,
+                        efficiency=nv.efficiency, nvls_efficiency=nv.nvls_efficiency,
+                        nccl=carried.nccl,
                         custom_allreduce=carried.custom_allreduce,
                         source="the device's nvlink spec; NCCL protocols and vLLM's custom "
                                "all-reduce carried from configs/cluster/dgx_h100.yaml")

@@ -51,7 +51,7 @@ import archsim.energy as _energy
 from archsim.api import VERSION, device_build, evaluate, with_format_hint
 from archsim.arch.accelerator import load_data
 from archsim.arch.cluster import Cluster
-from archsim.arch.collective import collective, place
+from archsim.arch.collective import collective, multimem_allreduce, place
 from archsim.mapper.overlap import Overlap, best_makespan
 from archsim.mapper.plan import bubble_fraction, pipeline_time
 from archsim.result import OpResult, Result
@@ -431,9 +431,9 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
                if c.group == "tp" and c.pass_ == "fwd"]
         g = place(cluster, plan.tp, 1)
         impl = options.tp_allreduce if g.nodes == 1 else "nccl"
-        t_net = sum(collective(cluster, c.kind, c.payload_bytes(), g,
-                               algorithm="nvls" if ov.fused_ar_norm else None,
-                               impl="nccl" if ov.fused_ar_norm else impl).time_s for c in net)
+        t_net = sum((multimem_allreduce(cluster, c.payload_bytes(), g) if ov.fused_ar_norm
+                     else collective(cluster, c.kind, c.payload_bytes(), g, impl=impl)).time_s
+                    for c in net)
         spots = sum(1 for _, role in order if role == "collective") or 1
         chain: list[tuple[str, float]] = []
         for name, role in order:

@@ -148,6 +148,10 @@ class NvlinkSpec:
     latency_us: float = param(doc="per-step latency of a ring all-reduce", unit="us", min=0)
     efficiency: float = param(0.8, doc="achieved fraction of link bandwidth (NCCL bus bw)",
                               min=0, max=1, min_exclusive=True)
+    nvls_efficiency: float = param(0.0, doc="NVLink SHARP (multimem) all-reduce algorithm "
+                                             "bandwidth as a fraction of bandwidth_gbps; 0: "
+                                             "the switch does not reduce (dgx_h100: 0.562)",
+                                   min=0, max=1)
 
 
 @dataclass(frozen=True)

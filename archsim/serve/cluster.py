@@ -39,6 +39,7 @@ from typing import Any, Protocol
 
 from archsim import energy
 from archsim.arch.accelerator import Accelerator
+from archsim.mapper.overlap import Overlap
 from archsim.serve.cost import IterationCost, kv_bytes_per_token
 from archsim.serve.kv import MEMORY_FRACTION, kv_blocks
 from archsim.serve.replica import Pipeline, Replica, SchedulerSpec, State
@@ -174,6 +175,8 @@ class ServeSetup:
             (examples/serving/attacc_like.*).
         build: the choices every replica's graphs are built with (attention, formats;
             ``archsim.api.device_build``; None: the design's own).
+        overlap: overlap inside one device of every replica (``mapper.overlap``;
+            ``--overlap``; docs/serving.md).
     """
 
     model: str
@@ -186,6 +189,7 @@ class ServeSetup:
     constraints: Any = None
     decode_constraints: Any = None
     build: DeviceBuild | None = None
+    overlap: Overlap = field(default_factory=Overlap)
 
 
 _END, _XFER, _ARRIVE = 0, 1, 2
@@ -260,7 +264,8 @@ class Simulation:
             self.costs[key] = IterationCost(acc, self.setup.model, pool.tp,
                                             self.setup.fidelity, self.setup.constraints,
                                             self.setup.decode_constraints, build=build,
-                                            pp=pool.pp, ep=pool.ep)
+                                            pp=pool.pp, ep=pool.ep,
+                                            overlap=self.setup.overlap)
         return self.costs[key]
 
     def _idle_power(self, devices: int, acc: Accelerator | None = None) -> float:

@@ -36,6 +36,7 @@ from typing import Any
 
 from archsim.api import device_build, load
 from archsim.arch.accelerator import Accelerator
+from archsim.mapper.overlap import parse_overlap
 from archsim.run_request import RunWarning
 from archsim.serve.cluster import PoolSpec, ServeSetup, parse_link
 from archsim.serve.metrics import SLO, BenchmarkReport, ServeResult, parse_slo
@@ -287,7 +288,8 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
                 requests: int | None = None, pp: int = 1, ep: int = 1, cp: int = 1,
                 plan: str | None = None, decode_pp: int | None = None,
                 decode_ep: int | None = None, decode_plan: str | None = None,
-                decode_design: str | Accelerator | None = None) -> ServingRun:
+                decode_design: str | Accelerator | None = None,
+                overlap: str = "none") -> ServingRun:
     """Simulate serving ``model`` on ``design`` (docs/serving.md).
 
     Args:
@@ -308,6 +310,9 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
         decode_design: the decode pool's design (config YAML, name or loaded accelerator;
             default ``design``): a heterogeneous deployment, prefill on one design and
             decode on another, each with its own plan; formats apply to both.
+        overlap: overlap inside one device of every replica (``none``, ``nanobatch:K``,
+            ``tokensplit``, ``fused-ar-norm``, a split ``+fused-ar-norm``;
+            :func:`mapper.overlap.parse_overlap`, docs/serving.md).
         memory_fraction: share of device memory for weights + KV, in (0, 1].
         rate, duration, trace, prompt, output, arrival, cv, seed, max_requests: the
             requests (:func:`request_source`); rate in req/s, duration in s.
@@ -394,7 +399,8 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
     setup = ServeSetup(model, PoolSpec(replicas, tp, sch, pp, ep), decode, router,
                        parse_link(kv_link), memory_fraction, fidelity, constraints,
                        decode_constraints,
-                       device_build(acc, a_format, w_format, kv_format=kv_format))
+                       device_build(acc, a_format, w_format, kv_format=kv_format),
+                       parse_overlap(overlap))
     raw: dict[str, Any] = {}
     if concurrency is not None:
         closed_res = serve(acc, setup, closed, slo_, seed=seed, progress=progress,
