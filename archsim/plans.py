@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from archsim.api import device_build, load
@@ -322,20 +322,26 @@ def search_plans(design: str, model: str, devices: int, *, phase: str = "train",
                                   "--devices"))
     ov = parse_overlap(overlap)
     if ov.active:
+        # the fused kernel is an all-reduce: its plans run without sequence parallelism
+        if ov.fused_ar_norm:
+            plans = list(dict.fromkeys(replace(p, sequence_parallel=False) for p in plans))
         sms = getattr(getattr(cluster.device.units[0], "spec", None), "sm_count", 0) or 0
-        why: list[ConfigError] = []
+        why: dict[str, list[str]] = {}
 
         def applies(p: Any) -> bool:
             try:
                 check_overlap(ov, cluster, p, phase, check_plan(s, p, phase, batch, seq,
                                                                  context or 1), sms)
             except ConfigError as exc:
-                why.append(exc)
+                for q in exc.problems:
+                    why.setdefault(q.message, []).append(p.label())
                 return False
             return True
         plans = [p for p in plans if applies(p)]
         if not plans:
-            raise why[0]
+            raise ConfigError(Problem(f"no plan of {devices} devices can use it; " + "; ".join(
+                f"{m} ({', '.join(ps[:3])}{', ...' if len(ps) > 3 else ''})"
+                for m, ps in why.items()), "--overlap"))
     memo: dict = {}
     for c in caps:      # refuse a cap the design cannot take before searching
         if c != 1.0:

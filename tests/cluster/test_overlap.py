@@ -187,3 +187,13 @@ def test_cli_bad_overlap_exits_2_naming_the_flag():
     assert p.returncode == 2
     assert "--overlap" in p.stderr and "unknown overlap" in p.stderr
     assert "Traceback" not in p.stderr
+
+
+def test_search_with_the_fused_kernel_runs_its_plans_without_sequence_parallelism():
+    found = search_plans("dgx_h100", "llama3-8b", 8, phase="prefill", batch=8, seq=1024,
+                         overlap="fused-ar-norm")
+    assert found.ranked and all(r.plan.tp > 1 and not r.plan.sequence_parallel
+                                for r in found.ranked)
+    with pytest.raises(ConfigError, match="no plan of 8 devices.*NVLink SHARP"):
+        search_plans("dgx_a100", "llama3-8b", 8, phase="prefill", batch=8, seq=1024,
+                     overlap="fused-ar-norm")
