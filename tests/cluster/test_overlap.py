@@ -12,7 +12,7 @@ import pytest
 
 from archsim.api import device_build, evaluate
 from archsim.arch.cluster import load_cluster
-from archsim.arch.collective import collective, place
+from archsim.arch.collective import collective, multimem_allreduce, place
 from archsim.mapper.overlap import Overlap, makespan, parse_overlap
 from archsim.parallel import PlanOptions, evaluate_plan
 from archsim.plans import search_plans
@@ -197,3 +197,14 @@ def test_search_with_the_fused_kernel_runs_its_plans_without_sequence_parallelis
     with pytest.raises(ConfigError, match="no plan of 8 devices.*NVLink SHARP"):
         search_plans("dgx_a100", "llama3-8b", 8, phase="prefill", batch=8, seq=1024,
                      overlap="fused-ar-norm")
+
+
+def test_multimem_all_reduce_never_beats_the_nvls_transfer_and_needs_nvls(dgx):
+    g = place(dgx, 8, 1)
+    for s in (2 ** 14, 2 ** 20, 2 ** 27):
+        m = multimem_allreduce(dgx, s, g)
+        nccl = collective(dgx, "allreduce", s, g, algorithm="nvls")
+        assert s / (0.562 * 450e9) <= m.time_s <= nccl.time_s
+    with pytest.raises(ConfigError, match="NVLink SHARP"):
+        a100 = load_cluster(CFG / "dgx_a100.yaml")
+        multimem_allreduce(a100, 2 ** 20, place(a100, 8, 1))
