@@ -52,7 +52,7 @@ from archsim.api import VERSION, device_build, evaluate, with_format_hint
 from archsim.arch.accelerator import load_data
 from archsim.arch.cluster import Cluster
 from archsim.arch.collective import collective, multimem_allreduce, place
-from archsim.mapper.overlap import Overlap, best_makespan
+from archsim.mapper.overlap import Overlap, blocks_makespan
 from archsim.mapper.plan import bubble_fraction, pipeline_time
 from archsim.result import OpResult, Result
 from archsim.workloads.errors import ConfigError, MappingError, Problem, WorkloadError
@@ -420,7 +420,7 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
     slow = sms / (sms - options.comm_sms) if sms > options.comm_sms else 1.0
     def overlapped(kind: str) -> tuple[float, float]:
         """(compute, exposed tp communication) of one block of ``kind`` under ``ov``: the
-        makespan of the stage's chain of such blocks (:func:`mapper.overlap.best_makespan`),
+        makespan of the stage's chain of such blocks (:func:`mapper.overlap.blocks_makespan`),
         without and with its all-reduces, per block."""
         k = ov.nano_batches
         res = graphs_of(mb // k)
@@ -444,9 +444,9 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
                 chain.append(("compute" if o.bound == "compute" else "memory",
                               _scaled(o, plan, imb, res[kind][2])[0]))
         n = max(1, round(block_n[kind] / plan.pp))
-        with_net = best_makespan(chain * n, ov, sms)[0]
-        alone = best_makespan([(c, 0.0 if c == "network" else t) for c, t in chain] * n,
-                              ov, sms)[0]
+        with_net = blocks_makespan(chain, ov, sms, n)
+        alone = blocks_makespan([(c, 0.0 if c == "network" else t) for c, t in chain], ov,
+                                sms, n)
         return alone / n, (with_net - alone) / n
 
     per_block: dict[str, dict[str, float]] = {}

@@ -47,8 +47,8 @@ from dataclasses import dataclass
 
 from archsim.workloads.errors import ConfigError, Problem
 
-__all__ = ["Overlap", "parse_overlap", "makespan", "best_makespan", "KINDS", "MEMORY_SHARES",
-           "OVERLAP_HELP"]
+__all__ = ["Overlap", "parse_overlap", "makespan", "best_makespan", "blocks_makespan", "KINDS",
+           "MEMORY_SHARES", "OVERLAP_HELP"]
 
 #: segment kinds of a chain
 KINDS = ("compute", "memory", "network")
@@ -220,3 +220,16 @@ def best_makespan(chain: Sequence[tuple[str, float]], o: Overlap, sms: int
         return makespan(chain, o, sms), 0.0
     return min((makespan(chain, o, sms, m), m) for m in MEMORY_SHARES
                if m + o.comm_sms / sms < 1.0)
+
+
+def blocks_makespan(block: Sequence[tuple[str, float]], o: Overlap, sms: int, blocks: int
+                    ) -> float:
+    """Makespan of ``blocks`` repetitions of one block's chain: ``T_1 + (blocks - 1)(T_2 -
+    T_1)`` from the makespans of one and two blocks -- the schedule's edge once, then its
+    steady state per block (the schedule repeats from the second block on; equal to
+    simulating every block to rounding, tests/cluster/test_overlap.py)."""
+    t1 = best_makespan(block, o, sms)[0]
+    if blocks == 1:
+        return t1
+    t2 = best_makespan(list(block) * 2, o, sms)[0]
+    return t1 + (blocks - 1) * (t2 - t1)

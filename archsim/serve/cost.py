@@ -53,7 +53,7 @@ from archsim.arch.accelerator import Accelerator
 from archsim.arch.cluster import single_node
 from archsim.arch.collective import collective, multimem_allreduce, place
 from archsim.mapper.constraints import load_constraints
-from archsim.mapper.overlap import Overlap, best_makespan
+from archsim.mapper.overlap import Overlap, blocks_makespan
 from archsim.parallel import check_overlap
 from archsim.workloads.errors import ConfigError, Problem, WorkloadError
 from archsim.workloads.formats import get_format
@@ -515,8 +515,7 @@ class IterationCost:
         ops over ``tokens / K`` rows with ``1/K`` of the attention before the output
         projection (decode attention memory-bound, prefill chunks' compute-bound); the fused
         kernel drops the norms and residual adds and runs each all-reduce at the NVLS rate.
-        Per block of ``L``: ``(T_1 + (L - 1)(T_2 - T_1)) / L`` from the makespans of one and
-        two blocks (the schedule's edge once, then its steady state)."""
+        Per block of ``L``: :func:`mapper.overlap.blocks_makespan` over ``L``."""
         ov = self.overlap
         k = min(ov.nano_batches, tokens)
         key = (kind, tokens, k, dec_s, chunk_s)
@@ -540,10 +539,8 @@ class IterationCost:
                 chain.append(("network", t))
             else:
                 chain.append((kind_, t * f))
-        o = replace(ov, nano_batches=k)
-        t1 = best_makespan(chain, o, self._sms)[0]
-        t2 = best_makespan(chain * 2, o, self._sms)[0]
-        out = (t1 + (self.layers - 1) * (t2 - t1)) / self.layers
+        out = blocks_makespan(chain, replace(ov, nano_batches=k), self._sms,
+                              self.layers) / self.layers
         self._ov_memo[key] = out
         return out
 

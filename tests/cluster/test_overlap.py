@@ -13,7 +13,7 @@ import pytest
 from archsim.api import device_build, evaluate
 from archsim.arch.cluster import load_cluster
 from archsim.arch.collective import collective, multimem_allreduce, place
-from archsim.mapper.overlap import Overlap, makespan, parse_overlap
+from archsim.mapper.overlap import Overlap, best_makespan, blocks_makespan, makespan, parse_overlap
 from archsim.parallel import PlanOptions, evaluate_plan
 from archsim.plans import search_plans
 from archsim.workloads.errors import ConfigError
@@ -208,3 +208,12 @@ def test_multimem_all_reduce_never_beats_the_nvls_transfer_and_needs_nvls(dgx):
     with pytest.raises(ConfigError, match="NVLink SHARP"):
         a100 = load_cluster(CFG / "dgx_a100.yaml")
         multimem_allreduce(a100, 2 ** 20, place(a100, 8, 1))
+
+
+@pytest.mark.parametrize("overlap", ["tokensplit", "nanobatch:2", "nanobatch:4"])
+def test_blocks_extrapolation_equals_simulating_every_block(overlap):
+    block = [("memory", 0.2), ("compute", 0.9), ("memory", 0.4), ("compute", 0.5),
+             ("network", 0.6), ("memory", 0.1), ("compute", 1.3), ("network", 0.6)]
+    o = parse_overlap(overlap)
+    assert blocks_makespan(block, o, SMS, 40) == \
+        pytest.approx(best_makespan(block * 40, o, SMS)[0], rel=1e-9)
