@@ -142,6 +142,7 @@ class PlanResult:
             included).
         idle_power_w: one device's static (idle) power, drawn while it waits.
         link_energy_j: energy of the links (all collectives of the step).
+        overlap: the overlap inside one device the step ran with (``Overlap.label``).
     """
 
     model: str
@@ -167,6 +168,7 @@ class PlanResult:
     busy_energy_j: float = 0.0
     idle_power_w: float = 0.0
     link_energy_j: float = 0.0
+    overlap: str = "none"
 
     def label(self) -> str:
         """The plan's label, with the power cap when there is one (``tp8 cap70%``)."""
@@ -185,7 +187,8 @@ class PlanResult:
                 "memory_gb": self.memory_bytes["total"] / 1e9,
                 "capacity_gb": self.capacity_bytes / 1e9, "fits": self.fits,
                 "breakdown_s": dict(self.breakdown_s), "block_s": dict(self.block),
-                "attention_flops": self.attention_flops, "build": asdict(self.build)}
+                "attention_flops": self.attention_flops, "build": asdict(self.build),
+                "overlap": self.overlap}
 
 
 def shape_of(model: str | TransformerShape) -> TransformerShape:
@@ -590,7 +593,7 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
                       flops_per_device_s=flops_dev / step if step > 0 else 0.0, block=blk,
                       input_hash=digest, attention_flops=attn_flops, build=build,
                       power_cap=options.power_cap, batch=batch, seq=seq_n, busy_s=busy, busy_energy_j=dyn,
-                      idle_power_w=static_w, link_energy_j=link_e[0])
+                      idle_power_w=static_w, link_energy_j=link_e[0], overlap=ov.label())
 
 
 def check_overlap(ov: Overlap, cluster: Cluster, plan: ParallelPlan, phase: str, batch: int,

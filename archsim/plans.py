@@ -83,7 +83,8 @@ def plan_report(r: PlanResult, cluster: Cluster) -> str:
     lines = [f"cluster  {cluster.name} ({cluster.spec.device}, {cluster.spec.devices_per_node} "
              f"per node)",
              f"workload {r.model} ({r.phase}, batch {r.batch} x {r.seq} tokens), plan "
-             f"{r.label()} on {r.plan.devices} devices",
+             f"{r.label()} on {r.plan.devices} devices"
+             + (f", overlap {r.overlap}" if r.overlap != "none" else ""),
              f"step     {_t(r.step_s)}   {r.tokens_per_s:,.1f} tokens/s   "
              f"{r.flops_per_device_s / 1e12:.4g} TFLOP/s per device",
              f"energy   {r.energy_j:.4g} J per step ({r.energy_j / r.step_s:.4g} W): devices "
