@@ -76,3 +76,5 @@ def test_run_serving_takes_the_switch():
     a = run_serving("h100", "llama3-8b", **kw).result
     b = run_serving("h100", "llama3-8b", overlap="fused-ar-norm", **kw).result
     assert b.ttft_s["p50"] < a.ttft_s["p50"]
+    assert b.deployment["summary"].endswith("overlap fused-ar-norm")
+    assert "overlap" not in a.deployment["summary"]
