@@ -1,5 +1,6 @@
 """Evaluate a parallel plan of a transformer on a cluster: step time, its breakdown, memory per
-device and energy.
+device and energy. (Over 600 lines: one step model -- its breakdown, memory and energy share
+the per-block times -- kept in one place; the overlap mechanism lives in mapper/overlap.py.)
 
 The per-device compute comes from the device's own unit model (any family) through
 :func:`archsim.evaluate` on three small graphs (:func:`workloads.parallel.block_graphs`):
@@ -52,7 +53,7 @@ from archsim.api import VERSION, device_build, evaluate, with_format_hint
 from archsim.arch.accelerator import load_data
 from archsim.arch.cluster import Cluster
 from archsim.arch.collective import collective, multimem_allreduce, place
-from archsim.mapper.overlap import Overlap, blocks_makespan
+from archsim.mapper.overlap import Overlap, blocks_makespan, check_overlap
 from archsim.mapper.plan import bubble_fraction, pipeline_time
 from archsim.result import OpResult, Result
 from archsim.workloads.errors import ConfigError, MappingError, Problem, WorkloadError
@@ -79,8 +80,7 @@ from archsim.workloads.tags import (
 )
 from archsim.workloads.zoo import model_names, transformer_shape
 
-__all__ = ["PlanOptions", "PlanResult", "evaluate_plan", "shape_of", "cp_scale", "power_capped",
-           "check_overlap"]
+__all__ = ["PlanOptions", "PlanResult", "evaluate_plan", "shape_of", "cp_scale", "power_capped"]
 
 
 @dataclass(frozen=True)
@@ -594,46 +594,6 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
                       input_hash=digest, attention_flops=attn_flops, build=build,
                       power_cap=options.power_cap, batch=batch, seq=seq_n, busy_s=busy, busy_energy_j=dyn,
                       idle_power_w=static_w, link_energy_j=link_e[0], overlap=ov.label())
-
-
-def check_overlap(ov: Overlap, cluster: Cluster, plan: ParallelPlan, phase: str, batch: int,
-                  sms: int, flag: str = "--overlap") -> None:
-    """Refuse an overlap the step cannot use, with the reason (each names ``flag``): training
-    (the techniques are inference ones; training's tp overlap is ``--tp-overlap``), the fused
-    kernel with sequence parallelism (no all-reduce to fuse), a split
-    on a design without SMs to partition, a batch of ``batch`` sequences per device that does
-    not split into the nano-batches, token-splitting or the fused kernel without a
-    tensor-parallel all-reduce, the fused kernel without NVLink SHARP (multimem) in one node,
-    or ``--tp-overlap`` given too.
-
-    Raises:
-        ConfigError: as above.
-    """
-    def no(why: str) -> ConfigError:
-        return ConfigError(Problem(f"{ov.label()}: {why}", flag))
-
-    if phase == "train":
-        raise no("the overlap techniques modelled are inference ones (NanoFlow, TokenWeave: "
-                 "prefill and decode); for training use --tp-overlap")
-    if ov.fused_ar_norm and plan.tp > 1 and plan.sequence_parallel:
-        raise no("the fused kernel is an all-reduce; sequence parallelism replaces it by a "
-                 "reduce-scatter and an all-gather")
-    if ov.splits and sms <= ov.comm_sms:
-        raise no(f"splitting the batch partitions a GPU's SMs; {cluster.spec.device} has no "
-                 f"SM count above the collective's {ov.comm_sms} SMs")
-    if ov.splits and batch % ov.nano_batches:
-        raise no(f"a device's batch of {batch} sequences does not split into "
-                 f"{ov.nano_batches} equal nano-batches")
-    if (ov.streams == 2 and ov.splits or ov.fused_ar_norm) and plan.tp == 1:
-        raise no("there is no tensor-parallel all-reduce to overlap or fuse (tp 1)")
-    if ov.fused_ar_norm:
-        g = place(cluster, plan.tp, 1)
-        if g.nodes > 1 or cluster.spec.scale_up.nvls_efficiency <= 0:
-            raise no(f"the fused all-reduce + RMSNorm needs NVLink SHARP (multimem loads and "
-                     f"stores in an NVSwitch) inside one node; the link "
-                     f"{cluster.spec.scale_up.name!r} of {cluster.name!r} has none"
-                     if g.nodes == 1 else "the fused kernel reduces inside one node; the tp "
-                     f"group spans {g.nodes} nodes")
 
 
 def power_capped(cluster: Cluster, fraction: float, flag: str = "--power-caps") -> Cluster:

@@ -25,16 +25,9 @@ from typing import Any
 
 from archsim.api import device_build, load
 from archsim.arch.cluster import Cluster, find_cluster, load_cluster, single_node
-from archsim.mapper.overlap import parse_overlap
+from archsim.mapper.overlap import check_overlap, parse_overlap
 from archsim.mapper.plan import candidate_plans, divisors, search
-from archsim.parallel import (
-    PlanOptions,
-    PlanResult,
-    check_overlap,
-    evaluate_plan,
-    power_capped,
-    shape_of,
-)
+from archsim.parallel import PlanOptions, PlanResult, evaluate_plan, power_capped, shape_of
 from archsim.workloads.errors import ConfigError, Problem, inert
 from archsim.workloads.parallel import check_plan
 

@@ -44,11 +44,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from archsim.arch.collective import place
 from archsim.workloads.errors import ConfigError, Problem
+from archsim.workloads.parallel import ParallelPlan
 
-__all__ = ["Overlap", "parse_overlap", "makespan", "best_makespan", "blocks_makespan", "KINDS",
-           "MEMORY_SHARES", "OVERLAP_HELP"]
+if TYPE_CHECKING:  # annotations only
+    from archsim.arch.cluster import Cluster
+
+__all__ = ["Overlap", "parse_overlap", "makespan", "best_makespan", "blocks_makespan",
+           "check_overlap", "KINDS", "MEMORY_SHARES", "OVERLAP_HELP"]
 
 #: segment kinds of a chain
 KINDS = ("compute", "memory", "network")
@@ -233,3 +239,43 @@ def blocks_makespan(block: Sequence[tuple[str, float]], o: Overlap, sms: int, bl
         return t1
     t2 = best_makespan(list(block) * 2, o, sms)[0]
     return t1 + (blocks - 1) * (t2 - t1)
+
+
+def check_overlap(ov: Overlap, cluster: Cluster, plan: ParallelPlan, phase: str, batch: int,
+                  sms: int, flag: str = "--overlap") -> None:
+    """Refuse an overlap the step cannot use, with the reason (each names ``flag``): training
+    (the techniques are inference ones; training's tp overlap is ``--tp-overlap``), the fused
+    kernel with sequence parallelism (no all-reduce to fuse), a split
+    on a design without SMs to partition, a batch of ``batch`` sequences per device that does
+    not split into the nano-batches, token-splitting or the fused kernel without a
+    tensor-parallel all-reduce, the fused kernel without NVLink SHARP (multimem) in one node,
+    or ``--tp-overlap`` given too.
+
+    Raises:
+        ConfigError: as above.
+    """
+    def no(why: str) -> ConfigError:
+        return ConfigError(Problem(f"{ov.label()}: {why}", flag))
+
+    if phase == "train":
+        raise no("the overlap techniques modelled are inference ones (NanoFlow, TokenWeave: "
+                 "prefill and decode); for training use --tp-overlap")
+    if ov.fused_ar_norm and plan.tp > 1 and plan.sequence_parallel:
+        raise no("the fused kernel is an all-reduce; sequence parallelism replaces it by a "
+                 "reduce-scatter and an all-gather")
+    if ov.splits and sms <= ov.comm_sms:
+        raise no(f"splitting the batch partitions a GPU's SMs; {cluster.spec.device} has no "
+                 f"SM count above the collective's {ov.comm_sms} SMs")
+    if ov.splits and batch % ov.nano_batches:
+        raise no(f"a device's batch of {batch} sequences does not split into "
+                 f"{ov.nano_batches} equal nano-batches")
+    if (ov.streams == 2 and ov.splits or ov.fused_ar_norm) and plan.tp == 1:
+        raise no("there is no tensor-parallel all-reduce to overlap or fuse (tp 1)")
+    if ov.fused_ar_norm:
+        g = place(cluster, plan.tp, 1)
+        if g.nodes > 1 or cluster.spec.scale_up.nvls_efficiency <= 0:
+            raise no(f"the fused all-reduce + RMSNorm needs NVLink SHARP (multimem loads and "
+                     f"stores in an NVSwitch) inside one node; the link "
+                     f"{cluster.spec.scale_up.name!r} of {cluster.name!r} has none"
+                     if g.nodes == 1 else "the fused kernel reduces inside one node; the tp "
+                     f"group spans {g.nodes} nodes")

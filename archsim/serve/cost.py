@@ -53,8 +53,7 @@ from archsim.arch.accelerator import Accelerator
 from archsim.arch.cluster import single_node
 from archsim.arch.collective import collective, multimem_allreduce, place
 from archsim.mapper.constraints import load_constraints
-from archsim.mapper.overlap import Overlap, blocks_makespan
-from archsim.parallel import check_overlap
+from archsim.mapper.overlap import Overlap, blocks_makespan, check_overlap
 from archsim.workloads.errors import ConfigError, Problem, WorkloadError
 from archsim.workloads.formats import get_format
 from archsim.workloads.graph import Workload
