@@ -286,10 +286,16 @@ def search_plans(design: str, model: str, devices: int, *, phase: str = "train",
         price_per_gpu_hour: the price of one device-hour (``cost``; needed for it).
         slo_ms: the step-time SLO of ``goodput`` in ms (decode: time per output token;
             prefill: the batch's time to first token).
+        overlap: overlap inside one device (``--overlap``: ``none``, ``nanobatch:K``,
+            ``tokensplit``, ``fused-ar-norm``, a split ``+fused-ar-norm``;
+            :func:`mapper.overlap.parse_overlap`) of every plan it applies to
+            (:func:`mapper.overlap.check_overlap`; the fused kernel's plans run without
+            sequence parallelism); the others are left out.
     Raises:
         ConfigError: fewer than one device, an unknown phase for the model, no valid plan
             for the batch, an objective without its input (``--price-per-gpu-hour``,
-            ``--slo-ms``), or a power cap the design cannot take.
+            ``--slo-ms``), a power cap the design cannot take, or an overlap no plan can use
+            (every reason, with its plans).
     """
     t0 = time.perf_counter()
     if isinstance(devices, bool) or not isinstance(devices, int) or devices < 1:
