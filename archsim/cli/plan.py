@@ -70,7 +70,9 @@ def add_plan_flags(r: argparse.ArgumentParser) -> None:
                    help="Megatron sequence parallelism over the tp group")
     g.add_argument("--tp-overlap", action="store_true",
                    help="overlap tp collectives with the other half of the batch (TokenWeave)")
-    g.add_argument("--overlap", default="none", metavar="TECHNIQUE", help=OVERLAP_HELP)
+    g.add_argument("--overlap", default=None, metavar="TECHNIQUE",
+                   help=OVERLAP_HELP + "; given (even 'none'), run evaluates a plan, so "
+                   "'--overlap none' is the baseline to compare with")
     g.add_argument("--moe-imbalance", type=ratio_at_least_one, default=1.0,
                    help="busiest expert device's tokens / the mean (default 1)")
     g.add_argument("--tp-allreduce", choices=IMPLS, default="nccl", help=TP_ALLREDUCE_HELP)
@@ -94,7 +96,7 @@ def plan_flags_given(args: argparse.Namespace) -> bool:
             or args.zero > 0 or args.recompute != "none" or args.sequence_parallel
             or args.tp_overlap or args.interleave > 1 or args.moe_imbalance != 1.0
             or args.tp_allreduce != "nccl" or args.power_cap != 1.0
-            or args.overlap != "none")
+            or args.overlap is not None)
 
 
 def run_plan(args: argparse.Namespace) -> int:
@@ -111,7 +113,7 @@ def run_plan(args: argparse.Namespace) -> int:
     phase = args.phase or "prefill"
     opts = PlanOptions(tp_overlap=args.tp_overlap, moe_imbalance=args.moe_imbalance,
                        tp_allreduce=args.tp_allreduce, power_cap=args.power_cap,
-                       overlap=parse_overlap(args.overlap))
+                       overlap=parse_overlap(args.overlap or "none"))
     power_capped(cluster, args.power_cap, "--power-cap")     # refused here, naming the flag
     build = device_build(cluster.device, args.a_format, args.w_format, args.kernels,
                          args.kv_format)
