@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from archsim.arch.cluster import load_cluster
+from archsim.arch.cluster import Cluster, load_cluster
 from archsim.arch.collective import collective, place
 from archsim.arch.reference import Comparison, EvaluationAPI, Gap, checks
 from archsim.mapper.overlap import parse_overlap
@@ -111,10 +111,10 @@ def _cluster(api: EvaluationAPI) -> tuple[list[Comparison], list[Gap]]:
     return comps, gaps
 
 
-def _overlap(dgx: object) -> tuple[list[Comparison], list[Gap]]:
+def _overlap(dgx: Cluster) -> tuple[list[Comparison], list[Gap]]:
     """The overlap papers' headline figures (issue 31 item 2; docs/cluster.md, "Overlap inside
     one device"): held-out, nothing in the overlap model is fitted on them."""
-    def step(cluster: object, model: str, overlap: str, phase: str, batch: int,
+    def step(cluster: Cluster, model: str, overlap: str, phase: str, batch: int,
              seq: int | None, ctx: int | None = None) -> float:
         return evaluate_plan(cluster, model, ParallelPlan(tp=8), phase, batch, seq, ctx,
                              options=PlanOptions(overlap=parse_overlap(overlap))).step_s
