@@ -69,8 +69,8 @@ if TYPE_CHECKING:  # annotations only: a cluster loads designs, whose GPU units 
     from archsim.arch.link import LinkSpec
 
 __all__ = ["CollectiveCost", "Group", "place", "collective", "link_collective",
-           "ring_or_tree_allreduce",
-           "bus_factor", "KINDS", "PROTOCOLS", "PAYLOAD", "NVLS_DTYPES", "IMPLS"]
+           "ring_or_tree_allreduce", "bus_factor", "KINDS", "PROTOCOLS", "PAYLOAD",
+           "NVLS_DTYPES", "IMPLS", "multimem_allreduce"]
 
 KINDS = ("allreduce", "allgather", "reducescatter", "alltoall", "sendrecv")
 PROTOCOLS = ("ll", "ll128", "simple")
@@ -387,3 +387,34 @@ def collective(cluster: Cluster, kind: str, nbytes: float, group: Group, share: 
     senders = 1 if kind == "sendrecv" else n
     e = senders * 8 * (w_up * e_bit_up + w_out * e_bit_out)
     return CollectiveCost(kind, algo, t, nbytes, w_up + w_out, e, n)
+
+
+def multimem_allreduce(cluster: Cluster, nbytes: float, group: Group) -> CollectiveCost:
+    """A one-kernel all-reduce through the switch's multimem loads and stores (NVLS) replayed
+    in a CUDA graph, as TokenWeave's fused all-reduce + RMSNorm (Gond et al. 2025): the NVLS
+    transfer ``S / (nvls_efficiency x bandwidth)`` of NCCL's NVLS algorithm (module doc) plus
+    the launch and barrier of a one-shot custom kernel (``custom_allreduce.graph_launch_us +
+    oneshot_base_us``) instead of NCCL's ``nvls_base_us``, since it is not NCCL's kernel --
+    both constants fitted elsewhere (docs/cluster.md), composed here, not refitted; the
+    cheaper of it and NCCL's NVLS when the link has no custom all-reduce spec to take the
+    launch from (then NCCL's NVLS alone).
+
+    Raises:
+        ConfigError: the group spans nodes or its switch does not reduce (no NVLS).
+    """
+    up = cluster.spec.scale_up
+    if group.nodes > 1 or up.nvls_efficiency <= 0:
+        raise ConfigError(Problem(f"a multimem all-reduce needs NVLink SHARP inside one node; "
+                                  f"the link {up.name!r} of {cluster.name!r} has "
+                                  f"{'none' if up.nvls_efficiency <= 0 else 'more nodes'}",
+                                  "scale_up.nvls_efficiency", cluster.file or None))
+    nccl = collective(cluster, "allreduce", nbytes, group, algorithm="nvls")
+    c = up.custom_allreduce
+    if c is None or group.size <= 1:
+        return nccl
+    raw = up.bandwidth_gbps * 1e9
+    t = (c.graph_launch_us + c.oneshot_base_us) * 1e-6 + nbytes / (raw * up.nvls_efficiency)
+    if t >= nccl.time_s:
+        return nccl
+    e = nbytes * group.size * 8 * up.energy_pj_per_bit * 1e-12
+    return CollectiveCost("allreduce", "multimem", t, nbytes, nbytes, e, group.size, "")

@@ -1,5 +1,6 @@
 """Evaluate a parallel plan of a transformer on a cluster: step time, its breakdown, memory per
-device and energy.
+device and energy. (Over 600 lines: one step model -- its breakdown, memory and energy share
+the per-block times -- kept in one place; the overlap mechanism lives in mapper/overlap.py.)
 
 The per-device compute comes from the device's own unit model (any family) through
 :func:`archsim.evaluate` on three small graphs (:func:`workloads.parallel.block_graphs`):
@@ -51,10 +52,11 @@ import archsim.energy as _energy
 from archsim.api import VERSION, device_build, evaluate, with_format_hint
 from archsim.arch.accelerator import load_data
 from archsim.arch.cluster import Cluster
-from archsim.arch.collective import collective, place
+from archsim.arch.collective import collective, multimem_allreduce, place
+from archsim.mapper.overlap import Overlap, blocks_makespan, check_overlap
 from archsim.mapper.plan import bubble_fraction, pipeline_time
 from archsim.offload import Offload, offload_memory, offload_time, tier_bytes_per_s
-from archsim.result import Result
+from archsim.result import OpResult, Result
 from archsim.varlen import Varlen, VarlenStats, varlen_step
 from archsim.workloads.errors import ConfigError, MappingError, Problem, WorkloadError
 from archsim.workloads.graph import Workload
@@ -72,7 +74,12 @@ from archsim.workloads.parallel import (
     memory_per_device,
     without_collectives,
 )
-from archsim.workloads.tags import ATTENTION_CORE_ROLES, EXPERT_ROLES, SEQUENCE_PARALLEL_ROLES
+from archsim.workloads.tags import (
+    ATTENTION_CORE_ROLES,
+    EXPERT_ROLES,
+    FUSED_AR_NORM_ROLES,
+    SEQUENCE_PARALLEL_ROLES,
+)
 from archsim.workloads.zoo import model_names, transformer_shape
 
 __all__ = ["PlanOptions", "PlanResult", "evaluate_plan", "shape_of", "cp_scale", "power_capped"]
@@ -99,6 +106,10 @@ class PlanOptions:
             the memory it frees, the exposed transfer and the CPU update it adds).
         varlen: a training step over variable-length documents packed into the sequences
             (:mod:`archsim.varlen`); None: every sequence is one full-length document.
+        overlap: overlap inside one device in prefill and decode
+            (:class:`mapper.overlap.Overlap`: nano-batching, token-splitting, the fused
+            all-reduce + RMSNorm; docs/cluster.md); refused for training and where the design
+            cannot run it (:func:`check_overlap`).
     """
 
     overlap_dp: bool = True
@@ -110,6 +121,7 @@ class PlanOptions:
     power_cap: float = 1.0
     offload: Offload = Offload()
     varlen: Varlen | None = None
+    overlap: Overlap = Overlap()
 
 
 @dataclass(frozen=True)
@@ -141,6 +153,7 @@ class PlanResult:
         offload: the offload's label (``offload-optimizer@host``; "" = none).
         varlen: what variable-length documents did to the step (:class:`VarlenStats`), or
             None.
+        overlap: the overlap inside one device the step ran with (``Overlap.label``).
     """
 
     model: str
@@ -168,6 +181,7 @@ class PlanResult:
     link_energy_j: float = 0.0
     offload: str = ""
     varlen: VarlenStats | None = None
+    overlap: str = "none"
 
     def label(self) -> str:
         """The plan's label, with the power cap and the offload when there are ones
@@ -188,7 +202,8 @@ class PlanResult:
                 "capacity_gb": self.capacity_bytes / 1e9, "fits": self.fits,
                 "breakdown_s": dict(self.breakdown_s), "block_s": dict(self.block),
                 "attention_flops": self.attention_flops, "build": asdict(self.build),
-                **({"varlen": self.varlen.row()} if self.varlen else {})}
+                **({"varlen": self.varlen.row()} if self.varlen else {}),
+                "overlap": self.overlap}
 
 
 def shape_of(model: str | TransformerShape) -> TransformerShape:
@@ -266,6 +281,21 @@ def doc_windows(g: Workload) -> dict[str, int]:
             if op.role in ATTENTION_CORE_ROLES and isinstance(op, Attention) and op.causal}
 
 
+def _scaled(o: OpResult, plan: ParallelPlan, imbalance: float, scale: Mapping[str, float]
+            ) -> tuple[float, float]:
+    """(latency, context-parallel factor) of one op row on a device of ``plan``: sequence
+    parallelism divides norms and residuals by ``tp``, context parallelism scales the
+    attention core (:func:`cp_scale`), routed experts take the imbalance."""
+    lat = o.latency_s
+    if plan.sequence_parallel and plan.tp > 1 and o.block is not None \
+            and o.role in SEQUENCE_PARALLEL_ROLES:
+        lat /= plan.tp
+    f_cp = scale.get(o.name, 1.0) if o.role in ATTENTION_CORE_ROLES else 1.0
+    lat *= f_cp
+    if o.role in EXPERT_ROLES:
+        lat *= imbalance
+    return lat, f_cp
+
 def _split(res: Result, block: int | None, plan: ParallelPlan, imbalance: float,
            scale: Mapping[str, float], windows: Mapping[str, int] | None = None) -> _Times:
     """Per-pass times of the ops of ``res`` in block ``block`` (None: those outside blocks),
@@ -278,15 +308,8 @@ def _split(res: Result, block: int | None, plan: ParallelPlan, imbalance: float,
             continue
         if o.role == "collective":         # priced on the cluster (arch.collective)
             continue
-        lat = o.latency_s
-        if plan.sequence_parallel and plan.tp > 1 and o.block is not None \
-                and o.role in SEQUENCE_PARALLEL_ROLES:
-            lat /= plan.tp
+        lat, f_cp = _scaled(o, plan, imbalance, scale)
         core = o.role in ATTENTION_CORE_ROLES
-        f_cp = scale.get(o.name, 1.0) if core else 1.0
-        lat *= f_cp
-        if o.role in EXPERT_ROLES:
-            lat *= imbalance
         e = o.energy_j * (lat / o.latency_s if o.latency_s > 0 else 1.0)
         t.flops += o.macs * 2 * f_cp
         if core:
@@ -384,6 +407,10 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
         if key not in memo:
             graphs = block_graphs(s, plan, phase, mb_, seq_n if phase != "decode" else None,
                                   ctx_n if phase == "decode" else None, build)
+            # the first block's forward ops in order, collectives included (overlap chains)
+            memo[key + ("order",)] = {k: [(op.name, op.role) for op in g.ops()
+                                          if op.block == 0 and op.pass_ == "fwd"]
+                                      for k, g in graphs.items()}
             try:
                 memo[key] = {k: (evaluate(cluster.device, without_collectives(g)),
                                  g.parameters, cp_scale(g, plan.cp, phase), doc_windows(g))
@@ -396,6 +423,13 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
         return memo[key]
 
     results = graphs_of(mb)
+    ov = options.overlap
+    sms = getattr(getattr(cluster.device.units[0], "spec", None), "sm_count", 0) or 0
+    if ov.active:
+        if options.tp_overlap:
+            raise ConfigError(Problem("--tp-overlap and --overlap both overlap the tp "
+                                      "all-reduce; give one", "--overlap"))
+        check_overlap(ov, cluster, plan, phase, mb, sms)
     # the overlapped schedule runs each block as two half-batches (smaller GEMMs)
     split = options.tp_overlap and plan.tp > 1 and mb % 2 == 0
     halves = graphs_of(mb // 2) if split else results
@@ -429,8 +463,38 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
             link_e[0] += cost.energy_j * groups * block_n[kind] * plan.microbatches
         return out
 
-    sms = getattr(getattr(cluster.device.units[0], "spec", None), "sm_count", 0) or 0
     slow = sms / (sms - options.comm_sms) if sms > options.comm_sms else 1.0
+    def overlapped(kind: str) -> tuple[float, float]:
+        """(compute, exposed tp communication) of one block of ``kind`` under ``ov``: the
+        makespan of the stage's chain of such blocks (:func:`mapper.overlap.blocks_makespan`),
+        without and with its all-reduces, per block."""
+        k = ov.nano_batches
+        res = graphs_of(mb // k)
+        order = memo[(cluster.spec.device, options.power_cap, s, phase, mb // k, seq_n, ctx_n,
+                      plan.tp, plan.ep, plan.cp, build, "order")][kind]
+        rows = {o.name: o for o in res[kind][0].ops}
+        net = [c for c in layer_comms(s, plan, phase, mb // k, seq_n, kind == "moe")
+               if c.group == "tp" and c.pass_ == "fwd"]
+        g = place(cluster, plan.tp, 1)
+        impl = options.tp_allreduce if g.nodes == 1 else "nccl"
+        t_net = sum((multimem_allreduce(cluster, c.payload_bytes(), g) if ov.fused_ar_norm
+                     else collective(cluster, c.kind, c.payload_bytes(), g, impl=impl)).time_s
+                    for c in net)
+        spots = sum(1 for _, role in order if role == "collective") or 1
+        chain: list[tuple[str, float]] = []
+        for name, role in order:
+            if role == "collective":
+                chain.append(("network", t_net / spots))
+            elif not (ov.fused_ar_norm and role in FUSED_AR_NORM_ROLES):
+                o = rows[name]
+                chain.append(("compute" if o.bound == "compute" else "memory",
+                              _scaled(o, plan, imb, res[kind][2])[0]))
+        n = max(1, round(block_n[kind] / plan.pp))
+        with_net = blocks_makespan(chain, ov, sms, n)
+        alone = blocks_makespan([(c, 0.0 if c == "network" else t) for c, t in chain], ov,
+                                sms, n)
+        return alone / n, (with_net - alone) / n
+
     per_block: dict[str, dict[str, float]] = {}
     for kind, t in blocks.items():
         cs = layer_comms(s, plan, phase, mb, seq_n, is_moe[kind], build)
@@ -454,6 +518,8 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
             exp_b = max(hb * slow, tp_b) - b if train else 0.0
         else:
             exp_f, exp_b = tp_f, tp_b
+        if ov.active:
+            f, exp_f = overlapped(kind)
         cp_f = max(0.0, fwd_c.get("cp", 0.0) - t.attn_fwd)
         cp_b = max(0.0, bwd_c.get("cp", 0.0) - t.attn_bwd) if train else 0.0
         ep_f, ep_b = fwd_c.get("ep", 0.0), bwd_c.get("ep", 0.0)
@@ -592,7 +658,7 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
                       input_hash=digest, attention_flops=attn_flops, build=build,
                       power_cap=options.power_cap, batch=batch, seq=seq_n, busy_s=busy, busy_energy_j=dyn,
                       idle_power_w=static_w, link_energy_j=link_e[0], offload=off.label(),
-                      varlen=None if docs is None else docs.stats)
+                      varlen=None if docs is None else docs.stats, overlap=ov.label())
 
 
 def _offload(cluster: Cluster, off: Offload, mem: Mapping[str, float], train: bool, t_f: float,
@@ -611,6 +677,8 @@ def _offload(cluster: Cluster, off: Offload, mem: Mapping[str, float], train: bo
                                     "--offload"))
     dram = host.dram_gbps * 1e9 if host is not None else 0.0
     return offload_time(mem, off, bw, dram, t_f, t_b, m, inflight)
+
+
 def _doc_attention(blocks: Mapping[str, _Times], counts: Mapping[str, int], plan: ParallelPlan,
                    train: bool) -> dict[int, tuple[float, float, float, float]]:
     """A stage's causal attention cores per microbatch by window: (forward s, backward s

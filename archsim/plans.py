@@ -20,16 +20,18 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from archsim.api import device_build, load
 from archsim.arch.cluster import Cluster, find_cluster, load_cluster, single_node
+from archsim.mapper.overlap import check_overlap, parse_overlap
 from archsim.mapper.plan import candidate_plans, divisors, search
 from archsim.offload import Offload
 from archsim.parallel import PlanOptions, PlanResult, evaluate_plan, power_capped, shape_of
 from archsim.varlen import Varlen
 from archsim.workloads.errors import ConfigError, Problem, inert
+from archsim.workloads.parallel import check_plan
 
 __all__ = ["PlanSearch", "search_plans", "load_cluster_for", "plan_report", "OBJECTIVES"]
 
@@ -76,7 +78,8 @@ def plan_report(r: PlanResult, cluster: Cluster) -> str:
     lines = [f"cluster  {cluster.name} ({cluster.spec.device}, {cluster.spec.devices_per_node} "
              f"per node)",
              f"workload {r.model} ({r.phase}, batch {r.batch} x {r.seq} tokens), plan "
-             f"{r.label()} on {r.plan.devices} devices",
+             f"{r.label()} on {r.plan.devices} devices"
+             + (f", overlap {r.overlap}" if r.overlap != "none" else ""),
              f"step     {_t(r.step_s)}   {r.tokens_per_s:,.1f} tokens/s   "
              f"{r.flops_per_device_s / 1e12:.4g} TFLOP/s per device",
              f"energy   {r.energy_j:.4g} J per step ({r.energy_j / r.step_s:.4g} W): devices "
@@ -267,7 +270,7 @@ def search_plans(design: str, model: str, devices: int, *, phase: str = "train",
                  power_caps: Sequence[float] = (1.0,), fewer_devices: bool = False,
                  price_per_gpu_hour: float | None = None, slo_ms: float | None = None,
                  attention_kernel: str = "sdpa", offload: Offload | None = None,
-                 varlen: Varlen | None = None) -> PlanSearch:
+                 varlen: Varlen | None = None, overlap: str = "none") -> PlanSearch:
     """Search parallel plans (tp, pp, dp, ep, cp, microbatches, recompute, ZeRO) of ``model``
     on ``devices`` devices of ``design``.
 
@@ -298,11 +301,16 @@ def search_plans(design: str, model: str, devices: int, *, phase: str = "train",
             (``PlanOptions.offload``, :mod:`archsim.offload`).
         varlen: train on variable-length documents packed into the sequences
             (:mod:`archsim.varlen`; ``PlanOptions.varlen``).
+        overlap: overlap inside one device (``--overlap``: ``none``, ``nanobatch:K``,
+            ``tokensplit``, ``fused-ar-norm``, a split ``+fused-ar-norm``;
+            :func:`mapper.overlap.parse_overlap`) of every plan it applies to
+            (:func:`mapper.overlap.check_overlap`; the fused kernel's plans run without
+            sequence parallelism); the others are left out.
     Raises:
         ConfigError: fewer than one device, an unknown phase for the model, no valid plan
             for the batch, an objective without its input (``--price-per-gpu-hour``,
-            ``--slo-ms``), a power cap the design cannot take, or documents (``varlen``)
-            outside training.
+            ``--slo-ms``), a power cap the design cannot take, documents (``varlen``)
+            outside training, or an overlap no plan can use (every reason, with its plans).
     """
     t0 = time.perf_counter()
     if isinstance(devices, bool) or not isinstance(devices, int) or devices < 1:
@@ -333,12 +341,34 @@ def search_plans(design: str, model: str, devices: int, *, phase: str = "train",
         raise ConfigError(Problem(f"no valid plan of {devices} devices for {s.name} with "
                                   f"batch {batch} (the batch must split over data parallelism)",
                                   "--devices"))
+    ov = parse_overlap(overlap)
+    if ov.active:
+        # the fused kernel is an all-reduce: its plans run without sequence parallelism
+        if ov.fused_ar_norm:
+            plans = list(dict.fromkeys(replace(p, sequence_parallel=False) for p in plans))
+        sms = getattr(getattr(cluster.device.units[0], "spec", None), "sm_count", 0) or 0
+        why: dict[str, list[str]] = {}
+
+        def applies(p: Any) -> bool:
+            try:
+                check_overlap(ov, cluster, p, phase, check_plan(s, p, phase, batch, seq,
+                                                                 context or 1), sms)
+            except ConfigError as exc:
+                for q in exc.problems:
+                    why.setdefault(q.message, []).append(p.label())
+                return False
+            return True
+        plans = [p for p in plans if applies(p)]
+        if not plans:
+            raise ConfigError(Problem(f"no plan of {devices} devices can use it; " + "; ".join(
+                f"{m} ({', '.join(ps[:3])}{', ...' if len(ps) > 3 else ''})"
+                for m, ps in why.items()), "--overlap"))
     memo: dict = {}
     for c in caps:      # refuse a cap the design cannot take before searching
         if c != 1.0:
             memo[("power_cap", id(cluster), c)] = (cluster, power_capped(cluster, c))
     points = [(p, PlanOptions(tp_overlap=tp_overlap, tp_allreduce=tp_allreduce, power_cap=c,
-                              offload=offload or Offload(), varlen=varlen))
+                              offload=offload or Offload(), varlen=varlen, overlap=ov))
               for p in plans for c in caps]
     res = search(points, lambda pc: evaluate_plan(cluster, s, pc[0], phase, batch, seq,
                                                   context, pc[1], memo, build), key=key)

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Literal
 
 __all__ = ["PASSES", "PassGroup", "pass_group", "ROLES", "ATTENTION_CORE_ROLES",
-           "EXPERT_ROLES", "SEQUENCE_PARALLEL_ROLES"]
+           "EXPERT_ROLES", "SEQUENCE_PARALLEL_ROLES", "FUSED_AR_NORM_ROLES"]
 
 PASSES = ("fwd", "bwd_data", "bwd_weight", "update")
 
@@ -86,3 +86,6 @@ EXPERT_ROLES = frozenset({"expert_gate", "expert_up", "expert_act", "expert_down
 #: roles of a block that Megatron sequence parallelism splits over the tensor-parallel group
 #: (the block's norms and residual adds)
 SEQUENCE_PARALLEL_ROLES = frozenset({"norm", "residual"})
+#: roles of a block that a fused all-reduce + RMSNorm kernel (TokenWeave) folds into the
+#: tensor-parallel all-reduce: the norms that follow it and the residual adds fused with them
+FUSED_AR_NORM_ROLES = frozenset({"norm", "residual"})

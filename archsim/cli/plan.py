@@ -24,6 +24,7 @@ from archsim.cli.common import (
     positive_int,
     ratio_at_least_one,
 )
+from archsim.mapper.overlap import OVERLAP_HELP, parse_overlap
 from archsim.offload import OFFLOAD_KINDS, OFFLOAD_TIERS, Offload
 from archsim.parallel import PlanOptions, evaluate_plan, power_capped, to_result
 from archsim.plans import OBJECTIVES, load_cluster_for, plan_report, search_plans
@@ -79,6 +80,9 @@ def add_plan_flags(r: argparse.ArgumentParser) -> None:
                    help="Megatron sequence parallelism over the tp group")
     g.add_argument("--tp-overlap", action="store_true",
                    help="overlap tp collectives with the other half of the batch (TokenWeave)")
+    g.add_argument("--overlap", default=None, metavar="TECHNIQUE",
+                   help=OVERLAP_HELP + "; given (even 'none'), run evaluates a plan, so "
+                   "'--overlap none' is the baseline to compare with")
     g.add_argument("--moe-imbalance", type=ratio_at_least_one, default=1.0,
                    help="busiest expert device's tokens / the mean (default 1)")
     g.add_argument("--tp-allreduce", choices=IMPLS, default="nccl", help=TP_ALLREDUCE_HELP)
@@ -168,7 +172,7 @@ def plan_flags_given(args: argparse.Namespace) -> bool:
             or args.tp_allreduce != "nccl" or args.power_cap != 1.0 or bool(args.offload)
             or args.offload_tier != "host" or args.offload_gbps is not None
             or args.doc_lengths is not None or args.packing is not None
-            or args.cp_sharding is not None)
+            or args.cp_sharding is not None or args.overlap is not None)
 
 
 def run_plan(args: argparse.Namespace) -> int:
@@ -189,7 +193,8 @@ def run_plan(args: argparse.Namespace) -> int:
                                   "--cp > 1", "--cp-sharding"))
     opts = PlanOptions(tp_overlap=args.tp_overlap, moe_imbalance=args.moe_imbalance,
                        tp_allreduce=args.tp_allreduce, power_cap=args.power_cap,
-                       offload=offload_of(args), varlen=varlen)
+                       offload=offload_of(args), varlen=varlen,
+                       overlap=parse_overlap(args.overlap or "none"))
     power_capped(cluster, args.power_cap, "--power-cap")     # refused here, naming the flag
     build = device_build(cluster.device, args.a_format, args.w_format, args.kernels,
                          args.kv_format, args.attention_kernel or "sdpa")
@@ -239,6 +244,8 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                          "token; prefill: the batch's time to first token)")
     ap.add_argument("--tp-overlap", action="store_true", help="TokenWeave-style tp overlap")
     add_offload_flags(ap)
+    ap.add_argument("--overlap", default="none", metavar="TECHNIQUE",
+                    help=OVERLAP_HELP + "; plans it cannot apply to are left out")
     ap.add_argument("--a-format", type=non_empty, help="activation number format (e.g. fp8_e4m3)")
     ap.add_argument("--w-format", type=non_empty, help="weight number format (e.g. fp8_e4m3, int4)")
     ap.add_argument("--kv-format", type=non_empty,
@@ -254,6 +261,7 @@ def run(args: argparse.Namespace) -> int:
     found = search_plans(args.design, args.model, args.devices, phase=args.phase,
                          batch=args.batch, seq=args.seq, context=args.context,
                          objective=args.objective, tp_overlap=args.tp_overlap,
+                         overlap=args.overlap,
                          a_format=args.a_format, w_format=args.w_format,
                          kv_format=args.kv_format, tp_allreduce=args.tp_allreduce,
                          power_caps=args.power_caps, fewer_devices=args.fewer_devices,

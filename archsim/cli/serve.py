@@ -35,6 +35,7 @@ from archsim.cli.common import (
     positive_float,
     positive_int,
 )
+from archsim.mapper.overlap import OVERLAP_HELP
 from archsim.serve.cluster import ROUTERS
 from archsim.serve.outputs import plot_serving, write_timeline
 from archsim.serve.replica import ORDERS, POLICIES, PREEMPTIONS
@@ -95,6 +96,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "GBPS[:LATENCY_US] (default nvlink4; ib-ndr with --decode-design)")
     g.add_argument("--a-format", type=non_empty, help="activation number format (e.g. fp8_e4m3)")
     g.add_argument("--w-format", type=non_empty, help="weight number format (e.g. fp8_e4m3, int4)")
+    g.add_argument("--overlap", default="none", metavar="TECHNIQUE", help=OVERLAP_HELP)
     g.add_argument("--kv-format", type=non_empty,
                    help="KV-cache number format (default: the activation format, else 16-bit)")
     g.add_argument("--memory-fraction", type=positive_float, default=0.9,
@@ -198,7 +200,7 @@ def run(args: argparse.Namespace) -> int:
         decode_design=args.decode_design, prefix_hit_rate=args.prefix_hit_rate,
         kv_remat=args.kv_remat, topk_blocks=args.topk_blocks,
         kv_offload_gb=args.kv_offload_gb, attention_kernel=args.attention_kernel,
-        tp_allreduce=args.tp_allreduce)
+        tp_allreduce=args.tp_allreduce, overlap=args.overlap)
     res = sr.result
     if res is None:
         print("no tested rate meets the SLO (the lowest tried was 0.25 req/s)",

@@ -39,6 +39,7 @@ from typing import Any, Protocol
 
 from archsim import energy
 from archsim.arch.accelerator import Accelerator
+from archsim.mapper.overlap import Overlap
 from archsim.serve.cost import IterationCost, kv_bytes_per_token
 from archsim.serve.kv import MEMORY_FRACTION, kv_blocks
 from archsim.serve.kvtech import KVTechniques, offload_exposed_s, prefix_hit_tokens
@@ -177,6 +178,8 @@ class ServeSetup:
             ``archsim.api.device_build``; None: the design's own).
         kv: the KV-cache techniques of every replica (:mod:`archsim.serve.kvtech`: prefix
             caching, K/V rematerialisation, top-k block attention, host offload).
+        overlap: overlap inside one device of every replica (``mapper.overlap``;
+            ``--overlap``; docs/serving.md).
     """
 
     model: str
@@ -190,6 +193,7 @@ class ServeSetup:
     decode_constraints: Any = None
     build: DeviceBuild | None = None
     kv: KVTechniques = field(default_factory=KVTechniques)
+    overlap: Overlap = field(default_factory=Overlap)
 
 
 _END, _XFER, _ARRIVE = 0, 1, 2
@@ -276,7 +280,8 @@ class Simulation:
             self.costs[key] = IterationCost(acc, self.setup.model, pool.tp,
                                             self.setup.fidelity, self.setup.constraints,
                                             self.setup.decode_constraints, build=build,
-                                            pp=pool.pp, ep=pool.ep, kv=self.setup.kv)
+                                            pp=pool.pp, ep=pool.ep, kv=self.setup.kv,
+                                            overlap=self.setup.overlap)
         return self.costs[key]
 
     def _idle_power(self, devices: int, acc: Accelerator | None = None) -> float:

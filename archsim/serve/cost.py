@@ -51,8 +51,9 @@ from typing import Any
 from archsim.api import device_build, evaluate, memory_check
 from archsim.arch.accelerator import Accelerator
 from archsim.arch.cluster import single_node
-from archsim.arch.collective import collective, place
+from archsim.arch.collective import collective, multimem_allreduce, place
 from archsim.mapper.constraints import load_constraints
+from archsim.mapper.overlap import Overlap, blocks_makespan, check_overlap
 from archsim.serve.kvtech import KVTechniques
 from archsim.workloads.errors import ConfigError, Problem, WorkloadError
 from archsim.workloads.formats import get_format
@@ -60,7 +61,7 @@ from archsim.workloads.graph import Workload
 from archsim.workloads.hf import config_path, shape_from_hf_config
 from archsim.workloads.models.transformer import TransformerShape
 from archsim.workloads.parallel import DeviceBuild, ParallelPlan, block_kinds, layer_comms
-from archsim.workloads.tags import ATTENTION_CORE_ROLES
+from archsim.workloads.tags import ATTENTION_CORE_ROLES, FUSED_AR_NORM_ROLES
 from archsim.workloads.zoo import model_names, transformer_shape
 
 __all__ = ["Cost", "IterationCost", "Batch", "model_shape", "kv_bytes_per_token"]
@@ -240,7 +241,7 @@ class IterationCost:
                  fidelity: str = "analytical", constraints: Any = None,
                  decode_constraints: Any = None, attention: str | None = None,
                  build: DeviceBuild | None = None, pp: int = 1, ep: int = 1,
-                 kv: KVTechniques | None = None) -> None:
+                 kv: KVTechniques | None = None, overlap: Overlap | None = None) -> None:
 
         self.acc = acc
         # the choices one device builds its graphs with (archsim.api.device_build, as
@@ -288,6 +289,21 @@ class IterationCost:
         # expert all-to-alls and the pipeline's stage-to-stage sends (arch.collective)
         self.cluster = single_node(acc, tp * pp) if pp > 1 or ep > 1 else None
         self._memo: dict[tuple[Any, ...], Cost] = {}
+        # overlap inside one device (mapper.overlap; docs/serving.md): the dense group's ops
+        # as a chain of (kind, seconds, role) per evaluated point, the overlapped block times
+        self.overlap = overlap = overlap or Overlap()
+        self._chains: dict[tuple[Any, ...], tuple[tuple[str, float, str], ...]] = {}
+        self._ov_memo: dict[tuple[Any, ...], float] = {}
+        self._sms = getattr(getattr(acc.units[0], "spec", None), "sm_count", 0) or 0
+        if overlap.active:
+            if pp > 1 or ep > 1:
+                raise ConfigError(Problem(f"{overlap.label()}: overlap inside one device is "
+                                          "modelled for tensor-parallel replicas (pp 1, ep 1)",
+                                          "--overlap"))
+            self._tp_cluster = single_node(acc, tp)
+            # the iteration's batch splits by tokens: any batch of >= K tokens splits
+            check_overlap(overlap, self._tp_cluster, ParallelPlan(tp=tp), "decode",
+                          overlap.nano_batches, self._sms)
         self._tok = _grid(_GRID, 1 << 17)
         self._ctx = _grid(_CTX_GRID, self.context - 1)
         self._seq = _grid(_CTX_GRID, self.context)
@@ -387,6 +403,11 @@ class IterationCost:
                              else self.constraints)
         self.evaluations += 1
         c = Cost(r.latency_s, r.energy_j, float(r.flops), float(r.dram_bytes))
+        if group == "dense" and self.overlap.active:
+            self._chains[key] = tuple(
+                ("network" if o.role == "collective" else
+                 "compute" if o.bound == "compute" else "memory", o.latency_s, o.role)
+                for o in r.ops)
         if not all(math.isfinite(v) for v in (c.time_s, c.energy_j)):
             raise ConfigError(Problem(f"the design returned a non-finite cost for {group} "
                                       f"({phase}, batch {batch})", "units"))
@@ -509,16 +530,77 @@ class IterationCost:
 
     def _block(self, b: Batch, kind: str = "") -> Cost:
         """One block of the iteration (of ``kind``, ``self.kinds``): its dense ops over all
-        tokens, every request's attention (the kind's attention window's)."""
-        block = self._tokens("dense", b.tokens, kind) + self.decode_attention(
-            b.decodes, b.decode_keys, kind)
+        tokens, every request's attention (the kind's attention window's); with an overlap,
+        its time is the overlapped schedule's (:meth:`_overlapped`), its energy the same."""
+        dec = self.decode_attention(b.decodes, b.decode_keys, kind)
         if b.select_keys:       # top-k: the selection pass, one min/max pair per block
-            block = block + self.decode_attention(b.decodes, b.select_keys, kind)
-        if self.kv.remat and b.decodes:
-            block = block + self.remat_projection(b.decode_keys)
+            dec = dec + self.decode_attention(b.decodes, b.select_keys, kind)
+        chunks = Cost()
         for c, p in b.chunks:
-            block = block + self.chunk_attention(c, p, kind)
-        return block
+            chunks = chunks + self.chunk_attention(c, p, kind)
+        block = self._tokens("dense", b.tokens, kind) + dec + chunks
+        remat = (self.remat_projection(b.decode_keys) if self.kv.remat and b.decodes
+                 else Cost())
+        if self.overlap.active:
+            t = self._overlapped(b.tokens, dec.time_s, chunks.time_s, kind) + remat.time_s
+            block = block + remat
+            return Cost(t, block.energy_j, block.flops, block.dram_bytes)
+        return block + remat
+
+    def _dense_chain(self, m: int, kind: str) -> list[tuple[str, float, str]]:
+        """The dense group's ops over ``m`` tokens as a chain, interpolated on the token
+        grid as :meth:`_tokens` (op by op; the kinds of the nearer grid point)."""
+        def at(x: int) -> list[tuple[str, float, str]]:
+            n = -(-x // self.context)
+            seq = -(-x // n)
+            self._rows("dense", x, kind)                  # evaluates (and records) the point
+            key: tuple[Any, ...] = ("dense", "prefill", n, seq, None) + ((kind,) if kind
+                                                                         else ())
+            f = x / (n * seq)
+            return [(k_, t * f, r) for k_, t, r in self._chains[key]]
+        i = bisect_left(self._tok, m)
+        if self._tok[i] == m:
+            return at(m)
+        lo, hi = self._tok[i - 1], self._tok[i]
+        a, b = at(lo), at(hi)
+        f = (m - lo) / (hi - lo)
+        near = a if f < 0.5 else b
+        return [(near[j][0], a[j][1] * (1 - f) + b[j][1] * f, a[j][2]) for j in range(len(a))]
+
+    def _overlapped(self, tokens: int, dec_s: float, chunk_s: float, kind: str) -> float:
+        """One block's time under the overlap (docs/serving.md): the iteration's tokens split
+        into ``K`` nano-batches (fewer when it has fewer tokens), each a chain of the dense
+        ops over ``tokens / K`` rows with ``1/K`` of the attention before the output
+        projection (decode attention memory-bound, prefill chunks' compute-bound); the fused
+        kernel drops the norms and residual adds and runs each all-reduce at the NVLS rate.
+        Per block of ``L``: :func:`mapper.overlap.blocks_makespan` over ``L``."""
+        ov = self.overlap
+        k = min(ov.nano_batches, tokens)
+        key = (kind, tokens, k, dec_s, chunk_s)
+        hit = self._ov_memo.get(key)
+        if hit is not None:
+            return hit
+        m = max(1, round(tokens / k))
+        f = tokens / k / m
+        chain: list[tuple[str, float]] = []
+        attention = False
+        for kind_, t, role in self._dense_chain(m, kind):
+            if ov.fused_ar_norm and role in FUSED_AR_NORM_ROLES:
+                continue
+            if role == "proj" and not attention:
+                chain += [("memory", dec_s / k), ("compute", chunk_s / k)]
+                attention = True
+            if role == "collective" and ov.fused_ar_norm:
+                nbytes = tokens / k * self.shape.d_model * 2.0
+                t = multimem_allreduce(self._tp_cluster, nbytes,
+                                       place(self._tp_cluster, self.tp, 1)).time_s
+                chain.append(("network", t))
+            else:
+                chain.append((kind_, t * f))
+        out = blocks_makespan(chain, replace(ov, nano_batches=k), self._sms,
+                              self.layers) / self.layers
+        self._ov_memo[key] = out
+        return out
 
     def cost(self, b: Batch) -> Cost:
         """Cost of one iteration (all devices of the replica); with pipeline stages, the

@@ -182,6 +182,8 @@ def _deployment(setup: ServeSetup, sim: Simulation) -> dict[str, Any]:
         d = setup.decode
         summary = (f"disaggregated: {p.replicas} prefill x {p.label()} + {d.replicas} decode "
                    f"x {d.label()}, router {setup.router}")
+    if setup.overlap.active:
+        summary += f", overlap {setup.overlap.label()}"
     return {"summary": summary, "scheduler": sched, "replicas": p.replicas, "tp": p.tp,
             "pp": p.pp, "ep": p.ep,
             "decode_replicas": setup.decode.replicas if setup.decode else 0,

@@ -36,6 +36,7 @@ from typing import Any
 
 from archsim.api import device_build, load, paged_attention_available, preferred_attention
 from archsim.arch.accelerator import Accelerator
+from archsim.mapper.overlap import parse_overlap
 from archsim.run_request import RunWarning
 from archsim.serve.cluster import PoolSpec, ServeSetup, parse_link
 from archsim.serve.kvtech import KVTechniques
@@ -308,7 +309,7 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
                 decode_ep: int | None = None, decode_plan: str | None = None,
                 decode_design: str | Accelerator | None = None,
                 prefix_hit_rate: float = 0.0, kv_remat: bool = False, topk_blocks: int = 0,
-                kv_offload_gb: float = 0.0) -> ServingRun:
+                kv_offload_gb: float = 0.0, overlap: str = "none") -> ServingRun:
     """Simulate serving ``model`` on ``design`` (docs/serving.md).
 
     Args:
@@ -329,6 +330,9 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
         decode_design: the decode pool's design (config YAML, name or loaded accelerator;
             default ``design``): a heterogeneous deployment, prefill on one design and
             decode on another, each with its own plan; formats apply to both.
+        overlap: overlap inside one device of every replica (``none``, ``nanobatch:K``,
+            ``tokensplit``, ``fused-ar-norm``, a split ``+fused-ar-norm``;
+            :func:`mapper.overlap.parse_overlap`, docs/serving.md).
         memory_fraction: share of device memory for weights + KV, in (0, 1].
         rate, duration, trace, prompt, output, arrival, cv, seed, max_requests: the
             requests (:func:`request_source`); rate in req/s, duration in s.
@@ -442,7 +446,8 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
                        decode_constraints,
                        device_build(acc, a_format, w_format, kv_format=kv_format,
                                     attention_kernel=kernel, tp_allreduce=tp_allreduce),
-                       KVTechniques(prefix_hit_rate, kv_remat, topk_blocks, kv_offload_gb))
+                       KVTechniques(prefix_hit_rate, kv_remat, topk_blocks, kv_offload_gb),
+                       parse_overlap(overlap))
     raw: dict[str, Any] = {}
     if concurrency is not None:
         closed_res = serve(acc, setup, closed, slo_, seed=seed, progress=progress,
