@@ -554,8 +554,7 @@ class IterationCost:
             n = -(-x // self.context)
             seq = -(-x // n)
             self._rows("dense", x, kind)                  # evaluates (and records) the point
-            key: tuple[Any, ...] = ("dense", "prefill", n, seq, None) + ((kind,) if kind
-                                                                         else ())
+            key: tuple[Any, ...] = ("dense", "prefill", n, seq, None, kind)   # _eval's key
             f = x / (n * seq)
             return [(k_, t * f, r) for k_, t, r in self._chains[key]]
         i = bisect_left(self._tok, m)
