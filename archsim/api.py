@@ -35,7 +35,8 @@ from archsim.workloads.zoo import build
 
 __all__ = ["load", "workload", "gemm_workload", "workload_from_dict", "evaluate", "find_config",
            "config_dir", "list_configs", "memory_check", "native_format", "with_native_formats",
-           "device_build", "with_format_hint", "VERSION", "FIDELITIES"]
+           "device_build", "check_weight_sparsity", "with_format_hint", "VERSION",
+           "FIDELITIES"]
 
 VERSION = "0.1.0"
 FIDELITIES = ("analytical", "cycle")
@@ -257,23 +258,50 @@ def with_native_formats(acc: Accelerator, wl: Workload) -> tuple[Workload, str |
 
 
 def device_build(acc: Accelerator, a_format: str | None = None, w_format: str | None = None,
-                 kernels: str = "fused", kv_format: str | None = None) -> DeviceBuild:
+                 kernels: str = "fused", kv_format: str | None = None,
+                 weight_sparsity: float = 0.0) -> DeviceBuild:
     """The choices a model's graph is built with on ``acc``, wherever it runs (one device,
     each device of a plan, a serving replica): the design's attention
     (:func:`preferred_attention`), the given formats, else the design's
-    :func:`native_format` (kernels ``fused`` only: autocast sets its own formats).
+    :func:`native_format` (kernels ``fused`` only: autocast sets its own formats), and the
+    fraction of zero weights run as sparse loads + dense MMA (:func:`check_weight_sparsity`).
 
     Raises:
-        WorkloadError: an unknown format, naming its flag.
+        WorkloadError: an unknown format, naming its flag; a bad sparsity fraction.
+        MappingError: weight sparsity on a design that cannot run it (with the reason).
     """
     for flag, name in (("--a-format", a_format), ("--w-format", w_format),
                        ("--kv-format", kv_format)):
         if name is not None:
             get_format(name, flag)
+    check_weight_sparsity(acc, weight_sparsity)
     native = native_format(acc) if kernels == "fused" and not a_format and not w_format \
         else None
     return DeviceBuild(attention=preferred_attention(acc), kernels=kernels, a_format=a_format,
-                       w_format=w_format, kv_format=kv_format, native=native)
+                       w_format=w_format, kv_format=kv_format, native=native,
+                       weight_sparsity=float(weight_sparsity))
+
+
+def check_weight_sparsity(acc: Accelerator, fraction: float) -> None:
+    """Refuse ``--weight-sparsity`` (a fraction of zero weights in [0, 1)) out of range, or
+    on a design with a unit that cannot run sparse loads + dense MMA
+    (``Unit.sparse_weight_loads``: tensor-core GPUs can).
+
+    Raises:
+        WorkloadError: ``fraction`` not in [0, 1).
+        MappingError: the first unit that cannot, with its reason.
+    """
+    if not isinstance(fraction, (int, float)) or isinstance(fraction, bool) \
+            or not 0.0 <= fraction < 1.0:
+        raise WorkloadError(Problem(f"expected a fraction of zero weights in [0, 1), got "
+                                    f"{fraction!r}", "--weight-sparsity"))
+    if not fraction:
+        return
+    for u in acc.units:
+        why = u.sparse_weight_loads()
+        if why is not None:
+            raise MappingError(Problem(f"{acc.name} cannot run unstructured weight sparsity: "
+                                       f"{why}", "--weight-sparsity"))
 
 
 def with_format_hint(exc: MappingError, acc: Accelerator) -> MappingError:

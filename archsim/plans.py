@@ -257,8 +257,8 @@ def search_plans(design: str, model: str, devices: int, *, phase: str = "train",
                  a_format: str | None = None, w_format: str | None = None,
                  kv_format: str | None = None, tp_allreduce: str = "nccl",
                  power_caps: Sequence[float] = (1.0,), fewer_devices: bool = False,
-                 price_per_gpu_hour: float | None = None, slo_ms: float | None = None
-                 ) -> PlanSearch:
+                 price_per_gpu_hour: float | None = None, slo_ms: float | None = None,
+                 weight_sparsity: float = 0.0) -> PlanSearch:
     """Search parallel plans (tp, pp, dp, ep, cp, microbatches, recompute, ZeRO) of ``model``
     on ``devices`` devices of ``design``.
 
@@ -283,7 +283,10 @@ def search_plans(design: str, model: str, devices: int, *, phase: str = "train",
         price_per_gpu_hour: the price of one device-hour (``cost``; needed for it).
         slo_ms: the step-time SLO of ``goodput`` in ms (decode: time per output token;
             prefill: the batch's time to first token).
+        weight_sparsity: fraction of zero weights run as sparse loads + dense MMA
+            (:func:`archsim.api.check_weight_sparsity`; GPU designs, inference).
     Raises:
+        MappingError: weight sparsity on a design that cannot run it.
         ConfigError: fewer than one device, an unknown phase for the model, no valid plan
             for the batch, an objective without its input (``--price-per-gpu-hour``,
             ``--slo-ms``), or a power cap the design cannot take.
@@ -301,7 +304,12 @@ def search_plans(design: str, model: str, devices: int, *, phase: str = "train",
     cluster = load_cluster_for(design, devices)
     path = find_cluster(design)
     own = load_cluster(path).devices if path is not None else devices
-    build = device_build(cluster.device, a_format, w_format, kv_format=kv_format)
+    build = device_build(cluster.device, a_format, w_format, kv_format=kv_format,
+                         weight_sparsity=weight_sparsity)
+    if weight_sparsity and phase == "train":
+        raise ConfigError(Problem("sparse weight loads are an inference kernel (Flash-LLM / "
+                                  "SpInfer serve a pruned model); training updates dense "
+                                  "weights", "--weight-sparsity"))
     batch = batch or (devices if phase == "train" else 16)
     seq = 1 if phase == "decode" else (seq or s.default_seq)
     counts = tuple(divisors(devices)) if fewer_devices else (devices,)

@@ -17,7 +17,12 @@ from archsim.workloads.errors import Problem, WorkloadError
 from archsim.workloads.formats import NumberFormat
 from archsim.workloads.ops import Conv2d, Embedding, Gemm, Op, Sparsity
 
-__all__ = ["Workload", "PHASES"]
+__all__ = ["Workload", "PHASES", "SPARSE_WEIGHT_ROLES"]
+
+#: The linear layers of a block that unstructured weight pruning sparsifies (attention
+#: projections, the MLP, routed experts): what Flash-LLM / SpInfer run as sparse GEMMs.
+SPARSE_WEIGHT_ROLES = frozenset({"qkv", "proj", "ffn_up", "ffn_gate", "ffn_down",
+                                 "expert_gate", "expert_up", "expert_down"})
 
 PHASES = ("prefill", "decode", "train", "inference")
 
@@ -150,6 +155,34 @@ class Workload:
                 elif (isinstance(op, Conv2d) and op.groups == 1
                       and op.as_gemm().k % m == 0):
                     new = replace(op, w_sparsity=sp)
+            out.add(new, self.graph.predecessors(op.name))
+        return out
+
+    def with_weight_sparsity(self, fraction: float) -> Workload:
+        """A copy whose blocks' linear layers (roles :data:`SPARSE_WEIGHT_ROLES`, forward
+        pass) hold a ``fraction`` of zeros at random positions (unstructured pruning, as
+        SparseGPT / Wanda produce), stored bitmap-encoded (``Sparsity(density=1 -
+        fraction, encoding="bitmap")``): the weights the serving kernels of Flash-LLM and
+        SpInfer load compressed; a GEMM of unknown role (a single GEMM, an imported graph's)
+        too. The embedding and the head stay dense. ``fraction`` 0 is the workload itself.
+
+        Raises:
+            WorkloadError: ``fraction`` outside [0, 1) (naming ``--weight-sparsity``).
+        """
+        if not isinstance(fraction, (int, float)) or isinstance(fraction, bool) \
+                or not 0.0 <= fraction < 1.0:
+            raise WorkloadError(Problem(f"expected a fraction of zero weights in [0, 1), "
+                                        f"got {fraction!r}", "--weight-sparsity"))
+        if fraction == 0:
+            return self
+        sp = Sparsity(density=1.0 - fraction, encoding="bitmap")
+        out = Workload(self.name, self.phase, self.batch, self.seq, self.context, self.parameters,
+                       self.family, tied=self.tied, devices=self.devices)
+        for op in self.ops():
+            new = op
+            if (op.pass_ == "fwd" and isinstance(op, Gemm) and op.b_is_weight
+                    and (op.role in SPARSE_WEIGHT_ROLES or op.role == "")):
+                new = replace(op, w_sparsity=sp)
             out.add(new, self.graph.predecessors(op.name))
         return out
 

@@ -45,7 +45,7 @@ from archsim.workloads.errors import Problem, WorkloadError
 from archsim.workloads.formats import get_format
 from archsim.workloads.graph import Workload
 from archsim.workloads.models.transformer import TransformerShape, _tp_heads, build_transformer
-from archsim.workloads.ops import AllReduce
+from archsim.workloads.ops import AllReduce, Sparsity
 
 __all__ = ["ParallelPlan", "RECOMPUTE", "Comm", "DeviceBuild", "check_plan", "block_graphs",
            "default_microbatches",
@@ -120,6 +120,8 @@ class DeviceBuild:
         kv_format: KV-cache format (None: the activation format; 16-bit when neither is
             given); it sets the cache's bytes in the memory-fit check.
         native: the design's native format applied when no format is given (None: none).
+        weight_sparsity: fraction of zero weights in the blocks' linear layers, run as sparse
+            loads + dense MMA (``Workload.with_weight_sparsity``; inference only); 0: dense.
     """
 
     attention: str = "unfused"
@@ -128,23 +130,31 @@ class DeviceBuild:
     w_format: str | None = None
     kv_format: str | None = None
     native: str | None = None
+    weight_sparsity: float = 0.0
 
     def graph(self, s: TransformerShape, phase: str | None, batch: int, seq: int | None,
               context: int | None, tp: int = 1, ep: int = 1) -> Workload:
         """The graph of ``s`` with these choices (``build_transformer``'s arguments)."""
+        if self.weight_sparsity and phase == "train":
+            raise WorkloadError(Problem(
+                "sparse weight loads are an inference kernel (Flash-LLM / SpInfer serve a "
+                "pruned model); training updates dense weights", "--weight-sparsity"))
         if self.kernels == "eager_amp":     # autocast's policy sets every op's format
             amp = get_format(self.a_format or "bf16", "--a-format").name
             return build_transformer(replace(s, a_format=amp, w_format=amp), phase, batch, seq,
                                      context, tp, ep, attention=self.attention,
-                                     kernels=self.kernels)
+                                     kernels=self.kernels
+                                     ).with_weight_sparsity(self.weight_sparsity)
         w = build_transformer(s, phase, batch, seq, context, tp, ep, attention=self.attention,
                               kernels=self.kernels)
         if self.a_format or self.w_format:
-            return w.with_formats(get_format(self.a_format, "--a-format") if self.a_format
-                                  else None,
-                                  get_format(self.w_format, "--w-format") if self.w_format
-                                  else None)
-        return w.in_format(get_format(self.native)) if self.native else w
+            w = w.with_formats(get_format(self.a_format, "--a-format") if self.a_format
+                               else None,
+                               get_format(self.w_format, "--w-format") if self.w_format
+                               else None)
+        elif self.native:
+            w = w.in_format(get_format(self.native))
+        return w.with_weight_sparsity(self.weight_sparsity)
 
     def weight_bytes(self, s: TransformerShape, phase: str) -> tuple[float, float]:
         """Bytes per parameter of (embedding and head, blocks): training keeps 16-bit weights
@@ -155,12 +165,15 @@ class DeviceBuild:
             return BYTES_PER_PARAM["weights"], BYTES_PER_PARAM["weights"]
         name = self.w_format or (self.a_format if self.kernels == "eager_amp" else None)
         if name:
-            b = get_format(name).bytes_per_element
-            return b, b
-        if self.native and s.w_format == s.a_format:
-            b = get_format(self.native).bytes_per_element
-            return b, b
-        return BYTES_PER_PARAM["weights"], get_format(s.w_format).bytes_per_element
+            head = blocks = get_format(name).bytes_per_element
+        elif self.native and s.w_format == s.a_format:
+            head = blocks = get_format(self.native).bytes_per_element
+        else:
+            head, blocks = BYTES_PER_PARAM["weights"], get_format(s.w_format).bytes_per_element
+        if self.weight_sparsity:     # the blocks' weights stored bitmap-compressed
+            sp = Sparsity(density=1.0 - self.weight_sparsity, encoding="bitmap")
+            blocks = sp.stored_bytes_per_element(blocks)
+        return head, blocks
 
     def kv_bytes(self) -> float:
         """Bytes per cached K or V element (attributes)."""

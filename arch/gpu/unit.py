@@ -18,7 +18,6 @@ Kernels modelled (equations in ``docs/gpu.md``):
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
@@ -36,7 +35,13 @@ from archsim.arch.gpu.datapath import (
     SFU_PER_ELEMENT,
     SMEM_WIDTH_BITS,
 )
-from archsim.arch.gpu.gemm import SPLITS, GemmResult, GemmShape, gemm_time
+from archsim.arch.gpu.gemm import (
+    SPARSE_EXPAND_OPS_PER_ELEMENT,
+    SPLITS,
+    GemmResult,
+    GemmShape,
+    gemm_time,
+)
 from archsim.arch.gpu.host import EAGER_OPS_PER_ATTENTION, RUNTIME_NOTES, host_s
 from archsim.arch.gpu.kernels import (
     attention_tc_format,
@@ -142,6 +147,11 @@ class TensorCoreGpu(Unit[GpuMapping]):
             return None
         return f"op kind {op.kind!r} is not modelled on a tensor-core GPU"
 
+    def sparse_weight_loads(self) -> str | None:
+        """Bitmap-encoded sparse weights are loaded compressed and expanded into each CTA's
+        shared-memory tile before dense MMAs (``GemmShape.b_expand_bpe``)."""
+        return None
+
     def dataflows(self) -> tuple[str, ...]:
         return DATAFLOWS
 
@@ -213,10 +223,7 @@ class TensorCoreGpu(Unit[GpuMapping]):
         fmt = g.b_format
         bpe = fmt.bytes_per_element
         if g.b_is_weight:
-            sp = g.w_sparsity
-            if sp.fraction < 1.0:
-                idx_bits = math.ceil(math.log2(sp.m)) if sp.m else 16
-                bpe = sp.fraction * (bpe + idx_bits / 8.0)
+            bpe = g.w_sparsity.stored_bytes_per_element(bpe)
             if g.group_size:
                 bpe += (g.a_format.bytes_per_element * (2 if fmt.is_integer else 1)
                         / g.group_size)
@@ -387,8 +394,12 @@ class TensorCoreGpu(Unit[GpuMapping]):
         if (sp is not None and sp.structured and sp.m in (2, 4) and sp.n / sp.m <= 0.5
                 and plan.tensor):
             sparse = s.tensor_core.sparse_24_speedup
+        # unstructured sparse weights: sparse loads + dense MMA (Flash-LLM / SpInfer)
+        expand = sp is not None and sp.fraction < 1.0 and not sp.structured
         shape = GemmShape(g.batch, g.m, g.n, g.k, a_bpe, self._b_bpe(g),
-                          g.a_format.bytes_per_element, a_hbm, b_bytes, b_distinct, c_hbm, sparse)
+                          g.a_format.bytes_per_element, a_hbm, b_bytes, b_distinct, c_hbm, sparse,
+                          b_expand_bpe=g.b_format.bytes_per_element if expand else 0.0,
+                          b_expand_ops=SPARSE_EXPAND_OPS_PER_ELEMENT if expand else 0.0)
         splits: tuple[int, ...] = SPLITS
         if split is not None:
             splits = (split,)

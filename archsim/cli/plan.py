@@ -17,7 +17,13 @@ import sys
 
 from archsim.api import device_build
 from archsim.arch.collective import IMPLS
-from archsim.cli.common import non_empty, positive_float, positive_int, ratio_at_least_one
+from archsim.cli.common import (
+    add_weight_sparsity_flag,
+    non_empty,
+    positive_float,
+    positive_int,
+    ratio_at_least_one,
+)
 from archsim.parallel import PlanOptions, evaluate_plan, power_capped, to_result
 from archsim.plans import OBJECTIVES, load_cluster_for, plan_report, search_plans
 from archsim.workloads.parallel import ParallelPlan, default_microbatches
@@ -110,7 +116,7 @@ def run_plan(args: argparse.Namespace) -> int:
                        tp_allreduce=args.tp_allreduce, power_cap=args.power_cap)
     power_capped(cluster, args.power_cap, "--power-cap")     # refused here, naming the flag
     build = device_build(cluster.device, args.a_format, args.w_format, args.kernels,
-                         args.kv_format)
+                         args.kv_format, getattr(args, "weight_sparsity", 0.0))
     r = evaluate_plan(cluster, args.model, plan, phase, batch=args.batch, seq=args.seq,
                       context=args.context, options=opts, build=build)
     if not r.fits:
@@ -161,6 +167,7 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--kv-format", type=non_empty,
                     help="KV-cache number format (default: the activation format)")
     ap.add_argument("--tp-allreduce", choices=IMPLS, default="nccl", help=TP_ALLREDUCE_HELP)
+    add_weight_sparsity_flag(ap)
     ap.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -172,7 +179,8 @@ def run(args: argparse.Namespace) -> int:
                          a_format=args.a_format, w_format=args.w_format,
                          kv_format=args.kv_format, tp_allreduce=args.tp_allreduce,
                          power_caps=args.power_caps, fewer_devices=args.fewer_devices,
-                         price_per_gpu_hour=args.price_per_gpu_hour, slo_ms=args.slo_ms)
+                         price_per_gpu_hour=args.price_per_gpu_hour, slo_ms=args.slo_ms,
+                         weight_sparsity=args.weight_sparsity)
     if args.json:
         print(found.to_json(args.top))
         return 0 if found.ranked else 1

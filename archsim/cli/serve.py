@@ -28,7 +28,13 @@ import argparse
 import json
 import sys
 
-from archsim.cli.common import add_runtime_flag, non_empty, positive_float, positive_int
+from archsim.cli.common import (
+    add_runtime_flag,
+    add_weight_sparsity_flag,
+    non_empty,
+    positive_float,
+    positive_int,
+)
 from archsim.serve.cluster import ROUTERS
 from archsim.serve.outputs import plot_serving, write_timeline
 from archsim.serve.replica import ORDERS, POLICIES, PREEMPTIONS
@@ -80,6 +86,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "GBPS[:LATENCY_US] (default nvlink4; ib-ndr with --decode-design)")
     g.add_argument("--a-format", type=non_empty, help="activation number format (e.g. fp8_e4m3)")
     g.add_argument("--w-format", type=non_empty, help="weight number format (e.g. fp8_e4m3, int4)")
+    add_weight_sparsity_flag(g)
     g.add_argument("--kv-format", type=non_empty,
                    help="KV-cache number format (default: the activation format, else 16-bit)")
     g.add_argument("--memory-fraction", type=positive_float, default=0.9,
@@ -168,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
         concurrency=args.concurrency, isl=args.isl, osl=args.osl, requests=args.requests,
         pp=args.pp, ep=args.ep, cp=args.cp, plan=args.plan, decode_pp=args.decode_pp,
         decode_ep=args.decode_ep, decode_plan=args.decode_plan,
-        decode_design=args.decode_design)
+        decode_design=args.decode_design, weight_sparsity=args.weight_sparsity)
     res = sr.result
     if res is None:
         print("no tested rate meets the SLO (the lowest tried was 0.25 req/s)",

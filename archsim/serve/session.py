@@ -287,7 +287,8 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
                 requests: int | None = None, pp: int = 1, ep: int = 1, cp: int = 1,
                 plan: str | None = None, decode_pp: int | None = None,
                 decode_ep: int | None = None, decode_plan: str | None = None,
-                decode_design: str | Accelerator | None = None) -> ServingRun:
+                decode_design: str | Accelerator | None = None,
+                weight_sparsity: float = 0.0) -> ServingRun:
     """Simulate serving ``model`` on ``design`` (docs/serving.md).
 
     Args:
@@ -318,6 +319,8 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
         find_capacity: search the highest rate that meets the SLO.
         a_format, w_format, kv_format: number formats of every replica (activations,
             weights, KV cache; ``archsim.api.device_build``: default the design's).
+        weight_sparsity: fraction of zero weights in every replica's linear layers, run as
+            sparse loads + dense MMA (``archsim.api.check_weight_sparsity``; GPU designs).
         progress: called with (finished, total) requests during a run.
         note: called with one line per capacity-search step.
         concurrency, isl, osl, requests: closed-loop load (module doc): clients, input and
@@ -382,7 +385,8 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
         dtp, dpp, dep = (parse_plan(decode_plan, "--decode-plan") if decode_plan is not None
                          else (decode_tp or tp, decode_pp or pp, decode_ep or ep))
         dbuild = (None if dacc is None
-                  else device_build(dacc, a_format, w_format, kv_format=kv_format))
+                  else device_build(dacc, a_format, w_format, kv_format=kv_format,
+                                       weight_sparsity=weight_sparsity))
         decode = PoolSpec(decode_replicas, dtp, sch, dpp, dep, dacc, dbuild)
     else:
         for flag, v in (("--decode-tp", decode_tp), ("--decode-pp", decode_pp),
@@ -394,7 +398,8 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
     setup = ServeSetup(model, PoolSpec(replicas, tp, sch, pp, ep), decode, router,
                        parse_link(kv_link), memory_fraction, fidelity, constraints,
                        decode_constraints,
-                       device_build(acc, a_format, w_format, kv_format=kv_format))
+                       device_build(acc, a_format, w_format, kv_format=kv_format,
+                                    weight_sparsity=weight_sparsity))
     raw: dict[str, Any] = {}
     if concurrency is not None:
         closed_res = serve(acc, setup, closed, slo_, seed=seed, progress=progress,
