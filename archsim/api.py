@@ -259,12 +259,14 @@ def with_native_formats(acc: Accelerator, wl: Workload) -> tuple[Workload, str |
 
 def device_build(acc: Accelerator, a_format: str | None = None, w_format: str | None = None,
                  kernels: str = "fused", kv_format: str | None = None,
-                 weight_sparsity: float = 0.0) -> DeviceBuild:
+                 weight_sparsity: float = 0.0, w_group_size: int = 0,
+                 act_order: bool = False) -> DeviceBuild:
     """The choices a model's graph is built with on ``acc``, wherever it runs (one device,
     each device of a plan, a serving replica): the design's attention
     (:func:`preferred_attention`), the given formats, else the design's
     :func:`native_format` (kernels ``fused`` only: autocast sets its own formats), and the
-    fraction of zero weights run as sparse loads + dense MMA (:func:`check_weight_sparsity`).
+    fraction of zero weights run as sparse loads + dense MMA (:func:`check_weight_sparsity`),
+    group-wise weight scales and act-order (``Workload.with_weight_groups``).
 
     Raises:
         WorkloadError: an unknown format, naming its flag; a bad sparsity fraction.
@@ -279,7 +281,8 @@ def device_build(acc: Accelerator, a_format: str | None = None, w_format: str | 
         else None
     return DeviceBuild(attention=preferred_attention(acc), kernels=kernels, a_format=a_format,
                        w_format=w_format, kv_format=kv_format, native=native,
-                       weight_sparsity=float(weight_sparsity))
+                       weight_sparsity=float(weight_sparsity), w_group_size=w_group_size,
+                       act_order=act_order)
 
 
 def check_weight_sparsity(acc: Accelerator, fraction: float) -> None:

@@ -258,7 +258,8 @@ def search_plans(design: str, model: str, devices: int, *, phase: str = "train",
                  kv_format: str | None = None, tp_allreduce: str = "nccl",
                  power_caps: Sequence[float] = (1.0,), fewer_devices: bool = False,
                  price_per_gpu_hour: float | None = None, slo_ms: float | None = None,
-                 weight_sparsity: float = 0.0) -> PlanSearch:
+                 weight_sparsity: float = 0.0, w_group_size: int = 0,
+                 act_order: bool = False) -> PlanSearch:
     """Search parallel plans (tp, pp, dp, ep, cp, microbatches, recompute, ZeRO) of ``model``
     on ``devices`` devices of ``design``.
 
@@ -285,6 +286,8 @@ def search_plans(design: str, model: str, devices: int, *, phase: str = "train",
             prefill: the batch's time to first token).
         weight_sparsity: fraction of zero weights run as sparse loads + dense MMA
             (:func:`archsim.api.check_weight_sparsity`; GPU designs, inference).
+        w_group_size, act_order: group-wise weight scales and GPTQ act-order
+            (``Workload.with_weight_groups``).
     Raises:
         MappingError: weight sparsity on a design that cannot run it.
         ConfigError: fewer than one device, an unknown phase for the model, no valid plan
@@ -305,7 +308,8 @@ def search_plans(design: str, model: str, devices: int, *, phase: str = "train",
     path = find_cluster(design)
     own = load_cluster(path).devices if path is not None else devices
     build = device_build(cluster.device, a_format, w_format, kv_format=kv_format,
-                         weight_sparsity=weight_sparsity)
+                         weight_sparsity=weight_sparsity, w_group_size=w_group_size,
+                         act_order=act_order)
     if weight_sparsity and phase == "train":
         raise ConfigError(Problem("sparse weight loads are an inference kernel (Flash-LLM / "
                                   "SpInfer serve a pruned model); training updates dense "

@@ -74,6 +74,8 @@ class RunRequest:
         sparsity: ``(N, M)`` structured weight sparsity, or None.
         weight_sparsity: fraction of zero weights run as sparse loads + dense MMA
             (``--weight-sparsity``; GPU designs, inference), 0 = dense.
+        w_group_size, act_order: group-wise weight scales along K (``--w-group-size``) and
+            GPTQ act-order (``--act-order``): ``Workload.with_weight_groups``.
         moe_routing: mixture-of-experts models: one fused MoE op per block with this
             routing (``--moe-routing``); None = separate expert ops.
         native_format: set by :func:`request_workload`: the design-native format applied
@@ -97,6 +99,8 @@ class RunRequest:
     w_format: str | None = None
     sparsity: tuple[int, int] | None = None
     weight_sparsity: float = 0.0
+    w_group_size: int = 0
+    act_order: bool = False
     overrides: tuple[str, ...] = ()
     fidelity: str = "analytical"
     objective: str = "latency"
@@ -139,6 +143,10 @@ class RunRequest:
             argv += ["--sparsity", f"{self.sparsity[0]}:{self.sparsity[1]}"]
         if self.weight_sparsity:
             argv += ["--weight-sparsity", f"{self.weight_sparsity:g}"]
+        if self.w_group_size:
+            argv += ["--w-group-size", str(self.w_group_size)]
+        if self.act_order:
+            argv += ["--act-order"]
         for o in self.overrides:
             argv += ["--set", o]
         return argv
@@ -165,6 +173,7 @@ def request_workload(req: RunRequest, acc: Accelerator) -> tuple[Workload, RunRe
         wl, native = with_native_formats(acc, wl)
     if req.sparsity:
         wl = wl.with_sparsity(*req.sparsity)
+    wl = wl.with_weight_groups(req.w_group_size, req.act_order, req.tp)
     if req.weight_sparsity:
         check_weight_sparsity(acc, req.weight_sparsity)
         if wl.phase == "train":

@@ -17,7 +17,11 @@ from archsim.workloads.errors import Problem, WorkloadError
 from archsim.workloads.formats import NumberFormat
 from archsim.workloads.ops import Conv2d, Embedding, Gemm, Op, Sparsity
 
-__all__ = ["Workload", "PHASES", "SPARSE_WEIGHT_ROLES"]
+__all__ = ["Workload", "PHASES", "SPARSE_WEIGHT_ROLES", "ROW_PARALLEL_ROLES"]
+
+#: The linear layers whose K (input features) tensor parallelism splits over the ranks
+#: (Megatron's row-parallel layers): the attention output and the MLP's down projections.
+ROW_PARALLEL_ROLES = frozenset({"proj", "ffn_down", "expert_down"})
 
 #: The linear layers of a block that unstructured weight pruning sparsifies (attention
 #: projections, the MLP, routed experts): what Flash-LLM / SpInfer run as sparse GEMMs.
@@ -183,6 +187,48 @@ class Workload:
             if (op.pass_ == "fwd" and isinstance(op, Gemm) and op.b_is_weight
                     and (op.role in SPARSE_WEIGHT_ROLES or op.role == "")):
                 new = replace(op, w_sparsity=sp)
+            out.add(new, self.graph.predecessors(op.name))
+        return out
+
+    def with_weight_groups(self, group_size: int, act_order: bool = False,
+                           tp: int = 1) -> Workload:
+        """A copy whose blocks' linear layers (:data:`SPARSE_WEIGHT_ROLES`, forward; a single
+        GEMM and a CNN's fully-connected layers too) carry group-wise quantisation scales: one scale and zero point per
+        ``group_size`` weights along K (GPTQ / AWQ). With ``act_order`` (GPTQ ``desc_act``),
+        as vLLM runs it: the weights are pre-permuted at load time and each GEMM permutes its
+        input's columns first (``Gemm.permute_a``); under tensor parallelism (``tp`` > 1) the
+        row-parallel layers (:data:`ROW_PARALLEL_ROLES`, K split over ranks) keep the scales
+        of every group of the whole K on every rank (``Gemm.group_span = k x tp``), and no
+        activation is gathered. ``group_size`` 0 is the workload itself.
+
+        Raises:
+            WorkloadError: ``group_size`` not an int >= 0 (``--w-group-size``); act-order
+                without groups (``--act-order``); groups on float weights
+                (``--w-group-size``: scales quantise integer weights).
+        """
+        if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 0:
+            raise WorkloadError(Problem(f"expected an int >= 0, got {group_size!r}",
+                                        "--w-group-size"))
+        if act_order and not group_size:
+            raise WorkloadError(Problem("act-order permutes the groups of group-wise "
+                                        "quantised weights: give --w-group-size (e.g. 128)",
+                                        "--act-order"))
+        if not group_size:
+            return self
+        out = Workload(self.name, self.phase, self.batch, self.seq, self.context, self.parameters,
+                       self.family, tied=self.tied, devices=self.devices)
+        for op in self.ops():
+            new = op
+            if (op.pass_ == "fwd" and isinstance(op, Gemm) and op.b_is_weight
+                    and (op.role in SPARSE_WEIGHT_ROLES or op.role in ("", "fc"))):
+                if not op.w_format.is_integer:
+                    raise WorkloadError(Problem(
+                        f"group scales quantise integer weights; {op.name} has "
+                        f"{op.w_format.name} weights (give --w-format int2..int8)",
+                        "--w-group-size"))
+                span = op.k * tp if act_order and op.role in ROW_PARALLEL_ROLES else 0
+                new = replace(op, group_size=group_size, group_span=span,
+                              permute_a=act_order)
             out.add(new, self.graph.predecessors(op.name))
         return out
 

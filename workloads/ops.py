@@ -246,6 +246,11 @@ class Gemm(Op):
         group_size: weight-quantisation group along K (0 = per-channel / none); each group
             carries one ``a_format``-sized scale (and zero point for integer formats).
         w_sparsity: sparsity of operand B (weights).
+        group_span: the K the group scales cover (0: ``k``). GPTQ act-order under tensor
+            parallelism: a row-parallel shard (``k = K / tp``) keeps the scales of every group
+            of the whole K (vLLM repeats them on all ranks), ``group_span = K``.
+        permute_a: the input's columns are permuted before the GEMM (act-order: the rows of
+            the pre-permuted weights): one more read and write of A.
 
     Its ``role`` (``qkv``, ``proj``, ``ffn_up``, ``qk``, ``av``, ``lm_head``, ``conv`` ...)
     tells the units which GEMMs of attention they may fuse (``qk``, ``av``).
@@ -260,6 +265,8 @@ class Gemm(Op):
     b_shared: int = 1
     group_size: int = 0
     w_sparsity: Sparsity = field(default_factory=Sparsity)
+    group_span: int = 0
+    permute_a: bool = False
 
     def _positive_fields(self) -> tuple[str, ...]:
         return ("m", "n", "k", "batch", "b_shared")
@@ -295,7 +302,8 @@ class Gemm(Op):
             # values of the non-zeros + their metadata (N:M index bits, CSR index, bitmap)
             total = elems * self.w_sparsity.stored_bytes_per_element(bpe)
             if self.group_size:
-                groups = (self.batch // self.b_shared) * math.ceil(self.k / self.group_size) * self.n
+                groups = ((self.batch // self.b_shared)
+                          * math.ceil((self.group_span or self.k) / self.group_size) * self.n)
                 total += groups * self.a_format.bytes_per_element * (2 if self.w_format.is_integer else 1)
         return total
 

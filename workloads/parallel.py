@@ -122,6 +122,8 @@ class DeviceBuild:
         native: the design's native format applied when no format is given (None: none).
         weight_sparsity: fraction of zero weights in the blocks' linear layers, run as sparse
             loads + dense MMA (``Workload.with_weight_sparsity``; inference only); 0: dense.
+        w_group_size, act_order: group-wise weight scales along K and GPTQ act-order as vLLM
+            runs it under tensor parallelism (``Workload.with_weight_groups``); 0: none.
     """
 
     attention: str = "unfused"
@@ -131,6 +133,8 @@ class DeviceBuild:
     kv_format: str | None = None
     native: str | None = None
     weight_sparsity: float = 0.0
+    w_group_size: int = 0
+    act_order: bool = False
 
     def graph(self, s: TransformerShape, phase: str | None, batch: int, seq: int | None,
               context: int | None, tp: int = 1, ep: int = 1) -> Workload:
@@ -154,7 +158,8 @@ class DeviceBuild:
                                else None)
         elif self.native:
             w = w.in_format(get_format(self.native))
-        return w.with_weight_sparsity(self.weight_sparsity)
+        return (w.with_weight_groups(self.w_group_size, self.act_order, tp)
+                .with_weight_sparsity(self.weight_sparsity))
 
     def weight_bytes(self, s: TransformerShape, phase: str) -> tuple[float, float]:
         """Bytes per parameter of (embedding and head, blocks): training keeps 16-bit weights
@@ -170,6 +175,8 @@ class DeviceBuild:
             head = blocks = get_format(self.native).bytes_per_element
         else:
             head, blocks = BYTES_PER_PARAM["weights"], get_format(s.w_format).bytes_per_element
+        if self.w_group_size:        # a scale and a zero point per group (16-bit each)
+            blocks += 2 * 2.0 / self.w_group_size
         if self.weight_sparsity:     # the blocks' weights stored bitmap-compressed
             sp = Sparsity(density=1.0 - self.weight_sparsity, encoding="bitmap")
             blocks = sp.stored_bytes_per_element(blocks)

@@ -150,11 +150,13 @@ def _flash_llm_gap(a100: Unit) -> Gap:
     """Flash-LLM's kernel speedup over cuBLAS (unstructured sparsity, A100): not scored."""
     fp16 = FORMATS["fp16"]
 
+    def ffn(density: float) -> float:
+        return a100.estimate(Gemm(name="g", m=16, n=36864, k=9216, a_format=fp16,
+                                  w_format=fp16, w_sparsity=Sparsity(density=density))
+                             ).latency_s
+
     def speedup(frac: float) -> float:
-        shape = dict(name="g", m=16, n=36864, k=9216, a_format=fp16, w_format=fp16)
-        dense = a100.estimate(Gemm(**shape)).latency_s
-        return float(dense / a100.estimate(Gemm(**shape, w_sparsity=Sparsity(
-            density=1 - frac))).latency_s)
+        return ffn(1.0) / ffn(1 - frac)
 
     ours = ", ".join(f"{f:.0%} {speedup(f):.2f}x" for f in (0.7, 0.8, 0.9))
     return Gap("gpu", "Flash-LLM SpMM vs cuBLAS on A100 at 70-90% unstructured sparsity: up to "

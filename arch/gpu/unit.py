@@ -224,9 +224,9 @@ class TensorCoreGpu(Unit[GpuMapping]):
         bpe = fmt.bytes_per_element
         if g.b_is_weight:
             bpe = g.w_sparsity.stored_bytes_per_element(bpe)
-            if g.group_size:
+            if g.group_size:   # (act-order shards keep the whole K's scales: group_span)
                 bpe += (g.a_format.bytes_per_element * (2 if fmt.is_integer else 1)
-                        / g.group_size)
+                        / g.group_size * (g.group_span or g.k) / g.k)
         return bpe
 
     # ---- mappings -----------------------------------------------------------------------
@@ -382,7 +382,8 @@ class TensorCoreGpu(Unit[GpuMapping]):
             b_bytes = op.weight_bytes()
             b_distinct = g.batch
         else:
-            a_hbm = g.batch * g.m * g.k * a_bpe
+            # act-order: the input's columns are permuted first (read + write, then read)
+            a_hbm = g.batch * g.m * g.k * a_bpe * (3 if g.permute_a else 1)
             b_distinct = g.batch // g.b_shared
         c_hbm = g.output_bytes()
         if fused and g.role == "qk":

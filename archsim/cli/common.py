@@ -133,6 +133,17 @@ def add_weight_sparsity_flag(p: argparse.ArgumentParser | argparse._ArgumentGrou
                    "inference; e.g. 0.6)")
 
 
+def add_weight_group_flags(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """``--w-group-size G`` and ``--act-order`` (run, map, gemm, plan, serve): docs/gpu.md,
+    "Act-order (permuted) group quantisation under tensor parallelism"."""
+    p.add_argument("--w-group-size", type=non_negative_int, default=0, metavar="G",
+                   help="group-wise integer weights: one scale + zero point per G weights "
+                   "along K (GPTQ/AWQ; e.g. 128)")
+    p.add_argument("--act-order", action="store_true",
+                   help="GPTQ act-order as vLLM runs it: pre-permuted weights, the input "
+                   "permuted per GEMM, all groups' scales on every TP rank (no gather)")
+
+
 def ratio_at_least_one(text: str) -> float:
     """argparse type: a finite number >= 1 (imbalance factors, oversubscription)."""
     return _finite_float(text, ">= 1", lambda v: v >= 1)

@@ -18,6 +18,7 @@ import sys
 from archsim.api import device_build
 from archsim.arch.collective import IMPLS
 from archsim.cli.common import (
+    add_weight_group_flags,
     add_weight_sparsity_flag,
     non_empty,
     positive_float,
@@ -116,7 +117,8 @@ def run_plan(args: argparse.Namespace) -> int:
                        tp_allreduce=args.tp_allreduce, power_cap=args.power_cap)
     power_capped(cluster, args.power_cap, "--power-cap")     # refused here, naming the flag
     build = device_build(cluster.device, args.a_format, args.w_format, args.kernels,
-                         args.kv_format, getattr(args, "weight_sparsity", 0.0))
+                         args.kv_format, args.weight_sparsity, args.w_group_size,
+                         args.act_order)
     r = evaluate_plan(cluster, args.model, plan, phase, batch=args.batch, seq=args.seq,
                       context=args.context, options=opts, build=build)
     if not r.fits:
@@ -168,6 +170,7 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                     help="KV-cache number format (default: the activation format)")
     ap.add_argument("--tp-allreduce", choices=IMPLS, default="nccl", help=TP_ALLREDUCE_HELP)
     add_weight_sparsity_flag(ap)
+    add_weight_group_flags(ap)
     ap.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -180,7 +183,8 @@ def run(args: argparse.Namespace) -> int:
                          kv_format=args.kv_format, tp_allreduce=args.tp_allreduce,
                          power_caps=args.power_caps, fewer_devices=args.fewer_devices,
                          price_per_gpu_hour=args.price_per_gpu_hour, slo_ms=args.slo_ms,
-                         weight_sparsity=args.weight_sparsity)
+                         weight_sparsity=args.weight_sparsity,
+                         w_group_size=args.w_group_size, act_order=args.act_order)
     if args.json:
         print(found.to_json(args.top))
         return 0 if found.ranked else 1

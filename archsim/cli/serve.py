@@ -30,6 +30,7 @@ import sys
 
 from archsim.cli.common import (
     add_runtime_flag,
+    add_weight_group_flags,
     add_weight_sparsity_flag,
     non_empty,
     positive_float,
@@ -87,6 +88,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--a-format", type=non_empty, help="activation number format (e.g. fp8_e4m3)")
     g.add_argument("--w-format", type=non_empty, help="weight number format (e.g. fp8_e4m3, int4)")
     add_weight_sparsity_flag(g)
+    add_weight_group_flags(g)
     g.add_argument("--kv-format", type=non_empty,
                    help="KV-cache number format (default: the activation format, else 16-bit)")
     g.add_argument("--memory-fraction", type=positive_float, default=0.9,
@@ -175,7 +177,8 @@ def run(args: argparse.Namespace) -> int:
         concurrency=args.concurrency, isl=args.isl, osl=args.osl, requests=args.requests,
         pp=args.pp, ep=args.ep, cp=args.cp, plan=args.plan, decode_pp=args.decode_pp,
         decode_ep=args.decode_ep, decode_plan=args.decode_plan,
-        decode_design=args.decode_design, weight_sparsity=args.weight_sparsity)
+        decode_design=args.decode_design, weight_sparsity=args.weight_sparsity,
+        w_group_size=args.w_group_size, act_order=args.act_order)
     res = sr.result
     if res is None:
         print("no tested rate meets the SLO (the lowest tried was 0.25 req/s)",

@@ -193,9 +193,10 @@ def provision(model: str, prefill_designs: Sequence[str], decode_designs: Sequen
     if missing:
         raise ConfigError(Problem(f"no price for {', '.join(missing)}; give each design's "
                                   f"USD per device-hour as DESIGN=USD", "--price"))
-    for d, p in prices.items():
-        if isinstance(p, bool) or not isinstance(p, (int, float)) or not p >= 0:
-            raise ConfigError(Problem(f"expected a price >= 0 for {d}, got {p!r}", "--price"))
+    for name, usd in prices.items():
+        if isinstance(usd, bool) or not isinstance(usd, (int, float)) or not usd >= 0:
+            raise ConfigError(Problem(f"expected a price >= 0 for {name}, got {usd!r}",
+                                      "--price"))
     for flag, v in (("--max-cost", max_cost_per_hour), ("--max-power", max_power_w)):
         if v is not None and not v > 0:
             raise ConfigError(Problem(f"expected a budget > 0, got {v!r}", flag))

@@ -288,7 +288,8 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
                 plan: str | None = None, decode_pp: int | None = None,
                 decode_ep: int | None = None, decode_plan: str | None = None,
                 decode_design: str | Accelerator | None = None,
-                weight_sparsity: float = 0.0) -> ServingRun:
+                weight_sparsity: float = 0.0, w_group_size: int = 0,
+                act_order: bool = False) -> ServingRun:
     """Simulate serving ``model`` on ``design`` (docs/serving.md).
 
     Args:
@@ -321,6 +322,8 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
             weights, KV cache; ``archsim.api.device_build``: default the design's).
         weight_sparsity: fraction of zero weights in every replica's linear layers, run as
             sparse loads + dense MMA (``archsim.api.check_weight_sparsity``; GPU designs).
+        w_group_size, act_order: group-wise weight scales and GPTQ act-order of every
+            replica (``Workload.with_weight_groups``).
         progress: called with (finished, total) requests during a run.
         note: called with one line per capacity-search step.
         concurrency, isl, osl, requests: closed-loop load (module doc): clients, input and
@@ -386,7 +389,8 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
                          else (decode_tp or tp, decode_pp or pp, decode_ep or ep))
         dbuild = (None if dacc is None
                   else device_build(dacc, a_format, w_format, kv_format=kv_format,
-                                       weight_sparsity=weight_sparsity))
+                                       weight_sparsity=weight_sparsity,
+                                       w_group_size=w_group_size, act_order=act_order))
         decode = PoolSpec(decode_replicas, dtp, sch, dpp, dep, dacc, dbuild)
     else:
         for flag, v in (("--decode-tp", decode_tp), ("--decode-pp", decode_pp),
@@ -399,7 +403,8 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
                        parse_link(kv_link), memory_fraction, fidelity, constraints,
                        decode_constraints,
                        device_build(acc, a_format, w_format, kv_format=kv_format,
-                                    weight_sparsity=weight_sparsity))
+                                    weight_sparsity=weight_sparsity,
+                                    w_group_size=w_group_size, act_order=act_order))
     raw: dict[str, Any] = {}
     if concurrency is not None:
         closed_res = serve(acc, setup, closed, slo_, seed=seed, progress=progress,

@@ -24,6 +24,7 @@ import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from archsim.api import device_build, load
 from archsim.arch.accelerator import Accelerator
@@ -240,7 +241,7 @@ def unsupported(d: Deployment) -> str | None:
 #: The precisions of the measured rows as archsim formats: fp8 checkpoints run W8A8 GEMMs
 #: (dynamic per-token activation scales) with the KV cache in the model's 16-bit dtype (the
 #: engines' ``kv_cache_dtype auto``).
-FORMATS = {"": {}, "fp8": {"a_format": "fp8_e4m3", "w_format": "fp8_e4m3", "kv_format": "bf16"}}
+FORMATS: dict[str, dict[str, Any]] = {"": {}, "fp8": {"a_format": "fp8_e4m3", "w_format": "fp8_e4m3", "kv_format": "bf16"}}
 
 #: The link disaggregated engines move KV over: their transfer engines (NIXL, Mooncake) use
 #: the GPUs' RDMA NICs, InfiniBand NDR 400 Gb/s per GPU on an H100 SXM node.

@@ -34,7 +34,7 @@ BASES: dict[str, list[str]] = {
 }
 #: Commands whose flags are not walked yet (each still has its own bad-input tests).
 NOT_WALKED = {"map", "validate", "validation", "sweep", "results", "trace", "calibrate",
-              "cosearch", "plot", "report", "rerun", "list"}
+              "cosearch", "plot", "report", "rerun", "list", "provision"}
 #: Flags whose only effect is the output's form, already given by the base.
 FORM = {"--json", "--quiet", "--csv"}
 #: Probes that spell out what the command does by default on the base (not inert flags).
@@ -45,11 +45,13 @@ SAME_AS_DEFAULT = {"run": {"--phase inference", "--objective latency"},
 VALUES: dict[str, dict[str, list[str]]] = {
     "gemm": {"--m": ["128"], "--n": ["128"], "--k": ["128"], "--batch": ["2"],
              "--set": ["units[0].rows=64"], "--a-format": ["bf16"], "--w-format": ["bf16"],
-             "--refine": ["2"], "--sparsity": ["2:4"], "--constraints": ["{tmp}/c.yaml"]},
+             "--refine": ["2"], "--sparsity": ["2:4"], "--constraints": ["{tmp}/c.yaml"],
+             "--weight-sparsity": ["0.5"], "--w-group-size": ["128"]},
     "plan": {"--model": ["gpt2-medium"], "--devices": ["4"], "--batch": ["4"], "--seq": ["256"],
              "--context": ["64"], "--top": ["1"], "--a-format": ["fp8_e4m3"],
              "--w-format": ["fp8_e4m3"], "--kv-format": ["fp8_e4m3"],
-             "--power-caps": ["100%,70%"], "--price-per-gpu-hour": ["2.5"], "--slo-ms": ["5"]},
+             "--power-caps": ["100%,70%"], "--price-per-gpu-hour": ["2.5"], "--slo-ms": ["5"],
+             "--weight-sparsity": ["0.5"], "--w-group-size": ["128"]},
     "compare": {"--model": ["resnet50"], "--batch": ["2"], "--seq": ["512"], "--context": ["64"],
                 "--a-format": ["bf16"], "--w-format": ["bf16"]},
     "run": {"--model": ["resnet50"], "--batch": ["2"], "--seq": ["512"], "--context": ["64"],
@@ -62,7 +64,7 @@ VALUES: dict[str, dict[str, list[str]]] = {
             "--ert": ["{tmp}/c.yaml"], "--time-budget": ["1"], "--seed": ["1"],
             "--save-mapping": ["{tmp}/m.yaml"], "--power-cap": ["70%"],
             "--zigzag-accelerator": ["{tmp}/c.yaml"], "--zigzag-mapping": ["{tmp}/c.yaml"],
-            "--moe-routing": ["balanced"]},
+            "--moe-routing": ["balanced"], "--weight-sparsity": ["0.5"], "--w-group-size": ["128"]},
     "serve": {"--model": ["gpt2-medium"], "--set": ["units[0].sm_count=66"], "--tp": ["2"],
               "--replicas": ["2"], "--decode-replicas": ["1"], "--decode-tp": ["2"],
               "--kv-link": ["pcie5"], "--a-format": ["fp8_e4m3"], "--w-format": ["fp8_e4m3"],
@@ -76,7 +78,8 @@ VALUES: dict[str, dict[str, list[str]]] = {
               "--decode-constraints": ["{tmp}/c.yaml"], "--timeline": ["{tmp}/tl.json"],
               "--plot": ["{tmp}/p.png"], "--pp": ["2"], "--ep": ["2"], "--cp": ["2"],
               "--plan": ["tp2pp2"], "--decode-pp": ["2"], "--decode-ep": ["2"],
-              "--decode-plan": ["tp2"], "--decode-design": ["gpu/a100"]},
+              "--decode-plan": ["tp2"], "--decode-design": ["gpu/a100"],
+              "--weight-sparsity": ["0.5"], "--w-group-size": ["128"]},
 }
 
 
