@@ -192,6 +192,13 @@ class Unit(ABC, Generic[M]):
         """Named dataflows / kernels this unit can use."""
         return ()
 
+    def sparse_weight_loads(self) -> str | None:
+        """None if this unit runs unstructured-sparse weights as sparse loads + dense MMA
+        (bitmap-encoded weights expanded on chip: Flash-LLM / SpInfer), else the reason it
+        cannot (``--weight-sparsity`` is refused with it)."""
+        return (f"a {self.kind} unit has no sparse-load + dense-compute kernel (Flash-LLM / "
+                f"SpInfer expand compressed weights in a tensor-core GPU's shared memory)")
+
     # ---- mappings ----------------------------------------------------------------------
     def parse_mapping(self, obj: Any) -> M:
         """A validated mapping of this family from user input (see the class contract).

@@ -51,6 +51,7 @@ _LAZY = {
     "ServingRun": "archsim.serve.session", "evaluate_timeloop": "archsim.timeloop",
     "TimeloopRun": "archsim.timeloop", "trace": "archsim.tracing",
     "TraceSummary": "archsim.tracing", "Varlen": "archsim.varlen",
+    "provision": "archsim.serve.provision", "ProvisionSearch": "archsim.serve.provision",
 }
 
 if TYPE_CHECKING:
@@ -59,6 +60,7 @@ if TYPE_CHECKING:
     from archsim.explore import SweepReport, load_spec, run_sweep
     from archsim.plans import PlanSearch, search_plans
     from archsim.run_request import RunRequest, evaluate_request
+    from archsim.serve.provision import ProvisionSearch, provision
     from archsim.serve.session import ServingRun, run_serving
     from archsim.timeloop import TimeloopRun, evaluate_timeloop
     from archsim.tracing import TraceSummary, trace
@@ -85,4 +87,4 @@ __all__ = ["load", "workload", "gemm_workload", "workload_from_dict", "evaluate"
            "run_serving", "ServingRun", "search_plans", "PlanSearch", "run_sweep", "load_spec",
            "SweepReport", "evaluate_timeloop", "TimeloopRun", "calibrate", "write_calibrated",
            "Calibration", "trace", "TraceSummary", "evaluate_request", "RunRequest",
-           "compare_designs", "Comparison", "Varlen"]
+           "compare_designs", "Comparison", "Varlen", "provision", "ProvisionSearch"]

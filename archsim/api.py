@@ -35,7 +35,8 @@ from archsim.workloads.zoo import build
 
 __all__ = ["load", "workload", "gemm_workload", "workload_from_dict", "evaluate", "find_config",
            "config_dir", "list_configs", "memory_check", "native_format", "with_native_formats",
-           "device_build", "paged_attention_available", "with_format_hint", "VERSION",
+           "device_build", "paged_attention_available", "check_weight_sparsity",
+           "with_format_hint", "VERSION",
            "FIDELITIES"]
 
 VERSION = "0.1.0"
@@ -265,21 +266,25 @@ def paged_attention_available(acc: Accelerator) -> bool:
 
 def device_build(acc: Accelerator, a_format: str | None = None, w_format: str | None = None,
                  kernels: str = "fused", kv_format: str | None = None,
-                 attention_kernel: str = "sdpa", tp_allreduce: str = "nccl") -> DeviceBuild:
+                 attention_kernel: str = "sdpa", tp_allreduce: str = "nccl",
+                 weight_sparsity: float = 0.0, w_group_size: int = 0,
+                 act_order: bool = False) -> DeviceBuild:
     """The choices a model's graph is built with on ``acc``, wherever it runs (one device,
     each device of a plan, a serving replica): the design's attention
     (:func:`preferred_attention`), the given formats, else the design's
     :func:`native_format` (kernels ``fused`` only: autocast sets its own formats), the
     attention call (``sdpa``, or ``paged``: a serving framework's paged-KV backend, which
-    needs a unit that models it and fused attention) and the tensor-parallel all-reduce's
-    implementation (``nccl``, ``custom-graph``, ``custom-eager``).
+    needs a unit that models it and fused attention), the tensor-parallel all-reduce's
+    implementation (``nccl``, ``custom-graph``, ``custom-eager``), the fraction of zero
+    weights run as sparse loads + dense MMA (:func:`check_weight_sparsity`), and group-wise
+    weight scales and act-order (``Workload.with_weight_groups``).
 
     Raises:
         WorkloadError: an unknown format or attention kernel, naming its flag; ``paged`` on
-            a design without a paged-KV attention model.
+            a design without a paged-KV attention model; a bad sparsity fraction.
         MappingError: an activation format a unit has no datapath for
             (``Unit.lacks_compute_format``: bf16 on a V100, fp8 on an A100), naming the
-            formats it can run.
+            formats it can run; weight sparsity on a design that cannot run it.
     """
     for flag, name in (("--a-format", a_format), ("--w-format", w_format),
                        ("--kv-format", kv_format)):
@@ -298,11 +303,36 @@ def device_build(acc: Accelerator, a_format: str | None = None, w_format: str | 
             if why:
                 raise MappingError(Problem(f"{a_format}: {acc.name}'s {u.name} has {why}",
                                             "--a-format"))
+    check_weight_sparsity(acc, weight_sparsity)
     native = native_format(acc) if kernels == "fused" and not a_format and not w_format \
         else None
     return DeviceBuild(attention=attention, kernels=kernels, a_format=a_format,
                        w_format=w_format, kv_format=kv_format, native=native,
-                       attention_kernel=attention_kernel, tp_allreduce=tp_allreduce)
+                       attention_kernel=attention_kernel, tp_allreduce=tp_allreduce,
+                       weight_sparsity=float(weight_sparsity), w_group_size=w_group_size,
+                       act_order=act_order)
+
+
+def check_weight_sparsity(acc: Accelerator, fraction: float) -> None:
+    """Refuse ``--weight-sparsity`` (a fraction of zero weights in [0, 1)) out of range, or
+    on a design with a unit that cannot run sparse loads + dense MMA
+    (``Unit.sparse_weight_loads``: tensor-core GPUs can).
+
+    Raises:
+        WorkloadError: ``fraction`` not in [0, 1).
+        MappingError: the first unit that cannot, with its reason.
+    """
+    if not isinstance(fraction, (int, float)) or isinstance(fraction, bool) \
+            or not 0.0 <= fraction < 1.0:
+        raise WorkloadError(Problem(f"expected a fraction of zero weights in [0, 1), got "
+                                    f"{fraction!r}", "--weight-sparsity"))
+    if not fraction:
+        return
+    for u in acc.units:
+        why = u.sparse_weight_loads()
+        if why is not None:
+            raise MappingError(Problem(f"{acc.name} cannot run unstructured weight sparsity: "
+                                       f"{why}", "--weight-sparsity"))
 
 
 def with_format_hint(exc: MappingError, acc: Accelerator) -> MappingError:

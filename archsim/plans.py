@@ -270,7 +270,9 @@ def search_plans(design: str, model: str, devices: int, *, phase: str = "train",
                  power_caps: Sequence[float] = (1.0,), fewer_devices: bool = False,
                  price_per_gpu_hour: float | None = None, slo_ms: float | None = None,
                  attention_kernel: str = "sdpa", offload: Offload | None = None,
-                 varlen: Varlen | None = None, overlap: str = "none") -> PlanSearch:
+                 varlen: Varlen | None = None, overlap: str = "none",
+                 weight_sparsity: float = 0.0, w_group_size: int = 0,
+                 act_order: bool = False) -> PlanSearch:
     """Search parallel plans (tp, pp, dp, ep, cp, microbatches, recompute, ZeRO) of ``model``
     on ``devices`` devices of ``design``.
 
@@ -306,7 +308,12 @@ def search_plans(design: str, model: str, devices: int, *, phase: str = "train",
             :func:`mapper.overlap.parse_overlap`) of every plan it applies to
             (:func:`mapper.overlap.check_overlap`; the fused kernel's plans run without
             sequence parallelism); the others are left out.
+        weight_sparsity: fraction of zero weights run as sparse loads + dense MMA
+            (:func:`archsim.api.check_weight_sparsity`; GPU designs, inference).
+        w_group_size, act_order: group-wise weight scales and GPTQ act-order
+            (``Workload.with_weight_groups``).
     Raises:
+        MappingError: weight sparsity on a design that cannot run it.
         ConfigError: fewer than one device, an unknown phase for the model, no valid plan
             for the batch, an objective without its input (``--price-per-gpu-hour``,
             ``--slo-ms``), a power cap the design cannot take, documents (``varlen``)
@@ -331,7 +338,13 @@ def search_plans(design: str, model: str, devices: int, *, phase: str = "train",
     path = find_cluster(design)
     own = load_cluster(path).devices if path is not None else devices
     build = device_build(cluster.device, a_format, w_format, kv_format=kv_format,
-                         attention_kernel=attention_kernel)
+                         attention_kernel=attention_kernel,
+                         weight_sparsity=weight_sparsity, w_group_size=w_group_size,
+                         act_order=act_order)
+    if weight_sparsity and phase == "train":
+        raise ConfigError(Problem("sparse weight loads are an inference kernel (Flash-LLM / "
+                                  "SpInfer serve a pruned model); training updates dense "
+                                  "weights", "--weight-sparsity"))
     batch = batch or (devices if phase == "train" else 16)
     seq = 1 if phase == "decode" else (seq or s.default_seq)
     counts = tuple(divisors(devices)) if fewer_devices else (devices,)

@@ -30,6 +30,7 @@ from typing import Any
 
 from archsim import sim
 from archsim.api import (
+    check_weight_sparsity,
     device_build,
     evaluate,
     gemm_workload,
@@ -42,7 +43,7 @@ from archsim.arch.accelerator import Accelerator
 from archsim.arch.gpu.precision import plan_mma, tc_format_name
 from archsim.arch.gpu.spec import GpuSpec
 from archsim.result import Result
-from archsim.workloads.errors import MappingError
+from archsim.workloads.errors import MappingError, Problem, WorkloadError
 from archsim.workloads.formats import get_format
 from archsim.workloads.graph import Workload
 
@@ -72,6 +73,10 @@ class RunRequest:
         m, n, k: the GEMM's dimensions (``gemm``).
         overrides: ``KEY=VALUE`` config overrides (``--set``).
         sparsity: ``(N, M)`` structured weight sparsity, or None.
+        weight_sparsity: fraction of zero weights run as sparse loads + dense MMA
+            (``--weight-sparsity``; GPU designs, inference), 0 = dense.
+        w_group_size, act_order: group-wise weight scales along K (``--w-group-size``) and
+            GPTQ act-order (``--act-order``): ``Workload.with_weight_groups``.
         moe_routing: mixture-of-experts models: one fused MoE op per block with this
             routing (``--moe-routing``); None = separate expert ops.
         native_format: set by :func:`request_workload`: the design-native format applied
@@ -95,6 +100,9 @@ class RunRequest:
     a_format: str | None = None
     w_format: str | None = None
     sparsity: tuple[int, int] | None = None
+    weight_sparsity: float = 0.0
+    w_group_size: int = 0
+    act_order: bool = False
     overrides: tuple[str, ...] = ()
     fidelity: str = "analytical"
     objective: str = "latency"
@@ -137,6 +145,12 @@ class RunRequest:
             argv += ["--refine", str(self.refine)]
         if self.sparsity:
             argv += ["--sparsity", f"{self.sparsity[0]}:{self.sparsity[1]}"]
+        if self.weight_sparsity:
+            argv += ["--weight-sparsity", f"{self.weight_sparsity:g}"]
+        if self.w_group_size:
+            argv += ["--w-group-size", str(self.w_group_size)]
+        if self.act_order:
+            argv += ["--act-order"]
         for o in self.overrides:
             argv += ["--set", o]
         return argv
@@ -166,6 +180,14 @@ def request_workload(req: RunRequest, acc: Accelerator) -> tuple[Workload, RunRe
         wl = b.framework_calls(wl)
     if req.sparsity:
         wl = wl.with_sparsity(*req.sparsity)
+    wl = wl.with_weight_groups(req.w_group_size, req.act_order, req.tp)
+    if req.weight_sparsity:
+        check_weight_sparsity(acc, req.weight_sparsity)
+        if wl.phase == "train":
+            raise WorkloadError(Problem(
+                "sparse weight loads are an inference kernel (Flash-LLM / SpInfer serve a "
+                "pruned model); training updates dense weights", "--weight-sparsity"))
+        wl = wl.with_weight_sparsity(req.weight_sparsity)
     return wl, replace(req, native_format=native)
 
 

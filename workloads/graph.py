@@ -17,7 +17,16 @@ from archsim.workloads.errors import Problem, WorkloadError
 from archsim.workloads.formats import NumberFormat
 from archsim.workloads.ops import Conv2d, Embedding, Gemm, Op, Sparsity
 
-__all__ = ["Workload", "PHASES"]
+__all__ = ["Workload", "PHASES", "SPARSE_WEIGHT_ROLES", "ROW_PARALLEL_ROLES"]
+
+#: The linear layers whose K (input features) tensor parallelism splits over the ranks
+#: (Megatron's row-parallel layers): the attention output and the MLP's down projections.
+ROW_PARALLEL_ROLES = frozenset({"proj", "ffn_down", "expert_down"})
+
+#: The linear layers of a block that unstructured weight pruning sparsifies (attention
+#: projections, the MLP, routed experts): what Flash-LLM / SpInfer run as sparse GEMMs.
+SPARSE_WEIGHT_ROLES = frozenset({"qkv", "proj", "ffn_up", "ffn_gate", "ffn_down",
+                                 "expert_gate", "expert_up", "expert_down"})
 
 PHASES = ("prefill", "decode", "train", "inference")
 
@@ -150,6 +159,76 @@ class Workload:
                 elif (isinstance(op, Conv2d) and op.groups == 1
                       and op.as_gemm().k % m == 0):
                     new = replace(op, w_sparsity=sp)
+            out.add(new, self.graph.predecessors(op.name))
+        return out
+
+    def with_weight_sparsity(self, fraction: float) -> Workload:
+        """A copy whose blocks' linear layers (roles :data:`SPARSE_WEIGHT_ROLES`, forward
+        pass) hold a ``fraction`` of zeros at random positions (unstructured pruning, as
+        SparseGPT / Wanda produce), stored bitmap-encoded (``Sparsity(density=1 -
+        fraction, encoding="bitmap")``): the weights the serving kernels of Flash-LLM and
+        SpInfer load compressed; a GEMM of unknown role (a single GEMM, an imported graph's)
+        too. The embedding and the head stay dense. ``fraction`` 0 is the workload itself.
+
+        Raises:
+            WorkloadError: ``fraction`` outside [0, 1) (naming ``--weight-sparsity``).
+        """
+        if not isinstance(fraction, (int, float)) or isinstance(fraction, bool) \
+                or not 0.0 <= fraction < 1.0:
+            raise WorkloadError(Problem(f"expected a fraction of zero weights in [0, 1), "
+                                        f"got {fraction!r}", "--weight-sparsity"))
+        if fraction == 0:
+            return self
+        sp = Sparsity(density=1.0 - fraction, encoding="bitmap")
+        out = Workload(self.name, self.phase, self.batch, self.seq, self.context, self.parameters,
+                       self.family, tied=self.tied, devices=self.devices)
+        for op in self.ops():
+            new = op
+            if (op.pass_ == "fwd" and isinstance(op, Gemm) and op.b_is_weight
+                    and (op.role in SPARSE_WEIGHT_ROLES or op.role == "")):
+                new = replace(op, w_sparsity=sp)
+            out.add(new, self.graph.predecessors(op.name))
+        return out
+
+    def with_weight_groups(self, group_size: int, act_order: bool = False,
+                           tp: int = 1) -> Workload:
+        """A copy whose blocks' linear layers (:data:`SPARSE_WEIGHT_ROLES`, forward; a single
+        GEMM and a CNN's fully-connected layers too) carry group-wise quantisation scales: one scale and zero point per
+        ``group_size`` weights along K (GPTQ / AWQ). With ``act_order`` (GPTQ ``desc_act``),
+        as vLLM runs it: the weights are pre-permuted at load time and each GEMM permutes its
+        input's columns first (``Gemm.permute_a``); under tensor parallelism (``tp`` > 1) the
+        row-parallel layers (:data:`ROW_PARALLEL_ROLES`, K split over ranks) keep the scales
+        of every group of the whole K on every rank (``Gemm.group_span = k x tp``), and no
+        activation is gathered. ``group_size`` 0 is the workload itself.
+
+        Raises:
+            WorkloadError: ``group_size`` not an int >= 0 (``--w-group-size``); act-order
+                without groups (``--act-order``); groups on float weights
+                (``--w-group-size``: scales quantise integer weights).
+        """
+        if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 0:
+            raise WorkloadError(Problem(f"expected an int >= 0, got {group_size!r}",
+                                        "--w-group-size"))
+        if act_order and not group_size:
+            raise WorkloadError(Problem("act-order permutes the groups of group-wise "
+                                        "quantised weights: give --w-group-size (e.g. 128)",
+                                        "--act-order"))
+        if not group_size:
+            return self
+        out = Workload(self.name, self.phase, self.batch, self.seq, self.context, self.parameters,
+                       self.family, tied=self.tied, devices=self.devices)
+        for op in self.ops():
+            new = op
+            if (op.pass_ == "fwd" and isinstance(op, Gemm) and op.b_is_weight
+                    and (op.role in SPARSE_WEIGHT_ROLES or op.role in ("", "fc"))):
+                if not op.w_format.is_integer:
+                    raise WorkloadError(Problem(
+                        f"group scales quantise integer weights; {op.name} has "
+                        f"{op.w_format.name} weights (give --w-format int2..int8)",
+                        "--w-group-size"))
+                span = op.k * tp if act_order and op.role in ROW_PARALLEL_ROLES else 0
+                new = replace(op, group_size=group_size, group_span=span,
+                              permute_a=act_order)
             out.add(new, self.graph.predecessors(op.name))
         return out
 

@@ -69,6 +69,10 @@ VECTOR_OPS_PER_ELEMENT: dict[str, int] = {
 }
 
 
+#: How a sparse operand's non-zeros are stored (:class:`Sparsity`).
+SPARSE_ENCODINGS = ("index", "bitmap")
+
+
 @dataclass(frozen=True)
 class Sparsity:
     """Sparsity of one operand.
@@ -76,11 +80,16 @@ class Sparsity:
     Attributes:
         n, m: N:M structured sparsity (``n`` non-zeros in every group of ``m``); 0:0 = none.
         density: additional unstructured density in (0, 1] (1.0 = dense).
+        encoding: how the non-zeros are stored: ``index`` (each non-zero with its index:
+            ``ceil(log2 M)`` bits for N:M, 16 bits unstructured, as CSR / Flash-LLM's
+            tiled-CSL) or ``bitmap`` (one presence bit per element plus the non-zero
+            values, SpInfer's TCA-BME): :meth:`stored_bytes_per_element`.
     """
 
     n: int = 0
     m: int = 0
     density: float = 1.0
+    encoding: str = "index"
 
     def __post_init__(self) -> None:
         if (self.n == 0) != (self.m == 0) or self.n < 0 or self.n > self.m:
@@ -88,6 +97,9 @@ class Sparsity:
                                         "sparsity"))
         if not 0.0 < self.density <= 1.0:
             raise WorkloadError(Problem(f"density must be in (0, 1], got {self.density}", "sparsity"))
+        if self.encoding not in SPARSE_ENCODINGS:
+            raise WorkloadError(Problem(f"expected one of {', '.join(SPARSE_ENCODINGS)}, got "
+                                        f"{self.encoding!r}", "sparsity.encoding"))
 
     @property
     def structured(self) -> bool:
@@ -98,6 +110,18 @@ class Sparsity:
         """Fraction of non-zero elements."""
         nm = self.n / self.m if self.m else 1.0
         return nm * self.density
+
+    def stored_bytes_per_element(self, bpe: float) -> float:
+        """Bytes per element of the dense shape as stored, for elements of ``bpe`` bytes:
+        ``index``: ``fraction * (bpe + index bits / 8)``; ``bitmap``:
+        ``fraction * bpe + 1/8``; dense: ``bpe``."""
+        frac = self.fraction
+        if frac >= 1.0:
+            return bpe
+        if self.encoding == "bitmap":
+            return frac * bpe + 1 / 8
+        idx_bits = math.ceil(math.log2(self.m)) if self.m else 16
+        return frac * (bpe + idx_bits / 8.0)
 
     @classmethod
     def parse(cls, text: str) -> Sparsity:
@@ -247,6 +271,11 @@ class Gemm(Op):
         held: weight B matrices held resident besides the ``batch`` read (the experts of a
             device that no token reached this call; counted by ``resident_weight_bytes``
             only, never read).
+        group_span: the K the group scales cover (0: ``k``). GPTQ act-order under tensor
+            parallelism: a row-parallel shard (``k = K / tp``) keeps the scales of every group
+            of the whole K (vLLM repeats them on all ranks), ``group_span = K``.
+        permute_a: the input's columns are permuted before the GEMM (act-order: the rows of
+            the pre-permuted weights): one more read and write of A.
 
     Its ``role`` (``qkv``, ``proj``, ``ffn_up``, ``qk``, ``av``, ``lm_head``, ``conv`` ...)
     tells the units which GEMMs of attention they may fuse (``qk``, ``av``).
@@ -262,6 +291,8 @@ class Gemm(Op):
     group_size: int = 0
     w_sparsity: Sparsity = field(default_factory=Sparsity)
     held: int = 0
+    group_span: int = 0
+    permute_a: bool = False
 
     def _positive_fields(self) -> tuple[str, ...]:
         return ("m", "n", "k", "batch", "b_shared")
@@ -294,13 +325,11 @@ class Gemm(Op):
         bpe = self.b_format.bytes_per_element
         total = elems * bpe
         if self.b_is_weight:
-            frac = self.w_sparsity.fraction
-            if frac < 1.0:
-                # values of non-zeros + ceil(log2 M) index bits per non-zero (N:M metadata)
-                idx_bits = math.ceil(math.log2(self.w_sparsity.m)) if self.w_sparsity.m else 16
-                total = elems * frac * (bpe + idx_bits / 8.0)
+            # values of the non-zeros + their metadata (N:M index bits, CSR index, bitmap)
+            total = elems * self.w_sparsity.stored_bytes_per_element(bpe)
             if self.group_size:
-                groups = (self.batch // self.b_shared) * math.ceil(self.k / self.group_size) * self.n
+                groups = ((self.batch // self.b_shared)
+                          * math.ceil((self.group_span or self.k) / self.group_size) * self.n)
                 total += groups * self.a_format.bytes_per_element * (2 if self.w_format.is_integer else 1)
         return total
 

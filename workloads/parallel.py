@@ -51,6 +51,7 @@ from archsim.workloads.ops import (
     ATTENTION_KERNELS,
     AllReduce,
     Attention,
+    Sparsity,
 )
 
 __all__ = ["ParallelPlan", "RECOMPUTE", "Comm", "DeviceBuild", "check_plan", "block_graphs",
@@ -132,6 +133,10 @@ class DeviceBuild:
         tp_allreduce: the implementation of every tensor-parallel ``AllReduce`` op of the
             graph (``AllReduce.impl``: ``nccl``, ``custom-graph``, ``custom-eager``); a plan
             prices its collectives on the cluster with ``PlanOptions.tp_allreduce`` instead.
+        weight_sparsity: fraction of zero weights in the blocks' linear layers, run as sparse
+            loads + dense MMA (``Workload.with_weight_sparsity``; inference only); 0: dense.
+        w_group_size, act_order: group-wise weight scales along K and GPTQ act-order as vLLM
+            runs it under tensor parallelism (``Workload.with_weight_groups``); 0: none.
     """
 
     attention: str = "unfused"
@@ -142,6 +147,9 @@ class DeviceBuild:
     native: str | None = None
     attention_kernel: str = "sdpa"
     tp_allreduce: str = "nccl"
+    weight_sparsity: float = 0.0
+    w_group_size: int = 0
+    act_order: bool = False
 
     def __post_init__(self) -> None:
         for flag, v, ok in (("--attention-kernel", self.attention_kernel, ATTENTION_KERNELS),
@@ -153,11 +161,16 @@ class DeviceBuild:
     def graph(self, s: TransformerShape, phase: str | None, batch: int, seq: int | None,
               context: int | None, tp: int = 1, ep: int = 1) -> Workload:
         """The graph of ``s`` with these choices (``build_transformer``'s arguments)."""
+        if self.weight_sparsity and phase == "train":
+            raise WorkloadError(Problem(
+                "sparse weight loads are an inference kernel (Flash-LLM / SpInfer serve a "
+                "pruned model); training updates dense weights", "--weight-sparsity"))
         if self.kernels == "eager_amp":     # autocast's policy sets every op's format
             amp = get_format(self.a_format or "bf16", "--a-format").name
             return self.framework_calls(build_transformer(
                 replace(s, a_format=amp, w_format=amp), phase, batch, seq, context, tp, ep,
-                attention=self.attention, kernels=self.kernels))
+                attention=self.attention, kernels=self.kernels
+            ).with_weight_sparsity(self.weight_sparsity))
         w = build_transformer(s, phase, batch, seq, context, tp, ep, attention=self.attention,
                               kernels=self.kernels)
         if self.a_format or self.w_format:
@@ -167,7 +180,8 @@ class DeviceBuild:
                                else None)
         elif self.native:
             w = w.in_format(get_format(self.native))
-        return self.framework_calls(w)
+        return self.framework_calls(w.with_weight_groups(self.w_group_size, self.act_order, tp)
+                                    .with_weight_sparsity(self.weight_sparsity))
 
     def framework_calls(self, w: Workload) -> Workload:
         """``w`` with every ``Attention`` op called by :attr:`attention_kernel` (its K/V in
@@ -207,12 +221,17 @@ class DeviceBuild:
             return BYTES_PER_PARAM["weights"], BYTES_PER_PARAM["weights"]
         name = self.w_format or (self.a_format if self.kernels == "eager_amp" else None)
         if name:
-            b = get_format(name).bytes_per_element
-            return b, b
-        if self.native and s.w_format == s.a_format:
-            b = get_format(self.native).bytes_per_element
-            return b, b
-        return BYTES_PER_PARAM["weights"], get_format(s.w_format).bytes_per_element
+            head = blocks = get_format(name).bytes_per_element
+        elif self.native and s.w_format == s.a_format:
+            head = blocks = get_format(self.native).bytes_per_element
+        else:
+            head, blocks = BYTES_PER_PARAM["weights"], get_format(s.w_format).bytes_per_element
+        if self.w_group_size:        # a scale and a zero point per group (16-bit each)
+            blocks += 2 * 2.0 / self.w_group_size
+        if self.weight_sparsity:     # the blocks' weights stored bitmap-compressed
+            sp = Sparsity(density=1.0 - self.weight_sparsity, encoding="bitmap")
+            blocks = sp.stored_bytes_per_element(blocks)
+        return head, blocks
 
     def stream_format(self, s: TransformerShape) -> NumberFormat:
         """Format of the residual stream a plan's collectives move (tp all-reduce, sequence-

@@ -52,6 +52,13 @@ _ACC_BYTES = 4                    # fp32 / int32 accumulators
 _RF_ACC_FRACTION = 0.5            # registers left for accumulators (rest: fragments, addresses)
 
 
+#: INT32 instructions per element to expand a bitmap-encoded sparse weight tile into its
+#: dense shared-memory tile (SpInfer's register decode): test the element's presence bit,
+#: count the set bits below it (``popc`` of the masked word: the offset of its value among
+#: the tile's non-zeros), select the value or zero. An instruction count, not a fit.
+SPARSE_EXPAND_OPS_PER_ELEMENT = 3
+
+
 @dataclass(frozen=True)
 class GemmShape:
     """What the tile model needs of a GEMM.
@@ -64,6 +71,10 @@ class GemmShape:
         b_distinct: number of distinct B matrices (batch / b_shared; 1 for shared weights).
         c_hbm_bytes: bytes of C written (0 when the consumer keeps it on chip).
         sparse_speedup: MMA rate multiplier (2:4 sparse tensor cores), else 1.
+        b_expand_bpe: B arrives compressed (unstructured sparse weights, ``b_bpe`` bytes per
+            dense element) and each CTA expands its tile into shared memory at this width
+            before dense MMAs (Flash-LLM / SpInfer); 0: B is used as loaded.
+        b_expand_ops: INT32 ops per B element of the expansion (per CTA, per k-step).
     """
 
     batch: int
@@ -78,6 +89,8 @@ class GemmShape:
     b_distinct: int
     c_hbm_bytes: float
     sparse_speedup: float = 1.0
+    b_expand_bpe: float = 0.0
+    b_expand_ops: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -178,17 +191,20 @@ def gemm_time(spec: GpuSpec, g: GemmShape, plan: MmaPlan, *,
         if acc > spec.sm.regfile_bytes_per_sm * _RF_ACC_FRACTION:
             continue
         stage = bm * bk * g.a_bpe + bk * bn * g.b_bpe
-        stages = min(spec.sm.max_stages, int(smem_cap // stage))
+        expand = bk * bn * g.b_expand_bpe          # the expanded B tile (sparse weights)
+        stages = min(spec.sm.max_stages, int((smem_cap - expand) // stage))
         if stages < 2:
             continue
-        cta_cap = max(1, min(int(smem_cap // (stages * stage)),
+        cta_cap = max(1, min(int(smem_cap // (stages * stage + expand)),
                              int(spec.sm.regfile_bytes_per_sm * _RF_ACC_FRACTION // acc)))
         wm, wn = min(bm, spec.sm.mma_tile_m), min(bn, spec.sm.mma_tile_n)
-        smem_k = (bk * g.a_bpe * bm * ceil_div(bn, wn) + bk * g.b_bpe * bn * ceil_div(bm, wm)
-                  + stage)
+        b_mma_bpe = g.b_expand_bpe or g.b_bpe      # B as the warps' fragment loads read it
+        smem_k = (bk * g.a_bpe * bm * ceil_div(bn, wn) + bk * b_mma_bpe * bn * ceil_div(bm, wm)
+                  + stage + expand)
         t_mma = bm * bn * bk * plan.passes / rate
         t_smem = smem_k / spec.sm.smem_bytes_per_clock
-        conv = bm * bk * plan.a_convert_ops + bk * bn * plan.b_convert_ops * ceil_div(bm, wm)
+        conv = (bm * bk * plan.a_convert_ops + bk * bn * plan.b_convert_ops * ceil_div(bm, wm)
+                + bk * bn * g.b_expand_ops)
         t_cvt = conv / int_lanes
         # rows / columns beyond M / N are predicated off: they occupy shared memory and
         # MMA slots but move no bytes from L2 (nor to it in the epilogue)

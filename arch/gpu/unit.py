@@ -19,7 +19,6 @@ Kernels modelled (equations in ``docs/gpu.md``):
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
@@ -37,7 +36,13 @@ from archsim.arch.gpu.datapath import (
     SFU_PER_ELEMENT,
     SMEM_WIDTH_BITS,
 )
-from archsim.arch.gpu.gemm import SPLITS, GemmResult, GemmShape, gemm_time
+from archsim.arch.gpu.gemm import (
+    SPARSE_EXPAND_OPS_PER_ELEMENT,
+    SPLITS,
+    GemmResult,
+    GemmShape,
+    gemm_time,
+)
 from archsim.arch.gpu.host import EAGER_OPS_PER_ATTENTION, RUNTIME_NOTES, host_s
 from archsim.arch.gpu.kernels import (
     attention_tc_format,
@@ -152,6 +157,10 @@ class TensorCoreGpu(Unit[GpuMapping]):
 
     def lacks_compute_format(self, fmt: NumberFormat) -> str | None:
         return missing_compute_format(self.spec, fmt)
+    def sparse_weight_loads(self) -> str | None:
+        """Bitmap-encoded sparse weights are loaded compressed and expanded into each CTA's
+        shared-memory tile before dense MMAs (``GemmShape.b_expand_bpe``)."""
+        return None
 
     def dataflows(self) -> tuple[str, ...]:
         return DATAFLOWS
@@ -224,13 +233,10 @@ class TensorCoreGpu(Unit[GpuMapping]):
         fmt = g.b_format
         bpe = fmt.bytes_per_element
         if g.b_is_weight:
-            sp = g.w_sparsity
-            if sp.fraction < 1.0:
-                idx_bits = math.ceil(math.log2(sp.m)) if sp.m else 16
-                bpe = sp.fraction * (bpe + idx_bits / 8.0)
-            if g.group_size:
+            bpe = g.w_sparsity.stored_bytes_per_element(bpe)
+            if g.group_size:   # (act-order shards keep the whole K's scales: group_span)
                 bpe += (g.a_format.bytes_per_element * (2 if fmt.is_integer else 1)
-                        / g.group_size)
+                        / g.group_size * (g.group_span or g.k) / g.k)
         return bpe
 
     # ---- mappings -----------------------------------------------------------------------
@@ -393,7 +399,8 @@ class TensorCoreGpu(Unit[GpuMapping]):
             b_bytes = op.weight_bytes()
             b_distinct = g.batch
         else:
-            a_hbm = g.batch * g.m * g.k * a_bpe
+            # act-order: the input's columns are permuted first (read + write, then read)
+            a_hbm = g.batch * g.m * g.k * a_bpe * (3 if g.permute_a else 1)
             b_distinct = g.batch // g.b_shared
         c_hbm = g.output_bytes()
         if fused and g.role == "qk":
@@ -405,8 +412,12 @@ class TensorCoreGpu(Unit[GpuMapping]):
         if (sp is not None and sp.structured and sp.m in (2, 4) and sp.n / sp.m <= 0.5
                 and plan.tensor):
             sparse = s.tensor_core.sparse_24_speedup
+        # unstructured sparse weights: sparse loads + dense MMA (Flash-LLM / SpInfer)
+        expand = sp is not None and sp.fraction < 1.0 and not sp.structured
         shape = GemmShape(g.batch, g.m, g.n, g.k, a_bpe, self._b_bpe(g),
-                          g.a_format.bytes_per_element, a_hbm, b_bytes, b_distinct, c_hbm, sparse)
+                          g.a_format.bytes_per_element, a_hbm, b_bytes, b_distinct, c_hbm, sparse,
+                          b_expand_bpe=g.b_format.bytes_per_element if expand else 0.0,
+                          b_expand_ops=SPARSE_EXPAND_OPS_PER_ELEMENT if expand else 0.0)
         splits: tuple[int, ...] = SPLITS
         if split is not None:
             splits = (split,)

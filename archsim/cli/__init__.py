@@ -32,6 +32,7 @@ from archsim.cli import (
     map_,
     plan,
     plot,
+    provision,
     report,
     rerun,
     results,
@@ -51,7 +52,7 @@ COMMANDS: dict[str, ModuleType] = {
     "map": map_, "run": run, "gemm": gemm, "validate": validate, "validation": validation,
     "sweep": sweep, "results": results, "trace": trace, "plan": plan, "calibrate": calibrate,
     "serve": serve, "cosearch": cosearch, "plot": plot, "report": report, "rerun": rerun,
-    "compare": compare, "list": list_,
+    "compare": compare, "provision": provision, "list": list_,
 }
 
 

@@ -120,6 +120,31 @@ def positive_float(text: str) -> float:
     return _finite_float(text, "> 0", lambda v: v > 0)
 
 
+def zero_fraction(text: str) -> float:
+    """argparse type: a fraction of zero weights in [0, 1)."""
+    return _finite_float(text, "in [0, 1)", lambda v: 0 <= v < 1)
+
+
+def add_weight_sparsity_flag(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """``--weight-sparsity F`` (run, map, gemm, plan, serve): docs/gpu.md, "Unstructured
+    weight sparsity"."""
+    p.add_argument("--weight-sparsity", type=zero_fraction, default=0.0, metavar="F",
+                   help="fraction F of zero weights (unstructured) in the linear layers, run "
+                   "as sparse loads + dense tensor-core MMA (Flash-LLM/SpInfer; GPU designs, "
+                   "inference; e.g. 0.6)")
+
+
+def add_weight_group_flags(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """``--w-group-size G`` and ``--act-order`` (run, map, gemm, plan, serve): docs/gpu.md,
+    "Act-order (permuted) group quantisation under tensor parallelism"."""
+    p.add_argument("--w-group-size", type=non_negative_int, default=0, metavar="G",
+                   help="group-wise integer weights: one scale + zero point per G weights "
+                   "along K (GPTQ/AWQ; e.g. 128)")
+    p.add_argument("--act-order", action="store_true",
+                   help="GPTQ act-order as vLLM runs it: pre-permuted weights, the input "
+                   "permuted per GEMM, all groups' scales on every TP rank (no gather)")
+
+
 def ratio_at_least_one(text: str) -> float:
     """argparse type: a finite number >= 1 (imbalance factors, oversubscription)."""
     return _finite_float(text, ">= 1", lambda v: v >= 1)

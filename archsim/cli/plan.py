@@ -19,6 +19,8 @@ from archsim.api import device_build
 from archsim.arch.collective import IMPLS
 from archsim.cli.common import (
     add_attention_kernel_flag,
+    add_weight_group_flags,
+    add_weight_sparsity_flag,
     non_empty,
     positive_float,
     positive_int,
@@ -197,7 +199,9 @@ def run_plan(args: argparse.Namespace) -> int:
                        overlap=parse_overlap(args.overlap or "none"))
     power_capped(cluster, args.power_cap, "--power-cap")     # refused here, naming the flag
     build = device_build(cluster.device, args.a_format, args.w_format, args.kernels,
-                         args.kv_format, args.attention_kernel or "sdpa")
+                         args.kv_format, args.attention_kernel or "sdpa",
+                         weight_sparsity=args.weight_sparsity,
+                         w_group_size=args.w_group_size, act_order=args.act_order)
     r = evaluate_plan(cluster, args.model, plan, phase, batch=args.batch, seq=args.seq,
                       context=args.context, options=opts, build=build)
     if not r.fits:
@@ -253,6 +257,8 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--tp-allreduce", choices=IMPLS, default="nccl", help=TP_ALLREDUCE_HELP)
     add_attention_kernel_flag(ap, "sdpa")
     add_varlen_flags(ap)
+    add_weight_sparsity_flag(ap)
+    add_weight_group_flags(ap)
     ap.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -267,7 +273,9 @@ def run(args: argparse.Namespace) -> int:
                          power_caps=args.power_caps, fewer_devices=args.fewer_devices,
                          price_per_gpu_hour=args.price_per_gpu_hour, slo_ms=args.slo_ms,
                          attention_kernel=args.attention_kernel or "sdpa",
-                         offload=offload_of(args), varlen=varlen_from_args(args))
+                         offload=offload_of(args), varlen=varlen_from_args(args),
+                         weight_sparsity=args.weight_sparsity,
+                         w_group_size=args.w_group_size, act_order=args.act_order)
     if args.json:
         print(found.to_json(args.top))
         return 0 if found.ranked else 1

@@ -29,6 +29,8 @@ from archsim.cli.common import (
     UsageError,
     add_attention_kernel_flag,
     add_runtime_flag,
+    add_weight_group_flags,
+    add_weight_sparsity_flag,
     nm,
     non_empty,
     non_negative_int,
@@ -93,6 +95,8 @@ def add_evaluation_flags(p: argparse.ArgumentParser, timeloop_inputs: bool = Fal
     p.add_argument("--sparsity", type=nm, metavar="N:M",
                    help="N:M structured sparsity on the weights of every prunable layer "
                    "(forward and backward-data passes; e.g. 2:4, 2:8)")
+    add_weight_sparsity_flag(p)
+    add_weight_group_flags(p)
 
 
 def add_timeloop_flags(p: argparse.ArgumentParser) -> None:
@@ -210,6 +214,8 @@ def request_from_args(args: argparse.Namespace) -> RunRequest:
     """The :class:`RunRequest` of parsed ``run``/``map``/``gemm`` flags."""
     base = RunRequest(cmd=args.cmd, config=args.config, batch=args.batch,
                       a_format=args.a_format, w_format=args.w_format, sparsity=args.sparsity,
+                      weight_sparsity=args.weight_sparsity, w_group_size=args.w_group_size,
+                      act_order=args.act_order,
                       overrides=tuple(args.overrides), fidelity=args.fidelity,
                       objective=args.objective or "latency", mapping=args.mapping or "default",
                       constraints=args.constraints, refine=args.refine)

@@ -31,6 +31,8 @@ import sys
 from archsim.cli.common import (
     add_attention_kernel_flag,
     add_runtime_flag,
+    add_weight_group_flags,
+    add_weight_sparsity_flag,
     non_empty,
     positive_float,
     positive_int,
@@ -97,6 +99,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--a-format", type=non_empty, help="activation number format (e.g. fp8_e4m3)")
     g.add_argument("--w-format", type=non_empty, help="weight number format (e.g. fp8_e4m3, int4)")
     g.add_argument("--overlap", default="none", metavar="TECHNIQUE", help=OVERLAP_HELP)
+    add_weight_sparsity_flag(g)
+    add_weight_group_flags(g)
     g.add_argument("--kv-format", type=non_empty,
                    help="KV-cache number format (default: the activation format, else 16-bit)")
     g.add_argument("--memory-fraction", type=positive_float, default=0.9,
@@ -200,7 +204,9 @@ def run(args: argparse.Namespace) -> int:
         decode_design=args.decode_design, prefix_hit_rate=args.prefix_hit_rate,
         kv_remat=args.kv_remat, topk_blocks=args.topk_blocks,
         kv_offload_gb=args.kv_offload_gb, attention_kernel=args.attention_kernel,
-        tp_allreduce=args.tp_allreduce, overlap=args.overlap)
+        tp_allreduce=args.tp_allreduce, overlap=args.overlap,
+        weight_sparsity=args.weight_sparsity, w_group_size=args.w_group_size,
+        act_order=args.act_order)
     res = sr.result
     if res is None:
         print("no tested rate meets the SLO (the lowest tried was 0.25 req/s)",

@@ -309,7 +309,9 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
                 decode_ep: int | None = None, decode_plan: str | None = None,
                 decode_design: str | Accelerator | None = None,
                 prefix_hit_rate: float = 0.0, kv_remat: bool = False, topk_blocks: int = 0,
-                kv_offload_gb: float = 0.0, overlap: str = "none") -> ServingRun:
+                kv_offload_gb: float = 0.0, overlap: str = "none",
+                weight_sparsity: float = 0.0, w_group_size: int = 0,
+                act_order: bool = False) -> ServingRun:
     """Simulate serving ``model`` on ``design`` (docs/serving.md).
 
     Args:
@@ -350,6 +352,10 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
             serving engines run in CUDA graphs, their custom all-reduce where it is faster
             than NCCL, NCCL above), ``nccl`` (NCCL's protocols over the GPU's link), or vLLM's
             custom all-reduce (``custom-graph``, ``custom-eager``).
+        weight_sparsity: fraction of zero weights in every replica's linear layers, run as
+            sparse loads + dense MMA (``archsim.api.check_weight_sparsity``; GPU designs).
+        w_group_size, act_order: group-wise weight scales and GPTQ act-order of every
+            replica (``Workload.with_weight_groups``).
         progress: called with (finished, total) requests during a run.
         note: called with one line per capacity-search step (and the attention kernel's
             fallback note).
@@ -426,7 +432,9 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
                   else device_build(dacc, a_format, w_format, kv_format=kv_format,
                                     attention_kernel=serving_attention_kernel(
                                         dacc, attention_kernel)[0],
-                                    tp_allreduce=tp_allreduce))
+                                    tp_allreduce=tp_allreduce,
+                                    weight_sparsity=weight_sparsity,
+                                    w_group_size=w_group_size, act_order=act_order))
         decode = PoolSpec(decode_replicas, dtp, sch, dpp, dep, dacc, dbuild)
     else:
         for flag, v in (("--decode-tp", decode_tp), ("--decode-pp", decode_pp),
@@ -445,7 +453,9 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
                        parse_link(kv_link), memory_fraction, fidelity, constraints,
                        decode_constraints,
                        device_build(acc, a_format, w_format, kv_format=kv_format,
-                                    attention_kernel=kernel, tp_allreduce=tp_allreduce),
+                                    attention_kernel=kernel, tp_allreduce=tp_allreduce,
+                                    weight_sparsity=weight_sparsity,
+                                    w_group_size=w_group_size, act_order=act_order),
                        KVTechniques(prefix_hit_rate, kv_remat, topk_blocks, kv_offload_gb),
                        parse_overlap(overlap))
     raw: dict[str, Any] = {}

@@ -26,6 +26,7 @@ import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from archsim.api import device_build, load
 from archsim.arch.accelerator import Accelerator
@@ -249,7 +250,8 @@ def unsupported(d: Deployment) -> str | None:
 #: TensorRT-LLM's and SGLang's fp8 linear layers) with the KV cache in the model's 16-bit
 #: dtype (the engines' default ``kv_cache_dtype auto``; the rows give no KV format). fp8
 #: checkpoints (Qwen3-235B-A22B-FP8, DeepSeek, MiniMax) already carry these formats.
-FORMATS = {"": {}, "fp8": {"a_format": "fp8_e4m3", "w_format": "fp8_e4m3", "kv_format": "bf16"}}
+FORMATS: dict[str, dict[str, Any]] = {
+    "": {}, "fp8": {"a_format": "fp8_e4m3", "w_format": "fp8_e4m3", "kv_format": "bf16"}}
 
 #: The link disaggregated engines move KV over: their transfer engines (NIXL, Mooncake) use
 #: the GPUs' RDMA NICs, InfiniBand NDR 400 Gb/s per GPU on an H100 SXM node.
