@@ -174,7 +174,8 @@ def plan_flags_given(args: argparse.Namespace) -> bool:
             or args.tp_allreduce != "nccl" or args.power_cap != 1.0 or bool(args.offload)
             or args.offload_tier != "host" or args.offload_gbps is not None
             or args.doc_lengths is not None or args.packing is not None
-            or args.cp_sharding is not None or args.overlap is not None)
+            or args.cp_sharding is not None or args.doc_seed != 0
+            or args.overlap is not None)
 
 
 def run_plan(args: argparse.Namespace) -> int:

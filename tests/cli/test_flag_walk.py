@@ -79,7 +79,8 @@ SAME_AS_DEFAULT = {"run": {"--phase inference", "--objective latency",
                    "compare": {"--phase inference"},
                    # configs/gpu/h100.yaml runtime: ideal; h100 has paged_attention constants
                    "serve": {"--runtime ideal", "--attention-kernel paged"},
-                   "map": {"--phase decode", "--objective latency", "--mapping search"},
+                   "map": {"--phase decode", "--objective latency", "--mapping search",
+                           "--attention-kernel sdpa"},
                    "trace": {"--phase inference"},
                    "sweep": {"--fidelity analytical",   # SPEC's fidelity
                              "--no-json"}}              # the hidden spelling of the default
@@ -144,7 +145,8 @@ VALUES: dict[str, dict[str, list[str]]] = {
             "--doc-lengths": ["lognormal:512:1.0"], "--packing": ["balanced"],
             "--cp-sharding": ["per-document"], "--doc-seed": ["1"]},
     "serve": {"--model": ["gpt2-medium"], "--set": ["units[0].sm_count=66"], "--tp": ["2"],
-              "--overlap": ["tokensplit"],
+              "--overlap": ["tokensplit"], "--prefix-hit-rate": ["0.5"], "--topk-blocks": ["4"],
+              "--kv-offload-gb": ["8"],
               "--replicas": ["2"], "--decode-replicas": ["1"], "--decode-tp": ["2"],
               "--kv-link": ["pcie5"], "--a-format": ["fp8_e4m3"], "--w-format": ["fp8_e4m3"],
               "--kv-format": ["fp8_e4m3"], "--memory-fraction": ["0.5"], "--rate": ["4"],
