@@ -20,7 +20,8 @@ def make_config(rows: int = 8, cols: int = 8, macs_per_pe: int = 1, mac_format: 
     u = {
         "kind": "nm_sparse_fpga", "name": "fpga", "part": copy.deepcopy(VU9P),
         "clock_mhz": clock_mhz, "rows": rows, "cols": cols, "macs_per_pe": macs_per_pe,
-        "mac_format": mac_format, "sparse": {"enabled": sparse, "patterns": list(patterns)},
+        "mac_format": mac_format, "sparse": {"enabled": sparse, "patterns": list(patterns)} if sparse
+        else {"enabled": False},     # a dense-only design names no patterns (else a warning)
         "act_buffer": {"kib": buffer_kib, "width_bits": act_width, "memory": "uram"},
         "weight_buffer": {"kib": buffer_kib, "width_bits": 512, "memory": "uram"},
         "out_buffer": {"kib": buffer_kib, "width_bits": 512, "memory": "bram"},
