@@ -35,7 +35,7 @@ ROUTING_TRIALS = 15
 _SEED = 12345
 
 
-def parse_routing(text: str, where: str = "moe_routing") -> float:
+def parse_routing(text: str, where: str = "--moe-routing") -> float:
     """The power-law exponent of a routing (0.0 = ``balanced``).
 
     Raises:

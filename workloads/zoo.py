@@ -295,7 +295,7 @@ def build(name: str, phase: str | None = None, batch: int = 1, seq: int | None =
     if name in CNN_BUILDERS:
         if moe_routing is not None:
             raise WorkloadError(Problem(f"a fused MoE layer applies to mixture-of-experts "
-                                        f"transformers; {name} is a CNN", "moe_routing"))
+                                        f"transformers; {name} is a CNN", "--moe-routing"))
         if ep != 1:
             raise WorkloadError(Problem(f"expert parallelism applies to mixture-of-experts "
                                         f"transformers; {name} is a CNN (use ep 1)", "ep"))

@@ -75,7 +75,7 @@ def test_heavier_tail_hits_fewer_experts() -> None:
 @pytest.mark.parametrize("bad", ["zipf", "power_law", "power_law:x", "power_law:1",
                                  "power_law:-2", "power_law:nan", ""])
 def test_bad_routing_names_the_key(bad: str) -> None:
-    with pytest.raises(WorkloadError, match="moe_routing.*balanced.*power_law:ALPHA"):
+    with pytest.raises(WorkloadError, match="--moe-routing.*balanced.*power_law:ALPHA"):
         parse_routing(bad)
 
 
@@ -166,7 +166,7 @@ def test_builder_emits_one_fused_op_per_moe_block_on_request() -> None:
 
 
 def test_builder_refuses_fused_moe_where_it_does_not_apply() -> None:
-    with pytest.raises(WorkloadError, match="moe_routing: a fused MoE layer: gpt2-small has no"):
+    with pytest.raises(WorkloadError, match="--moe-routing: a fused MoE layer: gpt2-small has no"):
         build_workload("gpt2-small", moe_routing="balanced")
     with pytest.raises(WorkloadError, match="not for phase train"):
         build_workload("mixtral-8x7b", phase="train", moe_routing="balanced")
@@ -180,7 +180,7 @@ def test_run_cli_prices_mixtral_decode_with_skewed_routing(capsys) -> None:
     assert '"moe_routing": "power_law:1.2"' in capsys.readouterr().out
     assert main(["run", "gpu/h100", "--model", "mixtral-8x7b", "--moe-routing", "zipf"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "moe_routing" in err[0]
+    assert len(err) == 1 and "--moe-routing" in err[0]
 
 
 # ---- the fit on kernels_h100/moe.csv.gz --------------------------------------------------

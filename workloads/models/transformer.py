@@ -341,13 +341,13 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
                                     f"{kernels!r}", "kernels"))
     eager = kernels == "eager_amp"
     if moe_routing is not None:
-        parse_routing(moe_routing, "moe_routing")
+        parse_routing(moe_routing, "--moe-routing")
         if not s.is_moe or s.capacity_factor > 0 or eager or ph == "train":
             why = (f"{s.name} has no experts" if not s.is_moe
                    else f"{s.name} has a capacity_factor (the fused layer is dropless)"
                    if s.capacity_factor > 0 else "needs kernels='fused'" if eager
                    else "is a forward (serving) kernel, not for phase train")
-            raise WorkloadError(Problem(f"a fused MoE layer: {why}", "moe_routing"))
+            raise WorkloadError(Problem(f"a fused MoE layer: {why}", "--moe-routing"))
     q, keys, ctx = _tokens(s, ph, seq, context)
     hl, kvl = _tp_heads(s, tp)
     _check_ep(s, ep)
