@@ -248,3 +248,14 @@ def add_runtime_flag(p: argparse.ArgumentParser) -> None:
                         "config); cuda_graph / eager / eager_hf = kernels queued back to back "
                         "(launch_b2b_us each) plus that stack's host cost per op, the wall "
                         "a launch queue (docs/gpu.md 'Runtime protocols')")
+
+
+def add_request_flags(g: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """The request stream's flags that ``serve`` and ``provision`` share: ``--rate``,
+    ``--duration``, ``--trace``, ``--prompt``, ``--output`` (archsim.serve.requests)."""
+    g.add_argument("--rate", type=positive_float, help="mean arrival rate (requests/s)")
+    g.add_argument("--duration", type=positive_float, help="arrival window (s)")
+    g.add_argument("--trace", help="CSV/JSONL trace or a shipped trace name")
+    g.add_argument("--prompt", default="512", help="prompt length: N, uniform:A:B, "
+                   "lognormal:MEDIAN:SIGMA")
+    g.add_argument("--output", default="128", help="output length (same forms)")

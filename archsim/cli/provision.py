@@ -9,6 +9,7 @@ import sys
 
 from archsim.cli.common import (
     UsageError,
+    add_request_flags,
     add_weight_sparsity_flag,
     non_empty,
     positive_float,
@@ -77,12 +78,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--find-capacity", action="store_true",
                    help="goodput = each deployment's capacity: the highest rate meeting the "
                    "SLO (a rate search each; else the stream's SLO-meeting requests/s)")
-    p.add_argument("--rate", type=positive_float, help="mean arrival rate (requests/s)")
-    p.add_argument("--duration", type=positive_float, help="arrival window (s)")
-    p.add_argument("--trace", help="CSV/JSONL trace or a shipped trace name")
-    p.add_argument("--prompt", default="512", help="prompt length: N, uniform:A:B, "
-                   "lognormal:MEDIAN:SIGMA")
-    p.add_argument("--output", default="128", help="output length (same forms)")
+    add_request_flags(p)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--a-format", type=non_empty, help="activation number format")
     p.add_argument("--w-format", type=non_empty, help="weight number format")

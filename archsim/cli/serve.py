@@ -30,6 +30,7 @@ import sys
 
 from archsim.cli.common import (
     add_attention_kernel_flag,
+    add_request_flags,
     add_runtime_flag,
     add_weight_group_flags,
     add_weight_sparsity_flag,
@@ -118,12 +119,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="host memory per device for KV blocks beyond the device's; they "
                    "stream back over the host link each decode step (FlexGen)")
     r = p.add_argument_group("requests")
-    r.add_argument("--rate", type=positive_float, help="mean arrival rate (requests/s)")
-    r.add_argument("--duration", type=positive_float, help="arrival window (s)")
-    r.add_argument("--trace", help="CSV/JSONL trace or a shipped trace name")
-    r.add_argument("--prompt", default="512", help="prompt length: N, uniform:A:B, "
-                   "lognormal:MEDIAN:SIGMA")
-    r.add_argument("--output", default="128", help="output length (same forms)")
+    add_request_flags(r)
     r.add_argument("--arrival", choices=("poisson", "gamma"), default="poisson")
     r.add_argument("--cv", type=positive_float, default=1.0, help="gamma arrivals: CV of the gaps")
     r.add_argument("--seed", type=int, default=0)
