@@ -293,6 +293,7 @@ class IterationCost:
         # as a chain of (kind, seconds, role) per evaluated point, the overlapped block times
         self.overlap = overlap = overlap or Overlap()
         self._chains: dict[tuple[Any, ...], tuple[tuple[str, float, str], ...]] = {}
+        self._stages: dict[int, list[tuple[str, int]]] = {}
         self._ov_memo: dict[tuple[Any, ...], float] = {}
         self._sms = getattr(getattr(acc.units[0], "spec", None), "sm_count", 0) or 0
         if overlap.active:
@@ -354,10 +355,15 @@ class IterationCost:
 
     def _stage_blocks(self, stage: int) -> list[tuple[str, int]]:
         """(kind, blocks) of pipeline stage ``stage``: its ``layers / pp`` consecutive blocks
-        by kind (``workloads.parallel.block_kinds``; keys as ``self.kinds``)."""
-        n = self.layers // self.pp
-        return [(self._key[k.key], k.count)
+        by kind (``workloads.parallel.block_kinds``; keys as ``self.kinds``). Fixed by the
+        model and the plan, so worked out once per stage (it is read every iteration)."""
+        hit = self._stages.get(stage)
+        if hit is None:
+            n = self.layers // self.pp
+            hit = self._stages[stage] = [
+                (self._key[k.key], k.count)
                 for k in block_kinds(self.shape, stage * n, stage * n + n)]
+        return hit
 
     def capacity_bytes(self) -> float:
         """Off-chip memory of one device (0 when the design declares none)."""
