@@ -41,7 +41,7 @@ from archsim.cli.common import (
 from archsim.mapper.overlap import OVERLAP_HELP
 from archsim.serve.cluster import ROUTERS
 from archsim.serve.outputs import plot_serving, write_timeline
-from archsim.serve.replica import ORDERS, POLICIES, PREEMPTIONS
+from archsim.serve.replica import KV_MANAGERS, ORDERS, POLICIES, PREEMPTIONS
 from archsim.serve.session import run_serving
 from archsim.workloads.ops import ALLREDUCE_IMPLS
 
@@ -142,6 +142,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     s.add_argument("--order", choices=ORDERS, default="fcfs")
     s.add_argument("--preemption", choices=PREEMPTIONS, default="recompute")
     s.add_argument("--block-size", type=positive_int, default=16, help="KV block (tokens)")
+    s.add_argument("--kv-manager", choices=KV_MANAGERS, default="hybrid",
+                   help="hybrid (default): sliding-window layers keep only their window's KV "
+                   "blocks, as serving engines do; uniform: every layer keeps every token's")
     s.add_argument("--iteration-overhead-ms", type=float, default=0.0,
                    help="engine time per iteration outside the ops (ms; default 0)")
     o = p.add_argument_group("metrics and output")
@@ -188,7 +191,7 @@ def run(args: argparse.Namespace) -> int:
         arrival=args.arrival, cv=args.cv, seed=args.seed, max_requests=args.max_requests,
         scheduler=args.scheduler, chunk=args.chunk, max_num_seqs=args.max_num_seqs,
         max_batched_tokens=args.max_batched_tokens, order=args.order,
-        preemption=args.preemption, block_size=args.block_size,
+        preemption=args.preemption, block_size=args.block_size, kv_manager=args.kv_manager,
         iteration_overhead_ms=args.iteration_overhead_ms, slo=args.slo,
         attainment=args.attainment, find_capacity=args.find_capacity, fidelity=args.fidelity,
         constraints=args.constraints, decode_constraints=args.decode_constraints,

@@ -43,7 +43,7 @@ from archsim.mapper.overlap import Overlap
 from archsim.serve.cost import IterationCost, kv_bytes_per_token
 from archsim.serve.kv import MEMORY_FRACTION, kv_blocks
 from archsim.serve.kvtech import KVTechniques, offload_exposed_s, prefix_hit_tokens
-from archsim.serve.replica import Pipeline, Replica, SchedulerSpec, State
+from archsim.serve.replica import Pipeline, Replica, SchedulerSpec, State, layout_for
 from archsim.serve.requests import Request
 from archsim.serve.router import ROUTERS, Router
 from archsim.workloads.errors import Problem, WorkloadError
@@ -229,8 +229,11 @@ class Simulation:
             cost = self.cost_model(pool)
             setup.kv.check(cost.shape, pool.tp, pool.scheduler.block_size)
             cap = cost.capacity_bytes()
+            # bytes of one page of the pool (a block of every layer, or of one group of
+            # layers under a hybrid layout: serve.kv.KVLayout)
+            page_tok = cost.kv_bytes_per_token * layout_for(cost, pool.scheduler).page_fraction
             if cap > 0:
-                blocks = kv_blocks(cap, cost.weight_bytes(), cost.kv_bytes_per_token,
+                blocks = kv_blocks(cap, cost.weight_bytes(), page_tok,
                                    pool.scheduler.block_size, setup.memory_fraction,
                                    cost.acc.name, setup.model)
             elif setup.kv.offload_gb:
@@ -241,7 +244,7 @@ class Simulation:
                 blocks = 1 << 40
             # KV offload: the host's blocks extend the cache beyond the device's
             host = int(setup.kv.offload_gb * 1e9
-                       // (pool.scheduler.block_size * cost.kv_bytes_per_token))
+                       // (pool.scheduler.block_size * page_tok))
             for _ in range(pool.replicas):
                 # a pipeline's virtual engines share its stages and split its KV blocks
                 pipe = Pipeline(pool.pp) if pool.pp > 1 else None

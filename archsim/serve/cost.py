@@ -54,6 +54,7 @@ from archsim.arch.cluster import single_node
 from archsim.arch.collective import collective, multimem_allreduce, place
 from archsim.mapper.constraints import load_constraints
 from archsim.mapper.overlap import Overlap, blocks_makespan, check_overlap
+from archsim.serve.kv import KVLayout, kv_layout
 from archsim.serve.kvtech import KVTechniques
 from archsim.workloads.errors import ConfigError, Problem, WorkloadError
 from archsim.workloads.formats import get_format
@@ -319,6 +320,15 @@ class IterationCost:
         if self.kv.remat:
             return float((self.layers // self.pp) * self.shape.d_model * self.build.kv_bytes())
         return kv_bytes_per_token(self.shape, self.build, self.tp, self.pp)
+
+    @property
+    def kv_layout(self) -> KVLayout:
+        """The KV pool's pages for this model's attention spans (``serve.kv.KVLayout``:
+        sliding-window layers keep only their window's blocks, as vLLM's hybrid manager)."""
+        counts: dict[int, int] = {}
+        for k in block_kinds(self.shape):
+            counts[k.window] = counts.get(k.window, 0) + k.count
+        return kv_layout(counts)
 
     @property
     def devices(self) -> int:

@@ -11,6 +11,17 @@ Capacity (:func:`kv_blocks`): ``(memory_fraction x device memory - weights) /
 its shard of every block, so the block count is the same on every device. The default
 fraction 0.9 is vLLM's ``gpu_memory_utilization`` default (vllm EngineArgs); the block size
 16 is vLLM's default ``block_size``.
+
+Models whose layers attend over different spans (gpt-oss: a 128-token sliding window on
+every other block) keep, as vLLM's hybrid KV cache manager does (docs.vllm.ai, design
+"Hybrid KV Cache Manager"), only the window's blocks on the sliding layers:
+:class:`KVLayout`. The pool is cut into *pages* of ``block_size`` tokens of ``group``
+layers (``group`` = the fewest layers of one attention type); each attention type has
+``ceil(its layers / group)`` groups of pages, and a request holds, per group, a page per
+token block on full-attention layers and at most the blocks a window spans
+(``ceil((w - 1) / block_size) + 1``) on sliding ones once its prompt is in the cache
+(a prefill writes every new token's K/V first, so an admitted prompt holds all its pages).
+A model with one attention type has one group of every layer: page = block.
 """
 
 from __future__ import annotations
@@ -19,7 +30,7 @@ from dataclasses import dataclass
 
 from archsim.workloads.errors import ConfigError, Problem
 
-__all__ = ["BlockManager", "kv_blocks", "MEMORY_FRACTION", "BLOCK_SIZE"]
+__all__ = ["BlockManager", "KVLayout", "kv_layout", "kv_blocks", "MEMORY_FRACTION", "BLOCK_SIZE"]
 
 #: vLLM EngineArgs default gpu_memory_utilization (weights + activations + KV share).
 MEMORY_FRACTION = 0.9
@@ -43,6 +54,53 @@ def kv_blocks(capacity_bytes: float, weight_bytes: float, kv_bytes_per_token: fl
             f"has {capacity_bytes / 1e9:.3g} GB x {fraction:g} usable: no room for a KV "
             "cache; use a larger --tp (or --pp) or a design with more memory", "--tp"))
     return blocks
+
+
+@dataclass(frozen=True)
+class KVLayout:
+    """How a request's token blocks become pages of the pool (module doc).
+
+    Attributes:
+        full: page groups of the full-attention layers.
+        windows: ``(window tokens, page groups)`` of each sliding-window span.
+        page_fraction: a page's bytes over one block of every layer's K/V
+            (``group / layers``; 1 when there is one attention type).
+    """
+
+    full: int = 1
+    windows: tuple[tuple[int, int], ...] = ()
+    page_fraction: float = 1.0
+
+    @property
+    def hybrid(self) -> bool:
+        return bool(self.windows)
+
+    def pages(self, blocks: int, block_size: int, trimmed: bool, shared: int = 0) -> int:
+        """Pages a request with ``blocks`` token blocks holds beyond ``shared`` whole blocks
+        of a cached prefix (held by the prefix, not the request): every block on every
+        group while its prompt is being written (``trimmed`` False), at most a window's
+        blocks on the sliding groups after."""
+        own = max(0, blocks - shared)
+        if not self.windows:
+            return own
+        p = self.full * own
+        for w, g in self.windows:
+            p += g * (min(own, -(-(w - 1) // block_size) + 1) if trimmed else own)
+        return p
+
+
+def kv_layout(counts: dict[int, int]) -> KVLayout:
+    """The page layout of a model with ``counts[window]`` layers per attention span
+    (0 = full attention): one group of every layer when there is one span, else groups of
+    the fewest layers of one span (vLLM's hybrid manager, module doc)."""
+    spans = {w: n for w, n in counts.items() if n > 0}
+    if not spans or (len(spans) == 1 and 0 in spans):
+        return KVLayout()
+    group = min(spans.values())
+    layers = sum(spans.values())
+    return KVLayout(full=-(-spans.get(0, 0) // group),
+                    windows=tuple((w, -(-n // group)) for w, n in sorted(spans.items()) if w),
+                    page_fraction=group / layers)
 
 
 @dataclass

@@ -23,16 +23,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from archsim.serve.cost import Batch, Cost, IterationCost
-from archsim.serve.kv import BlockManager
+from archsim.serve.kv import BlockManager, KVLayout
 from archsim.serve.policy import POLICIES, Policy
 from archsim.serve.requests import Request
 from archsim.workloads.errors import Problem, WorkloadError
 
 __all__ = ["SchedulerSpec", "State", "Replica", "Pipeline", "POLICIES", "ORDERS", "PREEMPTIONS",
-           "policy_for"]
+           "KV_MANAGERS", "policy_for", "layout_for"]
 
 ORDERS = ("fcfs", "priority")
 PREEMPTIONS = ("recompute", "swap")
+KV_MANAGERS = ("hybrid", "uniform")
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,12 @@ class SchedulerSpec:
         overhead_s: serving-engine time per iteration outside the model's ops (CPU
             scheduling, sampling, kernel launches), added to every iteration; 0 by default
             (a hardware model has none). docs/serving.md fits it for DistServe's engine.
+        kv_manager: ``hybrid`` (default: sliding-window layers keep only their window's KV
+            blocks, as vLLM's hybrid KV cache manager, SGLang's and TensorRT-LLM's
+            sliding-window pools; :class:`~archsim.serve.kv.KVLayout`) or ``uniform``
+            (every layer keeps every token's blocks: vLLM's
+            ``--disable-hybrid-kv-cache-manager``). Same result for models with one
+            attention span.
     """
 
     policy: str = "vllm"
@@ -64,6 +71,19 @@ class SchedulerSpec:
     block_size: int = 16
     host_gbps: float = 64.0
     overhead_s: float = 0.0
+    kv_manager: str = "hybrid"
+
+
+def layout_for(cost: IterationCost, spec: SchedulerSpec) -> KVLayout:
+    """The KV pool's page layout of a replica of ``cost`` scheduled by ``spec``.
+
+    Raises:
+        WorkloadError: an unknown ``spec.kv_manager`` (path ``--kv-manager``).
+    """
+    if spec.kv_manager not in KV_MANAGERS:
+        raise WorkloadError(Problem(f"unknown KV cache manager {spec.kv_manager!r}; expected "
+                                    f"one of {', '.join(KV_MANAGERS)}", "--kv-manager"))
+    return cost.kv_layout if spec.kv_manager == "hybrid" else KVLayout()
 
 
 def policy_for(name: str) -> Policy:
@@ -164,6 +184,10 @@ class Replica:
         self.pipeline = pipeline
         self.link_id = index          # whose KV link FIFO this replica's hand-offs join
         self.kv = BlockManager(kv_total, spec.block_size)
+        # pages of the pool per token block (serve.kv.KVLayout; one per block unless the
+        # model's layers attend over different spans)
+        self.layout = layout_for(cost, spec)
+        self.hybrid = self.layout.hybrid
         # the device's own blocks; the rest of ``kv_total`` live on the host (KV offload)
         self.device_blocks = kv_total
         # top-k block attention: most keys a decode attends to (serve.kvtech)
@@ -179,7 +203,8 @@ class Replica:
         self.ctx = cost.context
         self.policy = policy_for(spec.policy)
         self.max_tokens = self.policy.token_budget(spec, cost.context)
-        self.swap_bytes_per_block = spec.block_size * cost.kv_bytes_per_token
+        self.swap_bytes_per_block = (spec.block_size * cost.kv_bytes_per_token
+                                     * self.layout.page_fraction)      # bytes per page
         self.preemptions = 0
         self.busy_s = 0.0
         self.energy_j = 0.0
@@ -202,9 +227,16 @@ class Replica:
     def has_work(self) -> bool:
         return bool(self.waiting or self.running or self.swapped)
 
+    def pages(self, tokens: int, trimmed: bool = False, shared: int = 0) -> int:
+        """Pages of the pool a request with ``tokens`` tokens holds beyond ``shared``
+        blocks of a cached prefix (= blocks unless the layout is hybrid; ``trimmed``: the
+        sliding layers keep only their window)."""
+        return self.layout.pages(self.kv.blocks_for(tokens), self.kv.block_size, trimmed,
+                                 shared)
+
     def demand_blocks(self) -> int:
         """Blocks the waiting requests will need (for the KV-aware router)."""
-        return sum(self.kv.blocks_for(s.target) for _, s in self.waiting)
+        return sum(self.pages(s.target) for _, s in self.waiting)
 
     # ---- preemption --------------------------------------------------------------------------
     def _preempt(self, victim: State) -> float:
@@ -246,7 +278,7 @@ class Replica:
         g = s.req.prefix_group
         if g and not s.group and s.done == 0 and s.g == 0:
             return self._admit_grouped(s, tokens)
-        need = self.kv.blocks_for(tokens) - s.blocks - s.shared
+        need = self.pages(tokens, False, s.shared) - s.blocks
         if need > 0 and not self.alloc(need):
             return False
         s.blocks += max(0, need)
@@ -274,12 +306,13 @@ class Replica:
         bs = self.kv.block_size
         full = min(s.req.prefix_tokens, s.prompt - 1) // bs
         entry = self.prefixes.get(s.req.prefix_group)
-        new = 0 if entry is not None else full
-        need = self.kv.blocks_for(tokens) - full
+        shared = self.layout.pages(full, bs, False)      # the prefix's own pages
+        new = 0 if entry is not None else shared
+        need = self.pages(tokens, False, full)
         if need + new > 0 and not self.alloc(need + new):
             return False
         if entry is None:
-            self.prefixes[s.req.prefix_group] = [full, 1]
+            self.prefixes[s.req.prefix_group] = [shared, 1]
         else:
             entry[1] += 1
             s.hit = s.done = full * bs
@@ -327,6 +360,8 @@ class Replica:
         """Running requests that decode this iteration, growing their KV by a block where
         needed and preempting from the back when the cache is full. Also sets
         ``self.decode_keys`` (sum of keys attended by the decodes). Hot loop: kept lean."""
+        if self.hybrid:
+            return self._decodes_slow(0, [], 0)
         dec: list[State] = []
         keys = 0
         bs = self.kv.block_size
@@ -358,9 +393,18 @@ class Replica:
                 continue
             need = s.prompt + s.g
             preempted_self = False
-            while need > (s.blocks + s.shared) * bs:
-                if self.alloc(1):
-                    s.blocks += 1
+            if self.hybrid:      # the window's pages only, once the prompt is cached
+                want = self.pages(need, True, s.shared)
+                if want < s.blocks:
+                    self.kv.release(s.blocks - want)
+                    s.blocks = want
+                grow = want - s.blocks
+            else:
+                grow = 1 if need > (s.blocks + s.shared) * bs else 0
+            while grow:
+                if self.alloc(grow):
+                    s.blocks += grow
+                    grow = 0 if self.hybrid or need <= (s.blocks + s.shared) * bs else 1
                     continue
                 victim = running.pop()
                 swap_t += self._preempt(victim)

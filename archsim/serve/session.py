@@ -311,7 +311,7 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
                 prefix_hit_rate: float = 0.0, kv_remat: bool = False, topk_blocks: int = 0,
                 kv_offload_gb: float = 0.0, overlap: str = "none",
                 weight_sparsity: float = 0.0, w_group_size: int = 0,
-                act_order: bool = False) -> ServingRun:
+                act_order: bool = False, kv_manager: str = "hybrid") -> ServingRun:
     """Simulate serving ``model`` on ``design`` (docs/serving.md).
 
     Args:
@@ -341,6 +341,9 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
         scheduler, chunk, max_num_seqs, max_batched_tokens, order, preemption, block_size:
             the batching policy (``vllm``, ``orca``, ``sarathi``) and its limits.
         iteration_overhead_ms: engine time per iteration outside the ops (ms).
+        kv_manager: ``hybrid`` (default: sliding-window layers keep only their window's
+            KV blocks, as the engines do) or ``uniform`` (every layer every token's;
+            :class:`~archsim.serve.replica.SchedulerSpec`).
         slo, attainment: ``ttft=2s,tpot=100ms,...`` (or an :class:`SLO`) and its target.
         find_capacity: search the highest rate that meets the SLO.
         a_format, w_format, kv_format: number formats of every replica (activations,
@@ -395,7 +398,8 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
                               max_requests=max_requests, rate_searched=find_capacity)
     acc = design if isinstance(design, Accelerator) else load(design, overrides)
     sch = SchedulerSpec(scheduler, chunk, max_num_seqs, max_batched_tokens or 0, order,
-                        preemption, block_size, overhead_s=iteration_overhead_ms * 1e-3)
+                        preemption, block_size, overhead_s=iteration_overhead_ms * 1e-3,
+                        kv_manager=kv_manager)
     if not 0 <= iteration_overhead_ms < 1e4:
         raise WorkloadError(Problem(f"expected 0 <= ms < 10000, got "
                                     f"{iteration_overhead_ms}", "--iteration-overhead-ms"))
