@@ -12,6 +12,7 @@ from pathlib import Path
 import yaml
 
 import archsim
+from archsim.arch.accelerator import Accelerator
 from archsim.arch.cluster import Cluster, load_cluster
 from archsim.arch.collective import collective, place
 from archsim.arch.reference import Comparison, EvaluationAPI, Gap, checks
@@ -215,6 +216,16 @@ NANOFLOW_OFFLINE = {(512, 512): (1286, 735), (1024, 512): (1263, 817), (512, 102
 NANOFLOW_DENSE_TOKENS = 2048
 
 
+def resident_requests(acc: Accelerator, model: str, tp: int, tokens: int,
+                      memory_fraction: float = 0.9) -> int:
+    """Requests of ``tokens`` tokens each whose whole KV fits at once on a ``tp`` replica:
+    ``floor((memory_fraction x memory - weights) / KV bytes per token / tokens)`` (per
+    device; the memory fraction is serve's default)."""
+    c = IterationCost(acc, model, tp)
+    kv_tokens = (memory_fraction * c.capacity_bytes() - c.weight_bytes()) / c.kv_bytes_per_token
+    return int(kv_tokens // tokens)
+
+
 def nanoflow_throughput(isl: int, osl: int, overlap: str, requests: int = 2048) -> float:
     """Offline serving throughput (total tokens per second per GPU) of LLaMA-2-70B on 8 A100
     (TP8, FlashInfer-style fused attention, iterations of at most 2048 tokens mixing decodes
@@ -222,12 +233,11 @@ def nanoflow_throughput(isl: int, osl: int, overlap: str, requests: int = 2048) 
     admitted request's KV resident to its end: at most ``floor(KV tokens / (isl + osl))``
     running (no preemption; KV tokens = (0.9 x memory - weights) / KV bytes per token)."""
     acc = archsim.load("gpu/a100", ["units[0].attention=fused"])
-    c = IterationCost(acc, "llama2-70b", 8)
-    kv_tokens = (0.9 * c.capacity_bytes() - c.weight_bytes()) / c.kv_bytes_per_token
     run = run_serving(acc, "llama2-70b", tp=8, concurrency=requests, isl=str(isl),
                       osl=str(osl), requests=requests, scheduler="sarathi",
                       chunk=NANOFLOW_DENSE_TOKENS,
-                      max_num_seqs=int(kv_tokens // (isl + osl)), overlap=overlap)
+                      max_num_seqs=resident_requests(acc, "llama2-70b", 8, isl + osl),
+                      overlap=overlap)
     assert run.benchmark is not None
     return run.benchmark.total_token_throughput / 8
 
