@@ -146,24 +146,46 @@ def _gpu(api: EvaluationAPI) -> tuple[list[Comparison], list[Gap]]:
     return comps, gaps
 
 
+#: Flash-LLM's kernel benchmark (AlibabaResearch/flash-llm, kernel_benchmark/benchmark.sh):
+#: weight shapes (M output features x K input features) of OPT-30B/66B/175B layers, times
+#: N = 8, 16, 32 tokens (the README figure's three panels)
+FLASH_LLM_MK = ((21504, 7168), (7168, 7168), (28672, 7168), (7168, 28672), (27648, 9216),
+                (9216, 9216), (36864, 9216), (9216, 36864), (36864, 12288), (12288, 12288),
+                (49152, 12288), (12288, 49152))
+#: The README's "outperform ... cuBLAS with Tensor Core enabled by 1.4x, 1.7x, and 2.1x"
+#: at 70 %, 80 % and 90 % unstructured sparsity (A100)
+FLASH_LLM_VS_CUBLAS = {0.7: 1.4, 0.8: 1.7, 0.9: 2.1}
+
+
 def _flash_llm_gap(a100: Unit) -> Gap:
-    """Flash-LLM's kernel speedup over cuBLAS (unstructured sparsity, A100): not scored."""
+    """Flash-LLM's kernel speedup over cuBLAS (unstructured sparsity, A100): not reached at
+    80-90 %; ours is the mean over the authors' benchmark shapes."""
     fp16 = FORMATS["fp16"]
 
-    def ffn(density: float) -> float:
-        return a100.estimate(Gemm(name="g", m=16, n=36864, k=9216, a_format=fp16,
-                                  w_format=fp16, w_sparsity=Sparsity(density=density))
-                             ).latency_s
+    def t(n: int, m: int, k: int, density: float) -> float:
+        return a100.estimate(Gemm(name="g", m=n, n=m, k=k, a_format=fp16, w_format=fp16,
+                                  w_sparsity=Sparsity(density=density))).latency_s
 
     def speedup(frac: float) -> float:
-        return ffn(1.0) / ffn(1 - frac)
+        r = [t(n, m, k, 1.0) / t(n, m, k, 1 - frac) for n in (8, 16, 32)
+             for m, k in FLASH_LLM_MK]
+        return sum(r) / len(r)
 
-    ours = ", ".join(f"{f:.0%} {speedup(f):.2f}x" for f in (0.7, 0.8, 0.9))
-    return Gap("gpu", "Flash-LLM SpMM vs cuBLAS on A100 at 70-90% unstructured sparsity: up to "
-               "~1.4-2.1x (Xia et al., VLDB 2024; secondary summary, tag C)",
-               f"not reached at 80-90%: ours (--weight-sparsity, their tiled-CSL index "
-               f"encoding of 4 B per fp16 non-zero, OPT-66B FFN 16 x 36864 x 9216) {ours}. "
-               "Ours streams the compressed weights at the dense kernel's HBM efficiency, so "
-               "the speedup follows the byte ratio until the on-chip expansion binds; the "
-               "published kernel does not reach that bound, and the figure is an 'up to' over "
-               "shapes from a summary, not a table of the paper: not added to the set")
+    ours = ", ".join(f"{f:.0%} {speedup(f):.2f}x (published {p}x)"
+                     for f, p in FLASH_LLM_VS_CUBLAS.items())
+    return Gap("gpu", "Flash-LLM SpMM vs cuBLAS (tensor cores) on A100 at 70/80/90% "
+               "unstructured sparsity: 1.4x / 1.7x / 2.1x (Xia et al., VLDB 2024; the "
+               "authors' README, AlibabaResearch/flash-llm)",
+               f"not reached at 80-90%: ours (--weight-sparsity, their tiled-CSL encoding of "
+               f"4 B per fp16 non-zero), mean over the authors' 36 benchmark GEMMs (12 OPT "
+               f"weight shapes x N 8/16/32, kernel_benchmark/benchmark.sh): {ours}. Ours "
+               "streams the compressed weights at the dense kernel's HBM efficiency and "
+               "overlaps the on-chip expansion with that stream (max of the two), so the "
+               "speedup follows the byte ratio (1.67x / 2.5x / 5x) until the expansion binds. "
+               "The README figure's bars fall short of the byte ratio more as sparsity grows "
+               "(at N = 8: ~19 / ~23 / ~29 TFLOP/s against cuBLAS's ~12.5, read from the "
+               "figure): a cost per dense weight element that does not shrink with the non-"
+               "zeros (the expanded tile's pass through shared memory, not fully hidden "
+               "behind the stream). Not fitted here: the GPU GEMM constants are calibrated on "
+               "measured H100/A100 dense GEMMs, and Flash-LLM's bars are not in "
+               "shared/reference")

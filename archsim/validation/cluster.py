@@ -11,6 +11,8 @@ from pathlib import Path
 
 import yaml
 
+import archsim
+from archsim.arch.accelerator import Accelerator
 from archsim.arch.cluster import Cluster, load_cluster
 from archsim.arch.collective import collective, place
 from archsim.arch.reference import Comparison, EvaluationAPI, Gap, checks
@@ -18,6 +20,8 @@ from archsim.mapper.overlap import parse_overlap
 from archsim.offload import Offload
 from archsim.parallel import PlanOptions, evaluate_plan
 from archsim.plans import load_cluster_for
+from archsim.serve.cost import IterationCost
+from archsim.serve.session import run_serving
 from archsim.varlen import Varlen, parse_doc_lengths
 from archsim.workloads.models.transformer import TransformerShape
 from archsim.workloads.parallel import ParallelPlan
@@ -32,31 +36,42 @@ def _nccl_rows() -> list[dict[str, str]]:
 
 
 def _zero_offload_gap() -> Gap:
-    """ZeRO-Offload (Ren et al., USENIX ATC 2021): a 10B-parameter GPT-2-like model trains on
-    one 32 GB V100 at about 40 TFLOP/s. Recalled (tag C, not in shared/reference), and the
-    batch and sequence behind the figure are not at hand, so it is a gap, not a check."""
+    """ZeRO-Offload (Ren et al., USENIX ATC 2021, abstract): a 10B-parameter GPT-2 trains on
+    one 32 GB V100 at 40 TFLOP/s. The setup is the authors' public script for that model
+    (microsoft/DeepSpeedExamples, Megatron-LM/scripts/ds_zero-offload_10B_pretrain_gpt2_model_
+    parallel.sh; DeepSpeed's ZeRO-Offload tutorial: a V100-SXM3 32 GB): 50 layers, hidden
+    4096, 32 heads, batch 10 x 1024 tokens, activation checkpointing, fp16, one GPU."""
     dgx2 = load_cluster(_CFG / "dgx2.yaml")
     assert dgx2.spec.host is not None
     # one GPU alone in the node: its whole PCIe 3 x16 link and one socket's DDR4 (6 x 21.3)
     one = type(dgx2)(replace(dgx2.spec, host=replace(dgx2.spec.host, link_gbps=15.75,
                                                           dram_gbps=128.0)), dgx2.device)
     s = TransformerShape(name="gpt-10b", kind="decoder", layers=50, d_model=4096, heads=32,
-                         ffn=4 * 4096, vocab=50257, context=1024)
-    plan = ParallelPlan(microbatches=16, recompute="full")
-    plain = evaluate_plan(one, s, plan, "train", 16, 512)
-    r = evaluate_plan(one, s, plan, "train", 16, 512,
+                         ffn=4 * 4096, vocab=50257, context=1024, dropout=True)
+    plan = ParallelPlan(microbatches=1, recompute="full")
+    plain = evaluate_plan(one, s, plan, "train", 10, 1024)
+    r = evaluate_plan(one, s, plan, "train", 10, 1024,
                       options=PlanOptions(offload=Offload(("optimizer",))))
-    return Gap("cluster", "ZeRO-Offload: 10B parameters on one V100 32 GB at ~40 TFLOP/s "
-               "(Ren et al. 2021; recalled, tag C)",
-               f"not a check: the figure's batch and sequence are not at hand. Without offload "
-               f"the model needs {plain.memory_bytes['total'] / 1e9:.0f} GB; with "
-               f"--offload optimizer {r.memory_bytes['total'] / 1e9:.1f} GB (fits: {r.fits}) "
-               f"and, at a batch we chose (16 x 512 tokens, full recompute, a DGX-2 GPU "
-               f"owning its PCIe 3 x16 and one socket's DDR4), "
-               f"{r.flops_per_device_s / 1e12:.0f} TFLOP/s: CPU Adam "
-               f"{r.breakdown_s['optimizer']:.2f} s and exposed PCIe transfer "
-               f"{r.breakdown_s['offload']:.2f} s of a {r.step_s:.2f} s step "
-               f"(docs/cluster.md 'Memory tiers')")
+    flops = r.flops_per_device_s * r.step_s                  # model FLOPs of the step
+    hw = flops * 4 / 3 / r.breakdown_s["compute"]             # + the recomputed forward
+    need = flops / 40e12
+    return Gap("cluster", "ZeRO-Offload: 10B parameters on one V100 32 GB at 40 TFLOP/s "
+               "(Ren et al. 2021, abstract)",
+               f"not reached: ours {r.flops_per_device_s / 1e12:.0f} TFLOP/s (+"
+               f"{r.flops_per_device_s / 40e12 - 1:.0%}) with the authors' script's setup "
+               f"(DeepSpeedExamples ds_zero-offload_10B_pretrain_gpt2_model_parallel.sh: 50 x "
+               f"4096, batch 10 x 1024, activation checkpointing, one V100 of a DGX-2 owning "
+               f"its PCIe 3 x16 and one socket's DDR4). The memory side is reached: without "
+               f"offload {plain.memory_bytes['total'] / 1e9:.0f} GB, with --offload optimizer "
+               f"{r.memory_bytes['total'] / 1e9:.1f} GB (fits: {r.fits}). The time: the GPU "
+               f"passes take {r.breakdown_s['compute']:.2f} s (~{hw / 1e12:.0f} TFLOP/s with "
+               f"the recomputed forward, {hw / 125e12:.0%} of the V100's peak: the V100's "
+               f"GEMM efficiency is carried from the A100, not measured), CPU Adam "
+               f"{r.breakdown_s['optimizer']:.2f} s, transfers hidden behind the passes; "
+               f"40 TFLOP/s means a {need:.1f} s step. Megatron-LM's own single-V100 baseline "
+               "(39 TFLOP/s, 30% of peak; Shoeybi et al. 2019, abstract) shows the 2019-20 "
+               "stack far below the kernels' peak: a V100 measurement is what is missing, "
+               "not a mechanism; no constant is fitted to the figure")
 
 
 @checks("cluster")
@@ -187,13 +202,71 @@ def _overlap(dgx: Cluster) -> tuple[list[Comparison], list[Gap]]:
     comps = [Comparison("cluster", "TokenWeave best latency speedup, Llama-3-70B TP8 prefill "
                         "1K-32K tokens", "Gond et al. 2025 (arXiv 2505.11329v1), abstract", "B",
                         1.29, best, "x", 0.20, "issue 31: 20% (held-out)", "cluster/dgx_h100")]
-    a100 = load_cluster(_CFG / "dgx_a100.yaml")
-    nano = max(step(a100, "llama2-70b", "none", "prefill", 16, 1024)
-               / step(a100, "llama2-70b", f"nanobatch:{k}", "prefill", 16, 1024) for k in (2, 4))
-    gaps = [Gap("cluster", "NanoFlow: 1.91x throughput vs vLLM, LLaMA-2-70B on 8x A100 "
-                "(Zhu et al. 2024, abstract)",
-                f"not reached: nano-batching alone gives ours {nano:.2f}x (prefill, 16 x 1024 "
-                "tokens, TP8); the paper's 1.91x is engine against engine (vLLM's scheduling "
-                "and CPU overheads, its kernels), of which the intra-device overlap is one part; "
-                "archsim models the overlap, not vLLM's engine overheads")]
+    comps_n, gaps_n = _nanoflow()
+    return comps + comps_n, gaps_n
+
+
+#: NanoFlow (Zhu et al., OSDI'25, arXiv:2408.12757; the authors' README figure
+#: "Offline throughput benchmarks", panel (a)): LLaMA-2-70B on 8x A100 80 GB SXM, TP8, constant
+#: input / output lengths, total tokens per second per GPU: (input, output) -> (NanoFlow,
+#: TensorRT-LLM v0.8.0). 1212 / 636 at 512 / 1024 is the headline 1.91x.
+NANOFLOW_OFFLINE = {(512, 512): (1286, 735), (1024, 512): (1263, 817), (512, 1024): (1212, 636)}
+#: NanoFlow's engine settings for LLaMA-2-70B (its pipeline/config_all/llama2-70B/2048.json:
+#: ``max_batch_size`` 2048, the dense batch of tokens per iteration)
+NANOFLOW_DENSE_TOKENS = 2048
+
+
+def resident_requests(acc: Accelerator, model: str, tp: int, tokens: int,
+                      memory_fraction: float = 0.9) -> int:
+    """Requests of ``tokens`` tokens each whose whole KV fits at once on a ``tp`` replica:
+    ``floor((memory_fraction x memory - weights) / KV bytes per token / tokens)`` (per
+    device; the memory fraction is serve's default)."""
+    c = IterationCost(acc, model, tp)
+    kv_tokens = (memory_fraction * c.capacity_bytes() - c.weight_bytes()) / c.kv_bytes_per_token
+    return int(kv_tokens // tokens)
+
+
+def nanoflow_throughput(isl: int, osl: int, overlap: str, requests: int = 2048) -> float:
+    """Offline serving throughput (total tokens per second per GPU) of LLaMA-2-70B on 8 A100
+    (TP8, FlashInfer-style fused attention, iterations of at most 2048 tokens mixing decodes
+    and prefill chunks), ``requests`` requests submitted at once. Admission keeps every
+    admitted request's KV resident to its end: at most ``floor(KV tokens / (isl + osl))``
+    running (no preemption; KV tokens = (0.9 x memory - weights) / KV bytes per token)."""
+    acc = archsim.load("gpu/a100", ["units[0].attention=fused"])
+    run = run_serving(acc, "llama2-70b", tp=8, concurrency=requests, isl=str(isl),
+                      osl=str(osl), requests=requests, scheduler="sarathi",
+                      chunk=NANOFLOW_DENSE_TOKENS,
+                      max_num_seqs=resident_requests(acc, "llama2-70b", 8, isl + osl),
+                      overlap=overlap)
+    assert run.benchmark is not None
+    return run.benchmark.total_token_throughput / 8
+
+
+def _nanoflow() -> tuple[list[Comparison], list[Gap]]:
+    """NanoFlow's offline throughputs against ``--overlap nanobatch:2`` on the same setup
+    (held out: nothing of the serving or overlap model is fitted on A100 serving); the
+    1.91x over TensorRT-LLM as a gap (docs/cluster.md, "Overlap inside one device")."""
+    comps = []
+    src = ("Zhu et al. 2024 (NanoFlow, arXiv:2408.12757), offline throughput figure (a) "
+           "(efeslab/Nanoflow README)")
+    ours = {}
+    for (isl, osl), (pub, _) in NANOFLOW_OFFLINE.items():
+        ours[isl, osl] = nanoflow_throughput(isl, osl, "nanobatch:2")
+        comps.append(Comparison(
+            "cluster", f"NanoFlow offline throughput, LLaMA-2-70B TP8, input {isl} / output "
+            f"{osl} (--overlap nanobatch:2)", src, "B", pub, ours[isl, osl], "tok/s/GPU",
+            0.20, "issue 31: 20% (held out: A100 serving, nothing fitted on it)",
+            "gpu/a100 x8 (fused attention)"))
+    plain = nanoflow_throughput(512, 1024, "none")
+    pub, trt = NANOFLOW_OFFLINE[512, 1024]
+    gaps = [Gap("cluster", "NanoFlow: 1.91x throughput vs TensorRT-LLM, LLaMA-2-70B on 8x A100 "
+                "(Zhu et al. 2024; input 512 / output 1024: 1212 vs 636 tok/s/GPU)",
+                f"not reached as a ratio: the same engine without the overlap gives ours "
+                f"{plain:.0f} tok/s/GPU, with --overlap nanobatch:2 {ours[512, 1024]:.0f} "
+                f"({ours[512, 1024] / plain:.2f}x); NanoFlow's own throughputs are scored "
+                f"(above). The baseline's 636 is {trt / plain:.2f}x of what archsim predicts "
+                "for an engine without the overlap: TensorRT-LLM v0.8's losses (its batch "
+                "formation and CPU scheduling, which NanoFlow puts at >10% of an iteration and "
+                "hides asynchronously; its kernels) are engine losses archsim does not "
+                "model, so the ratio is engine against engine, not the overlap's")]
     return comps, gaps

@@ -1,4 +1,4 @@
-"""Devices built from public spec sheets (issue 31 item 6): V100, RTX A6000, MI250X (one GCD),
+"""Devices built from public spec sheets (issue 31 item 6): V100, RTX A6000, RTX 4090, MI250X (one GCD),
 Xeon Sapphire Rapids (AMX) and the clusters they ran in (DGX-1, DGX-2, MI250X package,
 Frontier-like). Each peak is recomputed from the spec fields in closed form and compared with
 the vendor's published figure (the figure is written here, not read from the model)."""
@@ -33,6 +33,9 @@ PEAKS = [
     ("gpu/v100", "fp16", 125.0, "V100 SXM2 datasheet: 125 TFLOPS tensor"),
     ("gpu/a6000", "fp16", 309.7 / 2, "RTX A6000 datasheet: 309.7 TFLOPS tensor with sparsity"),
     ("gpu/a6000", "int8", 309.7, "GA102 whitepaper: int8 = 2x fp16 dense"),
+    ("gpu/rtx4090", "fp16", 165.2, "Ada whitepaper, RTX 4090: 165.2 TFLOPS fp16, fp32 accumulate"),
+    ("gpu/rtx4090", "fp8_e4m3", 330.3, "Ada whitepaper, RTX 4090: 330.3 TFLOPS fp8, fp32 accumulate"),
+    ("gpu/rtx4090", "int8", 660.6, "Ada whitepaper, RTX 4090: 660.6 TOPS int8 dense"),
     ("gpu/mi250x", "fp16", 383.0 / 2, "MI250X datasheet: 383 TFLOPS fp16 per package, 2 GCDs"),
     ("gpu/mi250x", "bf16", 383.0 / 2, "MI250X datasheet: 383 TFLOPS bf16 per package"),
     ("gpu/mi250x", "int8", 383.0 / 2, "MI250X datasheet: 383 TOPS int8 per package"),
@@ -50,6 +53,7 @@ def test_tensor_peak_matches_the_spec_sheet(design, fmt, published, source):
 @pytest.mark.parametrize("design, published", [
     ("gpu/v100", 15.7),            # V100 SXM2 datasheet
     ("gpu/a6000", 38.7),           # RTX A6000 datasheet
+    ("gpu/rtx4090", 82.6),         # Ada whitepaper, RTX 4090
     ("gpu/mi250x", 47.9 / 2),      # MI250X datasheet, FP32 vector per package / 2
 ])
 def test_fp32_peak_matches_the_spec_sheet(design, published):
@@ -67,6 +71,7 @@ def test_model_peak_is_the_closed_form():
 
 @pytest.mark.parametrize("design, gbps, gb", [
     ("gpu/v100", 900, 32), ("gpu/a6000", 768, 48),
+    ("gpu/rtx4090", 384 / 8 * 21, 24),            # 384-bit GDDR6X at 21 Gb/s = 1008 GB/s
     ("gpu/mi250x", 3276.8 / 2, 128 / 2),          # 3.2 TB/s, 128 GB per package of 2 GCDs
     ("cpu/xeon_spr", 8 * 4800e6 * 8 / 1e9, 512),  # 8 channels x DDR5-4800 x 8 B = 307.2 GB/s
 ])
@@ -98,6 +103,7 @@ def test_clusters_links_from_the_spec_sheets():
 @pytest.mark.parametrize("args", [
     ["run", "gpu/v100", "--model", "gpt2-medium"],
     ["run", "gpu/a6000", "--model", "gpt2-medium", "--a-format", "bf16"],
+    ["run", "gpu/rtx4090", "--model", "gpt2-medium"],
     ["run", "gpu/mi250x", "--model", "gpt2-medium", "--a-format", "bf16"],
     ["run", "cpu/xeon_spr", "--model", "gpt2-medium", "--a-format", "bf16"],
     ["plan", "dgx1", "--model", "gpt2-medium", "--devices", "8", "--top", "1"],

@@ -249,3 +249,24 @@ def test_trace_prefix_columns_bad(tmp_path, row, msg):
     with pytest.raises(WorkloadError, match=msg) as e:
         load_trace(f)
     assert e.value.problems[0].line == 2
+
+
+def test_quest_check_prices_what_topk_blocks_prices():
+    """The Quest comparison (archsim/validation/kv_techniques.py) is the attention part of a
+    ``--topk-blocks`` decode block: with budget B = k x 16 keys and a context of n keys, the
+    block's attention = decode attention over B keys + the selection pass over n / 16 keys.
+    Its bytes are the closed form 1 / (1/16 + B/n) of the full attention's (a min/max pair per
+    16-token page, one key + value each): 8x at 32K / 2048, 16/9 at 8K / 4096."""
+    from archsim.validation.kv_techniques import _LONGCHAT, quest_attention_speedup
+
+    rtx = archsim.load("gpu/rtx4090")
+    c = IterationCost(rtx, str(_LONGCHAT), 1, attention="fused")
+    dense = c._tokens("dense", 1).time_s
+    full = c._block(Batch([], 1, 32768, 1)).time_s - dense
+    top = c._block(Batch([], 1, 2048, 1, select_keys=32768 // 16)).time_s - dense
+    t, b = quest_attention_speedup(archsim, "gpu/rtx4090", 32768, 2048)
+    assert t == pytest.approx(full / top, rel=1e-9)
+    assert b == pytest.approx(1 / (1 / 16 + 2048 / 32768), rel=1e-3)
+    assert quest_attention_speedup(archsim, "gpu/rtx4090", 8192, 4096)[1] == pytest.approx(
+        16 / 9, rel=1e-3)
+    assert 1 < t < b        # each kernel's fixed cost keeps time above the bytes' share

@@ -83,3 +83,17 @@ def test_run_serving_takes_the_switch():
     assert b.ttft_s["p50"] < a.ttft_s["p50"]
     assert b.deployment["summary"].endswith("overlap fused-ar-norm")
     assert "overlap" not in a.deployment["summary"]
+
+
+def test_nanoflow_check_admits_only_what_stays_resident():
+    """The NanoFlow comparison (archsim/validation/cluster.py) admits at most the requests
+    whose whole KV fits: LLaMA-2-70B at TP8 caches 80 layers x 2 (K, V) x 1 KV head x 128 x
+    2 B = 40960 B per token and device; its weights are 68.98e9 params x 2 B / 8 = 17.25 GB
+    per device (the HF checkpoint's count, docs/validation.md 'workloads'); an A100 80 GB at
+    serve's 0.9: (72e9 - 17.25e9) / 40960 = 1.337M tokens -> 870 requests of 512 + 1024."""
+    from archsim.validation.cluster import resident_requests
+
+    a100 = load("gpu/a100")
+    assert IterationCost(a100, "llama2-70b", 8).kv_bytes_per_token == 80 * 2 * 1 * 128 * 2
+    expect = (0.9 * 80e9 - 68.98e9 * 2 / 8) / 40960 / 1536
+    assert resident_requests(a100, "llama2-70b", 8, 1536) == int(expect) == 870
