@@ -55,7 +55,13 @@ from archsim.arch.cluster import Cluster
 from archsim.arch.collective import collective, multimem_allreduce, place
 from archsim.mapper.overlap import Overlap, blocks_makespan, check_overlap
 from archsim.mapper.plan import bubble_fraction, pipeline_time
-from archsim.offload import Offload, offload_memory, offload_time, tier_bytes_per_s
+from archsim.offload import (
+    Offload,
+    offload_memory,
+    offload_pipeline,
+    offload_time,
+    tier_bytes_per_s,
+)
 from archsim.result import OpResult, Result
 from archsim.varlen import Varlen, VarlenStats, varlen_step
 from archsim.workloads.errors import ConfigError, MappingError, Problem, WorkloadError
@@ -564,13 +570,6 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
     pipe = pipeline_time(t_f, t_b, p, m, v if train else 1)
     compute = m * (per_stage["fwd"] + per_stage["bwd"])
     bubble = pipe - m * (t_f + t_b)
-    docs = None
-    if options.varlen is not None:    # unequal microbatches (archsim.varlen)
-        docs = varlen_step(options.varlen, _doc_attention(blocks, block_n, plan, train),
-                           plan, batch, seq_n, t_f, t_b, train, memo)
-        pipe = docs.pipe
-        compute += docs.slowest_delta_s
-        bubble = pipe - docs.slowest_work_s
     # ---- data parallelism and the optimiser -------------------------------------------
     params = {k: g for k, (_, g, _, _) in results.items()}
     pcount = {"base": params["base"]}
@@ -579,6 +578,27 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
         if bk.moe:
             pcount["expert"] = 3 * s.d_model * s.moe_ffn * s.experts
     mem = memory_per_device(s, plan, phase, batch, seq_n, ctx_n, pcount, build)
+    off = options.offload
+    off_t: dict[str, Any] = {"transfer_s": 0.0, "cpu_update_s": 0.0}
+    if off.kinds:
+        off_t = _offload(cluster, off, mem, train, t_f, t_b, m, float(min(m, p)))
+    # with pipeline stages, every exposed offload pass lengthens its stage's pass in the 1F1B
+    # flow shop (archsim.offload.offload_pipeline); one stage: the transfer is added once
+    stretch = bool(off.kinds) and p > 1
+    docs = None
+    if options.varlen is not None:    # unequal microbatches (archsim.varlen)
+        att = _doc_attention(blocks, block_n, plan, train)
+        docs = varlen_step(options.varlen, att, plan, batch, seq_n, t_f, t_b, train, memo)
+        pipe = docs.pipe
+        compute += docs.slowest_delta_s
+        bubble = pipe - docs.slowest_work_s
+        if stretch:
+            off_t["transfer_s"] = varlen_step(
+                options.varlen, att, plan, batch, seq_n, t_f, t_b, train, memo,
+                (off_t["exposed_f"], off_t["exposed_b"])).pipe - pipe
+    elif stretch:
+        off_t["transfer_s"] = offload_pipeline(t_f, t_b, off_t["exposed_f"], off_t["exposed_b"],
+                                               p, v) - pipe
     dp_t = 0.0
     upd = 0.0
     if train:
@@ -603,10 +623,7 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
                 ag = collective(cluster, "allgather", per_dev_params * 2.0, g)
                 dp_t += m * (max(0.0, ag.time_s - t_f) + max(0.0, ag.time_s - t_b))
         upd = per_stage["upd"] / (plan.dp if plan.zero >= 1 and plan.dp > 1 else 1)
-    off = options.offload
-    off_t = {"transfer_s": 0.0, "cpu_update_s": 0.0}
     if off.kinds:
-        off_t = _offload(cluster, off, mem, train, t_f, t_b, m, float(min(m, p)))
         mem = offload_memory(mem, off, sum(block_n.values()) / plan.pp, float(min(m, p)))
         if "optimizer" in off.kinds:       # the CPU runs the update instead of the device
             upd = off_t["cpu_update_s"]
@@ -662,7 +679,7 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
 
 
 def _offload(cluster: Cluster, off: Offload, mem: Mapping[str, float], train: bool, t_f: float,
-             t_b: float, m: int, inflight: float) -> dict[str, float]:
+             t_b: float, m: int, inflight: float) -> dict[str, Any]:
     """The exposed transfer and CPU update of ``off`` (:func:`archsim.offload.offload_time`);
     refuses an offload outside training or an optimizer offload without a host DRAM spec."""
     if not train:
