@@ -19,9 +19,16 @@ from archsim.arch.accelerator import Accelerator
 from archsim.arch.accelerator import load as _load_file
 from archsim.arch.base import Estimate, Unit
 from archsim.arch.shipped import configs_dir
+from archsim.device_overlap import (
+    check_device_overlap,
+    overlap_of,
+    overlapped_latency,
+    with_overlap,
+)
 from archsim.mapper import map_workload
 from archsim.mapper.constraints import load_constraints
 from archsim.mapper.hetero import retime
+from archsim.mapper.overlap import Overlap
 from archsim.mapper.schedule import link_of, op_signature
 from archsim.result import OpResult, Result
 from archsim.workloads.errors import ConfigError, MappingError, Problem, WorkloadError
@@ -376,7 +383,7 @@ def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
              objective: str = "latency", mapping: str = "default",
              constraints: Any = None, refine: int = 0,
              before_simulation: Any = None, progress: Any = None,
-             reuse: bool = True) -> Result:
+             reuse: bool = True, overlap: Overlap | str | None = None) -> Result:
     """Evaluate ``wl`` on ``acc``: latency, energy and area with breakdowns.
 
     Latency is the makespan of the schedule (``mapper.map_workload``): ops on one unit run
@@ -407,11 +414,26 @@ def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
             (:func:`mapper.schedule.op_signature`) ignores an op's name and its
             ``layer`` / ``block`` tags (the result rows keep them). The result is the same
             bit for bit as with ``reuse=False`` (``tests/foundation/test_reuse.py``).
+        overlap: overlap inside one device (``--overlap``: ``none``, ``nanobatch:K``,
+            ``tokensplit``, ``fused-ar-norm``, a split ``+fused-ar-norm``, or a
+            :class:`mapper.overlap.Overlap`): the transformer blocks of one nano-batch
+            (``Workload.split_batch``) scheduled as :mod:`mapper.overlap` schedules them
+            (:mod:`archsim.device_overlap`); one-unit designs, prefill and decode. None or
+            ``none``: the plain evaluation.
 
     Raises:
         ConfigError / WorkloadError / MappingError: bad input (never for infeasible-but-valid
             designs, which the unit reports through the mapping error's reasons).
     """
+    ov = overlap_of(overlap)
+    if ov.active:
+        check_device_overlap(acc, wl, ov)
+        kw: dict[str, Any] = dict(fidelity=fidelity, objective=objective, mapping=mapping,
+                                  constraints=constraints, refine=refine, reuse=reuse)
+        whole = evaluate(acc, wl, before_simulation=before_simulation, progress=progress, **kw)
+        nano = wl.split_batch(ov.nano_batches)
+        piece = evaluate(acc, nano, **kw) if ov.splits else whole
+        return with_overlap(whole, overlapped_latency(acc, whole.ops, nano, piece.ops, ov), ov)
     if mapping not in MAPPINGS:
         raise ConfigError(Problem(f"unknown mapping mode {mapping!r}; expected one of "
                                   f"{', '.join(MAPPINGS)}", "--mapping"))

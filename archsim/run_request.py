@@ -79,6 +79,9 @@ class RunRequest:
             GPTQ act-order (``--act-order``): ``Workload.with_weight_groups``.
         moe_routing: mixture-of-experts models: one fused MoE op per block with this
             routing (``--moe-routing``); None = separate expert ops.
+        overlap: overlap inside one device (``--overlap``: ``none``, ``nanobatch:K``,
+            ``tokensplit``, ``fused-ar-norm``, ...; :func:`archsim.api.evaluate`'s
+            ``overlap``).
         native_format: set by :func:`request_workload`: the design-native format applied
             when no format was given (None: none applied).
     """
@@ -109,6 +112,7 @@ class RunRequest:
     mapping: str = "default"
     constraints: str | None = None
     refine: int = 0
+    overlap: str = "none"
     native_format: str | None = field(default=None, compare=False)
 
     @property
@@ -151,6 +155,8 @@ class RunRequest:
             argv += ["--w-group-size", str(self.w_group_size)]
         if self.act_order:
             argv += ["--act-order"]
+        if self.overlap != "none":
+            argv += ["--overlap", self.overlap]
         for o in self.overrides:
             argv += ["--set", o]
         return argv
@@ -246,7 +252,8 @@ def evaluate_request(req: RunRequest, acc: Accelerator | None = None,
         with compile_notice(on_compile if req.fidelity == "cycle" else None):
             res = evaluate(acc, wl, fidelity=req.fidelity, objective=req.objective,
                            mapping=mode, constraints=req.constraints, refine=req.refine,
-                           before_simulation=before_simulation, progress=progress)
+                           before_simulation=before_simulation, progress=progress,
+                           overlap=req.overlap)
     except MappingError as exc:
         hinted = with_format_hint(exc, acc)
         if hinted is exc:
@@ -397,7 +404,7 @@ def _provenance(req: RunRequest, acc: Accelerator, wl: Workload, res: Result) ->
         "kernels": req.kernels if req.cmd != "gemm" else "fused",
         "sparsity": f"{req.sparsity[0]}:{req.sparsity[1]}" if req.sparsity else None,
         "fidelity": req.fidelity, "mapping": req.mapping_mode, "objective": req.objective,
-        "refine": req.refine, "constraints": req.constraints,
+        "refine": req.refine, "constraints": req.constraints, "overlap": req.overlap,
         "archsim_version": res.archsim_version, "input_hash": res.input_hash,
         "argv": req.argv(),
     } | ({"moe_routing": req.moe_routing} if req.moe_routing else {})

@@ -83,8 +83,9 @@ def add_plan_flags(r: argparse.ArgumentParser) -> None:
     g.add_argument("--tp-overlap", action="store_true",
                    help="overlap tp collectives with the other half of the batch (TokenWeave)")
     g.add_argument("--overlap", default=None, metavar="TECHNIQUE",
-                   help=OVERLAP_HELP + "; given (even 'none'), run evaluates a plan, so "
-                   "'--overlap none' is the baseline to compare with")
+                   help=OVERLAP_HELP + "; on a device design (no other plan flag) the "
+                   "one device's graph is scheduled (archsim.evaluate's overlap=); on a "
+                   "cluster, or with another plan flag, the plan's")
     g.add_argument("--moe-imbalance", type=ratio_at_least_one, default=1.0,
                    help="busiest expert device's tokens / the mean (default 1)")
     g.add_argument("--tp-allreduce", choices=IMPLS, default="nccl", help=TP_ALLREDUCE_HELP)
@@ -165,8 +166,10 @@ def power_cap(text: str) -> float:
     return caps[0]
 
 
-def plan_flags_given(args: argparse.Namespace) -> bool:
-    """Does an ``archsim run`` command set a parallel-plan flag?"""
+def plan_flags_given(args: argparse.Namespace, overlap: bool = True) -> bool:
+    """Does an ``archsim run`` command set a parallel-plan flag? (``overlap``: does
+    ``--overlap`` count as one: it does on a cluster; on a device design alone it is an
+    option of the one-device evaluation, ``archsim.evaluate(..., overlap=)``.)"""
     return (args.pp > 1 or args.dp > 1 or args.ep > 1 or args.cp > 1
             or (args.microbatches or 1) > 1 or args.kv_format is not None
             or args.zero > 0 or args.recompute != "none" or args.sequence_parallel
@@ -175,7 +178,7 @@ def plan_flags_given(args: argparse.Namespace) -> bool:
             or args.offload_tier != "host" or args.offload_gbps is not None
             or args.doc_lengths is not None or args.packing is not None
             or args.cp_sharding is not None or args.doc_seed != 0
-            or args.overlap is not None)
+            or (overlap and args.overlap is not None))
 
 
 def run_plan(args: argparse.Namespace) -> int:

@@ -202,7 +202,7 @@ def run(args: argparse.Namespace) -> int:
     if args.mapping is not None and args.mapping not in MAPPING_MODES:
         raise UsageError(f"argument --mapping: invalid choice: {args.mapping!r} (choose from "
                          f"{', '.join(repr(m) for m in MAPPING_MODES)})")
-    if find_cluster(args.config) is not None or plan_flags_given(args):
+    if find_cluster(args.config) is not None or plan_flags_given(args, overlap=False):
         if getattr(args, "moe_routing", None):
             raise UsageError("--moe-routing applies to one device's run, not to a cluster "
                              "plan (plans take --moe-imbalance)")
@@ -224,7 +224,8 @@ def request_from_args(args: argparse.Namespace) -> RunRequest:
     return replace(base, model=args.model, phase=args.phase, seq=args.seq,
                    context=args.context, tp=args.tp, kernels=args.kernels,
                    moe_routing=args.moe_routing,
-                   attention_kernel=args.attention_kernel or "sdpa")
+                   attention_kernel=args.attention_kernel or "sdpa",
+                   overlap=getattr(args, "overlap", None) or "none")
 
 
 def cold_start_note() -> None:
