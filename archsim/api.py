@@ -35,6 +35,7 @@ from archsim.workloads.errors import ConfigError, MappingError, Problem, Workloa
 from archsim.workloads.formats import NumberFormat, get_format
 from archsim.workloads.graph import Workload
 from archsim.workloads.hf import config_path, from_hf_config
+from archsim.workloads.kvtech import KVTechniques
 from archsim.workloads.onnx_import import from_onnx
 from archsim.workloads.ops import Gemm, Op
 from archsim.workloads.parallel import DeviceBuild
@@ -275,7 +276,8 @@ def device_build(acc: Accelerator, a_format: str | None = None, w_format: str | 
                  kernels: str = "fused", kv_format: str | None = None,
                  attention_kernel: str = "sdpa", tp_allreduce: str = "nccl",
                  weight_sparsity: float = 0.0, w_group_size: int = 0,
-                 act_order: bool = False) -> DeviceBuild:
+                 act_order: bool = False, kv: KVTechniques | None = None,
+                 kv_block_size: int = 16) -> DeviceBuild:
     """The choices a model's graph is built with on ``acc``, wherever it runs (one device,
     each device of a plan, a serving replica): the design's attention
     (:func:`preferred_attention`), the given formats, else the design's
@@ -283,8 +285,9 @@ def device_build(acc: Accelerator, a_format: str | None = None, w_format: str | 
     attention call (``sdpa``, or ``paged``: a serving framework's paged-KV backend, which
     needs a unit that models it and fused attention), the tensor-parallel all-reduce's
     implementation (``nccl``, ``custom-graph``, ``custom-eager``), the fraction of zero
-    weights run as sparse loads + dense MMA (:func:`check_weight_sparsity`), and group-wise
-    weight scales and act-order (``Workload.with_weight_groups``).
+    weights run as sparse loads + dense MMA (:func:`check_weight_sparsity`), group-wise
+    weight scales and act-order (``Workload.with_weight_groups``), and the KV-cache techniques
+    of its decode graphs (``kv``, blocks of ``kv_block_size`` tokens: ``DeviceBuild.kv``).
 
     Raises:
         WorkloadError: an unknown format or attention kernel, naming its flag; ``paged`` on
@@ -317,7 +320,7 @@ def device_build(acc: Accelerator, a_format: str | None = None, w_format: str | 
                        w_format=w_format, kv_format=kv_format, native=native,
                        attention_kernel=attention_kernel, tp_allreduce=tp_allreduce,
                        weight_sparsity=float(weight_sparsity), w_group_size=w_group_size,
-                       act_order=act_order)
+                       act_order=act_order, kv=kv or KVTechniques(), kv_block_size=kv_block_size)
 
 
 def check_weight_sparsity(acc: Accelerator, fraction: float) -> None:

@@ -67,6 +67,13 @@ from archsim.varlen import Varlen, VarlenStats, varlen_step
 from archsim.workloads.errors import ConfigError, MappingError, Problem, WorkloadError
 from archsim.workloads.graph import Workload
 from archsim.workloads.hf import config_path, shape_from_hf_config
+from archsim.workloads.kvtech import (
+    KVTechniques,
+    check_phase,
+    decode_keys,
+    offload_exposed_s,
+    prefix_hit_tokens,
+)
 from archsim.workloads.models.transformer import TransformerShape
 from archsim.workloads.ops import Attention
 from archsim.workloads.parallel import (
@@ -391,6 +398,17 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
     seq_n = 1 if phase == "decode" else (seq or s.default_seq)
     ctx_n = (s.context // 2 if context is None else context) if phase == "decode" else 0
     mb = check_plan(s, plan, phase, batch, seq_n, ctx_n)
+    kv = build.kv
+    if kv.any:      # the KV-cache techniques (workloads.kvtech), built into each graph
+        kv.check(s, plan.tp, build.kv_block_size)
+        check_phase(kv, phase)
+        if kv.prefix_hit_rate and plan.cp > 1:
+            raise WorkloadError(Problem("prefix caching with context parallelism is not "
+                                        "modelled (a cached prefix split over cp ranks); "
+                                        "use --cp 1", "--prefix-hit-rate"))
+        # a prefill after a cached prefix: seq_n new tokens after ctx_n cached ones
+        ctx_n = prefix_hit_tokens(seq_n, kv.prefix_hit_rate) if phase == "prefill" else ctx_n
+        seq_n -= ctx_n if phase == "prefill" else 0
     if options.varlen is not None:
         if phase != "train":
             raise ConfigError(Problem(f"documents packed into sequences apply to training "
@@ -412,7 +430,7 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
                plan.ep, plan.cp, build)
         if key not in memo:
             graphs = block_graphs(s, plan, phase, mb_, seq_n if phase != "decode" else None,
-                                  ctx_n if phase == "decode" else None, build)
+                                  ctx_n if phase == "decode" or ctx_n else None, build)
             # the first block's forward ops in order, collectives included (overlap chains)
             memo[key + ("order",)] = {k: [(op.name, op.role) for op in g.ops()
                                           if op.block == 0 and op.pass_ == "fwd"]
@@ -637,6 +655,10 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
     # ---- memory, energy, rates ----------------------------------------------------------
     caps = [u.memory_capacity_bytes() for u in cluster.device.units]
     cap = float(max(caps)) if caps else 0.0
+    if kv.offload_gb:       # KV blocks beyond the device's memory on the host (decode)
+        mem, exposed = _kv_offload(cluster, kv, build.kv_block_size, mem, cap, ctx_n, step)
+        step += exposed
+        breakdown["kv_offload"] = exposed
     fits = cap <= 0 or mem["total"] <= cap
     # busy energy of one device: m microbatches of its stage's passes (the recomputed forward
     # included, as in the stage's time) and the update once (split over dp under ZeRO, as upd)
@@ -676,6 +698,36 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
                       power_cap=options.power_cap, batch=batch, seq=seq_n, busy_s=busy, busy_energy_j=dyn,
                       idle_power_w=static_w, link_energy_j=link_e[0], offload=off.label(),
                       varlen=None if docs is None else docs.stats, overlap=ov.label())
+
+
+def _kv_offload(cluster: Cluster, kv: KVTechniques, block_size: int, mem: Mapping[str, float],
+                cap: float, context: int, step_s: float) -> tuple[dict[str, float], float]:
+    """KV offload in a decode step (:mod:`workloads.kvtech`, as a serving replica runs it):
+    the cache beyond the device's memory, up to ``kv.offload_gb`` per device, lives on the
+    host and streams back every step over the host link (``host.link_gbps x
+    link_efficiency``) behind the step's compute: ``kvtech.offload_exposed_s`` of the host
+    bytes the step reads (top-k: ``decode_keys / (context + 1)`` of them). Returns the memory
+    with the host part taken off the device and the exposed time.
+
+    Raises:
+        WorkloadError: a cluster without a host link, or a device that declares no memory
+            capacity (nothing to offload); naming ``--kv-offload-gb``.
+    """
+    host = cluster.spec.host
+    if host is None:
+        raise WorkloadError(Problem(f"{cluster.name!r} describes no host link to keep KV blocks "
+                                    f"behind (a cluster's host: section: dgx1, dgx2, "
+                                    f"frontier)", "--kv-offload-gb"))
+    if cap <= 0:
+        raise WorkloadError(Problem(f"{cluster.spec.device} declares no memory capacity (an "
+                                    f"unbounded KV cache): nothing to offload to the host",
+                                    "--kv-offload-gb"))
+    out = dict(mem)
+    moved = min(max(0.0, mem["total"] - cap), kv.offload_gb * 1e9, mem.get("kv_cache", 0.0))
+    out["kv_cache"] = mem.get("kv_cache", 0.0) - moved
+    out["total"] = mem["total"] - moved
+    share = decode_keys(context, kv.topk_blocks, block_size) / (context + 1)
+    return out, offload_exposed_s(moved * share, host.link_gbps * host.link_efficiency, step_s)
 
 
 def _offload(cluster: Cluster, off: Offload, mem: Mapping[str, float], train: bool, t_f: float,

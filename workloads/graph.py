@@ -49,6 +49,8 @@ class Workload:
             are stored once, on the owner.
         devices: devices that each run this graph in parallel (tensor parallelism: the graph
             is one device's shard, with its all-reduces); results scale energy and area by it.
+        held_bytes: bytes resident beyond what the ops read (the KV cache a top-k decode
+            step leaves unread, ``workloads.kvtech``): added by :meth:`resident_bytes`.
     """
 
     name: str
@@ -62,6 +64,7 @@ class Workload:
     _order: list[str] = field(default_factory=list, repr=False)
     tied: frozenset[str] = frozenset()
     devices: int = 1
+    held_bytes: float = 0.0
 
     def add(self, op: Op, after: Iterable[Op | str] = ()) -> Op:
         """Add ``op`` with edges from each op (or op name) in ``after``; returns ``op``."""
@@ -299,7 +302,7 @@ class Workload:
             elif op.pass_ == "update":
                 total += op.input_bytes()
             peak = max(peak, act)
-        return total + peak
+        return total + peak + self.held_bytes
 
     @classmethod
     def single(cls, op: Op) -> Workload:

@@ -33,6 +33,7 @@ Inference: weights plus the KV cache.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 from archsim.workloads.collectives import (
     AllGather,
@@ -44,6 +45,7 @@ from archsim.workloads.collectives import (
 from archsim.workloads.errors import Problem, WorkloadError
 from archsim.workloads.formats import NumberFormat, get_format
 from archsim.workloads.graph import Workload
+from archsim.workloads.kvtech import KVTechniques, decode_keys, remat_op, select_keys
 from archsim.workloads.models.transformer import TransformerShape, _tp_heads, build_transformer
 from archsim.workloads.ops import (
     ALLREDUCE_IMPLS,
@@ -51,13 +53,15 @@ from archsim.workloads.ops import (
     ATTENTION_KERNELS,
     AllReduce,
     Attention,
+    Gemm,
     Sparsity,
 )
+from archsim.workloads.tags import ATTENTION_CORE_ROLES
 
 __all__ = ["ParallelPlan", "RECOMPUTE", "Comm", "DeviceBuild", "check_plan", "block_graphs",
            "BlockKind", "block_kinds", "default_microbatches",
            "layer_comms", "memory_per_device", "block_counts", "BYTES_PER_PARAM",
-           "without_collectives"]
+           "without_collectives", "with_cached_prefix"]
 
 RECOMPUTE = ("none", "selective", "full")
 
@@ -137,6 +141,14 @@ class DeviceBuild:
             loads + dense MMA (``Workload.with_weight_sparsity``; inference only); 0: dense.
         w_group_size, act_order: group-wise weight scales along K and GPTQ act-order as vLLM
             runs it under tensor parallelism (``Workload.with_weight_groups``); 0: none.
+        kv: the KV-cache techniques a decode graph is built with (:mod:`workloads.kvtech`,
+            the mechanism objects serving uses): K/V rematerialisation adds each block's K/V
+            projection over the keys read (``kvtech.remat_op``); top-k block attention reads
+            ``kvtech.decode_keys`` keys after a selection pass over ``kvtech.select_keys``
+            (the unread cache stays resident: ``Workload.held_bytes``). Prefix caching is a
+            prefill after cached tokens (:meth:`graph`'s ``context``); the KV offload is
+            priced by the evaluator (a plan: ``archsim.parallel``).
+        kv_block_size: tokens per KV block (top-k's blocks; vLLM's default 16).
     """
 
     attention: str = "unfused"
@@ -150,6 +162,8 @@ class DeviceBuild:
     weight_sparsity: float = 0.0
     w_group_size: int = 0
     act_order: bool = False
+    kv: KVTechniques = KVTechniques()
+    kv_block_size: int = 16
 
     def __post_init__(self) -> None:
         for flag, v, ok in (("--attention-kernel", self.attention_kernel, ATTENTION_KERNELS),
@@ -160,7 +174,63 @@ class DeviceBuild:
 
     def graph(self, s: TransformerShape, phase: str | None, batch: int, seq: int | None,
               context: int | None, tp: int = 1, ep: int = 1) -> Workload:
-        """The graph of ``s`` with these choices (``build_transformer``'s arguments)."""
+        """The graph of ``s`` with these choices (``build_transformer``'s arguments).
+
+        A ``prefill`` with ``context`` ``p > 0`` is ``seq`` new tokens after ``p`` cached ones
+        (prefix caching, a prefill chunk): every op over the new rows, the attention core's
+        queries over ``p + seq`` keys (:func:`with_cached_prefix`). A ``decode`` graph takes
+        :attr:`kv`'s remat and top-k (:meth:`_decode_kv`).
+        """
+        if phase == "prefill" and context:
+            return with_cached_prefix(self._graph(s, phase, batch, seq, None, tp, ep), context)
+        w = self._graph(s, phase, batch, seq, None if phase == "prefill" else context, tp, ep)
+        if phase == "decode" and (self.kv.remat or self.kv.topk_blocks):
+            return self._decode_kv(w, s, batch, w.context, tp, ep)
+        return w
+
+    def _decode_kv(self, w: Workload, s: TransformerShape, batch: int, context: int, tp: int,
+                   ep: int) -> Workload:
+        """``w`` (a decode step over ``context`` cached tokens) with top-k block attention and
+        K/V rematerialisation (:mod:`workloads.kvtech`): every block's attention core reads
+        ``decode_keys`` keys (the ops of the graph built at that context), after the
+        selection pass (the core ops of the graph at ``select_keys``, named ``.select``) and
+        after the K/V projection of the keys read (``remat_op`` from the block's ``qkv``)."""
+        kv, bs = self.kv, self.kv_block_size
+        keys = decode_keys(context, kv.topk_blocks, bs)
+        att = self._graph(s, "decode", batch, None, keys - 1, tp, ep) \
+            if keys < context + 1 else None
+        sel = self._graph(s, "decode", batch, None, select_keys(context, bs) - 1, tp, ep) \
+            if kv.topk_blocks else None
+        out = Workload(w.name, w.phase, w.batch, w.seq, w.context, w.parameters, w.family,
+                       tied=w.tied, devices=w.devices, held_bytes=w.held_bytes)
+        qkv: dict[int | None, Gemm] = {}
+        seen: set[int | None] = set()
+        for op in w.ops():
+            preds = list(w.predecessors(op.name))
+            if isinstance(op, Gemm) and op.role == "qkv" and op.block not in qkv:
+                qkv[op.block] = op
+            if op.role in ATTENTION_CORE_ROLES and op.block not in seen:
+                seen.add(op.block)
+                if sel is not None:      # the selection pass: one min/max key pair per block
+                    for o in sel.ops():
+                        if o.block == op.block and o.role in ATTENTION_CORE_ROLES:
+                            out.add(replace(o, name=f"{o.name}.select"), preds)
+                            preds = [f"{o.name}.select"]
+                if kv.remat and op.block in qkv:
+                    r = remat_op(qkv[op.block], s, tp, batch * keys)
+                    out.add(r, [qkv[op.block].name])
+                    preds = preds + [r.name]
+            new = op
+            if att is not None and op.role in ATTENTION_CORE_ROLES:
+                new = att.op(op.name)
+                if isinstance(op, Gemm) and isinstance(new, Gemm) and not op.b_is_weight:
+                    out.held_bytes += op.b_bytes() - new.b_bytes()   # the unread cache stays
+            out.add(new, preds)
+        return out
+
+    def _graph(self, s: TransformerShape, phase: str | None, batch: int, seq: int | None,
+               context: int | None, tp: int = 1, ep: int = 1) -> Workload:
+        """:meth:`graph` without the KV-cache techniques."""
         if self.weight_sparsity and phase == "train":
             raise WorkloadError(Problem(
                 "sparse weight loads are an inference kernel (Flash-LLM / SpInfer serve a "
@@ -427,6 +497,36 @@ def block_graphs(s: TransformerShape, plan: ParallelPlan, phase: str, micro_batc
     return out
 
 
+def with_cached_prefix(w: Workload, past: int) -> Workload:
+    """A prefill of ``w.seq`` new tokens after ``past`` cached ones: ``w`` (built for the new
+    tokens) with every attention-core op's keys (an ``Attention`` op's ``kv_len``, the QK
+    GEMM's ``n``, the AV GEMM's ``k``, a score op's ``cols``) over ``past + w.seq`` keys; its
+    queries stay the new tokens (a causal op skips their masked triangle, ``Attention.pairs``).
+
+    Raises:
+        WorkloadError: an attention-core op without a key dimension of ``w.seq`` (naming
+            ``--prefix-hit-rate``).
+    """
+    c, keys = w.seq, past + w.seq
+    out = Workload(w.name, w.phase, w.batch, w.seq, past, w.parameters, w.family,
+                   tied=w.tied, devices=w.devices, held_bytes=w.held_bytes)
+    for op in w.ops():
+        new = op
+        if op.role in ATTENTION_CORE_ROLES:
+            key = ("kv_len" if isinstance(op, Attention) else
+                   "n" if isinstance(op, Gemm) and op.role == "qk" else
+                   "k" if isinstance(op, Gemm) and op.role == "av" else
+                   "cols" if hasattr(op, "cols") else "")
+            if not key or getattr(op, key) != c:
+                raise WorkloadError(Problem(f"op {op.name} ({op.kind}) has no key dimension of "
+                                            f"{c} tokens to extend over a cached prefix",
+                                            "--prefix-hit-rate"))
+            more: dict[str, Any] = {key: keys}
+            new = replace(op, **more)
+        out.add(new, w.predecessors(op.name))
+    return out
+
+
 def without_collectives(w: Workload) -> Workload:
     """A copy of ``w`` without its all-reduce ops (their consumers depend on their producers
     instead): a plan prices collectives on the cluster, and a device family without a link
@@ -587,9 +687,12 @@ def memory_per_device(s: TransformerShape, plan: ParallelPlan, phase: str, batch
         out["activations"] = act
     else:
         b_dev = batch // plan.dp
-        ctx = (context + 1 if phase == "decode" else seq) / plan.cp
+        # prefill: the new tokens and the cached prefix before them (prefix caching)
+        ctx = (context + 1 if phase == "decode" else seq + context) / plan.cp
         _, kvl = _tp_heads(s, tp)
         per_tok = (s.kv_lora_rank + s.qk_rope_dim) if s.is_mla else 2 * kvl * s.hd
+        if build.kv.remat:      # X (d_model values, whole on every tp device) for K and V
+            per_tok = s.d_model
         # a sliding-window block keeps only its last ``window`` tokens (vLLM's hybrid KV
         # cache manager, TensorRT-LLM's variable sliding window)
         layers = sum(min(ctx, s.window(i) or ctx) for i in range(s.layers)) / ctx \

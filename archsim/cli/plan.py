@@ -19,8 +19,10 @@ from archsim.api import device_build
 from archsim.arch.collective import IMPLS
 from archsim.cli.common import (
     add_attention_kernel_flag,
+    add_kv_flags,
     add_weight_group_flags,
     add_weight_sparsity_flag,
+    kv_of,
     non_empty,
     positive_float,
     positive_int,
@@ -205,7 +207,8 @@ def run_plan(args: argparse.Namespace) -> int:
     build = device_build(cluster.device, args.a_format, args.w_format, args.kernels,
                          args.kv_format, args.attention_kernel or "sdpa",
                          weight_sparsity=args.weight_sparsity,
-                         w_group_size=args.w_group_size, act_order=args.act_order)
+                         w_group_size=args.w_group_size, act_order=args.act_order,
+                         kv=kv_of(args), kv_block_size=args.block_size)
     r = evaluate_plan(cluster, args.model, plan, phase, batch=args.batch, seq=args.seq,
                       context=args.context, options=opts, build=build)
     if not r.fits:
@@ -263,6 +266,8 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     add_varlen_flags(ap)
     add_weight_sparsity_flag(ap)
     add_weight_group_flags(ap)
+    add_kv_flags(ap.add_argument_group("KV-cache techniques (prefill / decode; docs/serving.md)"),
+                 block_size=True)
     ap.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -279,7 +284,8 @@ def run(args: argparse.Namespace) -> int:
                          attention_kernel=args.attention_kernel or "sdpa",
                          offload=offload_of(args), varlen=varlen_from_args(args),
                          weight_sparsity=args.weight_sparsity,
-                         w_group_size=args.w_group_size, act_order=args.act_order)
+                         w_group_size=args.w_group_size, act_order=args.act_order,
+                         kv=kv_of(args), kv_block_size=args.block_size)
     if args.json:
         print(found.to_json(args.top))
         return 0 if found.ranked else 1

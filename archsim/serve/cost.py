@@ -54,12 +54,13 @@ from archsim.arch.cluster import single_node
 from archsim.arch.collective import collective, multimem_allreduce, place
 from archsim.mapper.constraints import load_constraints
 from archsim.mapper.overlap import Overlap, blocks_makespan, check_overlap
-from archsim.serve.kvtech import KVTechniques
 from archsim.workloads.errors import ConfigError, Problem, WorkloadError
 from archsim.workloads.formats import get_format
 from archsim.workloads.graph import Workload
 from archsim.workloads.hf import config_path, shape_from_hf_config
+from archsim.workloads.kvtech import KVTechniques, remat_op
 from archsim.workloads.models.transformer import TransformerShape
+from archsim.workloads.ops import Gemm
 from archsim.workloads.parallel import DeviceBuild, ParallelPlan, block_kinds, layer_comms
 from archsim.workloads.tags import ATTENTION_CORE_ROLES, FUSED_AR_NORM_ROLES
 from archsim.workloads.zoo import model_names, transformer_shape
@@ -281,7 +282,7 @@ class IterationCost:
         self.layers = self.shape.layers
         self.context = self.shape.context
         _check_replica(self.shape, tp, pp, ep)
-        # the KV-cache techniques (serve.kvtech): remat changes the cache's bytes per token
+        # the KV-cache techniques (workloads.kvtech): remat changes the cache's bytes per token
         # and adds the K/V projection per cached key to decode attention
         self.kv = kv or KVTechniques()
         self.build.graph(self.one, "decode", 1, None, 1, tp, ep)  # validates tp, ep, formats
@@ -315,7 +316,7 @@ class IterationCost:
     def kv_bytes_per_token(self) -> float:
         """KV-cache bytes per token on one device (K and V, every layer, in the KV-cache
         format: ``DeviceBuild.kv_bytes``, 16-bit unless a format is given); with K/V
-        rematerialisation, X instead: ``layers / pp x d_model`` values (serve.kvtech)."""
+        rematerialisation, X instead: ``layers / pp x d_model`` values (workloads.kvtech)."""
         if self.kv.remat:
             return float((self.layers // self.pp) * self.shape.d_model * self.build.kv_bytes())
         return kv_bytes_per_token(self.shape, self.build, self.tp, self.pp)
@@ -397,8 +398,11 @@ class IterationCost:
         sub = Workload(name=f"{w.name}:{group}", phase=w.phase, batch=w.batch, seq=w.seq,
                        context=w.context, parameters=w.parameters, family=w.family,
                        devices=w.devices)
-        if group == "qkv":      # the QKV projections alone (K/V rematerialisation)
-            keep = {op.name for op in w.ops() if op.role == "qkv" and op.block is not None}
+        if group == "kv_remat":     # K/V rematerialisation's GEMM (workloads.kvtech.remat_op)
+            for op in w.ops():
+                if isinstance(op, Gemm) and op.role == "qkv" and op.block is not None:
+                    sub.add(remat_op(op, self.shape, self.tp, op.m))
+            keep = set()
         else:
             keep = {name for name, g in _groups(w).items() if g == group}
         for op in w.ops():
@@ -507,18 +511,16 @@ class IterationCost:
         return base.scale(keys / (bg * (cg + 1)))
 
     def remat_projection(self, keys: int) -> Cost:
-        """K/V rematerialisation (serve.kvtech): the K and V projections of ``keys`` cached
+        """K/V rematerialisation (workloads.kvtech): the K and V projections of ``keys`` cached
         tokens of one block, ``2 x d_model x 2 x kv_heads / tp x head_dim`` FLOPs each: the
-        block's ``qkv`` projection over ``keys`` rows on the token grid, scaled to its K/V
-        share of the output columns, ``2 kv / (heads + 2 kv)``."""
+        GEMM ``workloads.kvtech.remat_op`` (the one ``archsim run`` and plans add to a decode
+        graph) over ``keys`` rows, on the token grid."""
         if keys == 0:
             return Cost()
-        s = self.shape
-        share = 2 * s.kv / (s.heads + 2 * s.kv)
         hi = self._tok[-1]      # beyond the grid: rows of a GEMM cost linearly
         if keys > hi:
-            return self._tokens("qkv", hi).scale(share * keys / hi)
-        return self._tokens("qkv", keys).scale(share)
+            return self._tokens("kv_remat", hi).scale(keys / hi)
+        return self._tokens("kv_remat", keys)
 
     def chunk_attention(self, c: int, past: int, kind: str = "") -> Cost:
         """Attention of a prefill chunk of ``c`` tokens after ``past`` cached ones (one block

@@ -1,11 +1,11 @@
-"""KV-cache techniques (archsim.serve.kvtech): the papers' headline figures, scored where
+"""KV-cache techniques (archsim.workloads.kvtech): the papers' headline figures, scored where
 archsim reaches them through its own cache and attention model, else a gap with the reason."""
 
 from __future__ import annotations
 
 from archsim.arch.reference import Comparison, EvaluationAPI, Gap, checks
 from archsim.serve.cost import IterationCost
-from archsim.serve.kvtech import KVTechniques
+from archsim.workloads.kvtech import KVTechniques
 
 
 @checks("kvcache")

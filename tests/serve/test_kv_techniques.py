@@ -1,4 +1,4 @@
-"""KV-cache techniques (archsim.serve.kvtech): each switch moves the result by the amount
+"""KV-cache techniques (archsim.workloads.kvtech): each switch moves the result by the amount
 its mechanism gives in closed form, and is refused where the model cannot use it.
 
 Expected values are worked out here from the model's shape (llama2-7b: 32 layers,
@@ -16,10 +16,10 @@ import archsim
 from archsim.cli import main
 from archsim.serve import KVTechniques, PoolSpec, SchedulerSpec, ServeSetup, serve
 from archsim.serve.cost import Batch, IterationCost, model_shape
-from archsim.serve.kvtech import offload_exposed_s, prefix_hit_tokens
 from archsim.serve.replica import Replica, State
 from archsim.serve.requests import Request, load_trace
 from archsim.workloads.errors import WorkloadError
+from archsim.workloads.kvtech import offload_exposed_s, prefix_hit_tokens
 from tests.serve.conftest import MODEL
 
 L, D, KV, HD = 32, 4096, 32, 128          # llama2-7b

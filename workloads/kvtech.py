@@ -1,5 +1,7 @@
-"""KV-cache techniques of a serving replica, each a switch (docs/serving.md, "KV-cache
-techniques"):
+"""KV-cache techniques, each a switch, the same mechanism objects wherever they run: a serving
+replica (``archsim serve``, :class:`archsim.serve.cost.IterationCost`) and one device's graph
+of ``archsim run`` / plans (``DeviceBuild.kv``, :meth:`workloads.parallel.DeviceBuild.graph`)
+(docs/serving.md, "KV-cache techniques"):
 
 * **prefix caching** (``prefix_hit_rate`` h; SGLang's RadixAttention, Zheng et al. 2024;
   vLLM automatic prefix caching): the first ``floor(h x prompt)`` tokens of every prompt
@@ -32,12 +34,22 @@ techniques"):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from archsim.workloads.errors import Problem, WorkloadError
 from archsim.workloads.models.transformer import TransformerShape
+from archsim.workloads.ops import Gemm
 
-__all__ = ["KVTechniques", "prefix_hit_tokens", "offload_exposed_s"]
+__all__ = ["KVTechniques", "prefix_hit_tokens", "offload_exposed_s", "decode_keys", "select_keys",
+           "remat_op", "check_phase", "KV_FLAGS"]
+
+#: the flag of each technique (``KVTechniques`` field -> command-line flag)
+KV_FLAGS = {"prefix_hit_rate": "--prefix-hit-rate", "remat": "--kv-remat",
+            "topk_blocks": "--topk-blocks", "offload_gb": "--kv-offload-gb"}
+#: the phase each technique changes: prefix caching skips prompt tokens; the others act on
+#: the cache a decode step reads
+_PHASE = {"prefix_hit_rate": "prefill", "remat": "decode", "topk_blocks": "decode",
+          "offload_gb": "decode"}
 
 
 @dataclass(frozen=True)
@@ -114,3 +126,41 @@ def offload_exposed_s(host_bytes: float, link_gbps: float, compute_s: float) -> 
     if host_bytes <= 0:
         return 0.0
     return max(0.0, host_bytes / (link_gbps * 1e9) - compute_s)
+
+
+def check_phase(kv: KVTechniques, phase: str) -> None:
+    """Refuse a technique that changes nothing in ``phase`` (one step of ``archsim run`` or a
+    plan; a serving run has both phases): prefix caching acts on a prefill, the others on
+    the cache a decode step reads; training uses none.
+
+    Raises:
+        WorkloadError: naming the technique's flag and the phase it needs.
+    """
+    for key, flag in KV_FLAGS.items():
+        if getattr(kv, key) and _PHASE[key] != phase:
+            raise WorkloadError(Problem(
+                f"{'prefix caching skips prompt tokens of a prefill' if key == 'prefix_hit_rate' else 'it acts on the KV cache a decode step reads'}"
+                f"; expected --phase {_PHASE[key]}, got {phase}", flag))
+
+
+def decode_keys(context: int, k: int, block_size: int) -> int:
+    """Keys one decode step attends to over ``context`` cached tokens (it appends one):
+    ``context + 1``, with top-k block attention at most ``k x block_size`` (Quest)."""
+    n = context + 1
+    return min(n, k * block_size) if k else n
+
+
+def select_keys(context: int, block_size: int) -> int:
+    """Key pairs top-k block attention's selection pass scores for one decode step: one
+    min/max key pair per block of its ``context + 1`` tokens, ``ceil((context + 1) /
+    block_size)`` (priced as a decode attention over that many keys)."""
+    return -(-(context + 1) // block_size)
+
+
+def remat_op(qkv: Gemm, s: TransformerShape, tp: int, keys: int) -> Gemm:
+    """K/V rematerialisation's extra GEMM in one block: the K and V projections of ``keys``
+    cached tokens from their stored X, ``keys x (2 x max(1, kv / tp) x head_dim) x
+    d_model`` (the block's ``qkv`` op restricted to its K/V columns: same formats and
+    kernel choices), role ``kv_remat``."""
+    return replace(qkv, name=f"{qkv.name}.kv_remat", m=keys, n=2 * max(1, s.kv // tp) * s.hd,
+                   role="kv_remat")
