@@ -34,12 +34,12 @@ from archsim.result import OpResult, Result
 from archsim.workloads.errors import ConfigError, MappingError, Problem, WorkloadError
 from archsim.workloads.formats import NumberFormat, get_format
 from archsim.workloads.graph import Workload
-from archsim.workloads.hf import config_path, from_hf_config
-from archsim.workloads.kvtech import KVTechniques
+from archsim.workloads.hf import config_path, from_hf_config, shape_from_hf_config
+from archsim.workloads.kvtech import KVTechniques, check_phase, prefix_hit_tokens
 from archsim.workloads.onnx_import import from_onnx
 from archsim.workloads.ops import Gemm, Op
-from archsim.workloads.parallel import DeviceBuild
-from archsim.workloads.zoo import build
+from archsim.workloads.parallel import DeviceBuild, kv_decode_graph, with_cached_prefix
+from archsim.workloads.zoo import build, transformer_shape
 
 __all__ = ["load", "workload", "gemm_workload", "workload_from_dict", "evaluate", "find_config",
            "config_dir", "list_configs", "memory_check", "native_format", "with_native_formats",
@@ -93,8 +93,18 @@ def workload(model: str, phase: str | None = None, batch: int = 1, seq: int | No
              context: int | None = None, a_format: str | NumberFormat | None = None,
              w_format: str | NumberFormat | None = None, tp: int = 1, ep: int = 1,
              attention: str = "unfused", kernels: str = "fused",
-             moe_routing: str | None = None) -> Workload:
+             moe_routing: str | None = None, kv: KVTechniques | None = None,
+             kv_block_size: int = 16) -> Workload:
     """Build a zoo model (or a Hugging Face ``config.json`` path) for one phase.
+
+    ``kv`` (transformers; :mod:`workloads.kvtech`, the mechanism objects serving, ``archsim
+    run`` and plans use): a prefill with a prefix hit rate is the prompt's ``P - hit``
+    uncached tokens after ``hit = prefix_hit_tokens(P, H)`` cached ones
+    (:func:`workloads.parallel.with_cached_prefix`); a decode step with K/V remat or top-k
+    blocks of ``kv_block_size`` tokens is :func:`workloads.parallel.kv_decode_graph` of this
+    graph. So ``evaluate(acc, workload(..., kv=...))`` is what ``archsim run --prefix-hit-rate
+    / --kv-remat / --topk-blocks`` evaluates. The KV offload needs a host link (a cluster's
+    ``host:`` section): a plan, not one device's graph.
 
     ``moe_routing`` (zoo mixture-of-experts transformers): each MoE block's routed experts as
     one ``FusedMoE`` op with this routing (``balanced`` or ``power_law:ALPHA``), as vLLM's
@@ -117,6 +127,11 @@ def workload(model: str, phase: str | None = None, batch: int = 1, seq: int | No
     parallelism are plans over many graphs: ``archsim.parallel.evaluate_plan``
     (docs/cluster.md).
     """
+    if kv is not None and kv.any:
+        return _with_kv(model, kv, kv_block_size, dict(
+            phase=phase, batch=batch, seq=seq, context=context, a_format=a_format,
+            w_format=w_format, tp=tp, ep=ep, attention=attention, kernels=kernels,
+            moe_routing=moe_routing))
     amp: str | None = None
     if kernels == "eager_amp":
         amp = get_format(a_format or "bf16", "--a-format").name
@@ -154,6 +169,31 @@ def workload(model: str, phase: str | None = None, batch: int = 1, seq: int | No
         w = w.with_formats(get_format(a_format, "--a-format") if a_format else None,
                            get_format(w_format, "--w-format") if w_format else None)
     return w
+
+
+def _with_kv(model: str, kv: KVTechniques, block_size: int, args: dict[str, Any]) -> Workload:
+    """:func:`workload` with the KV-cache techniques ``kv`` (its docstring).
+
+    Raises:
+        WorkloadError: not a transformer, a technique the model or the phase cannot use, or
+            the KV offload (one device's graph has no host link), each naming its flag.
+    """
+    cfg = config_path(model)
+    s = shape_from_hf_config(cfg) if cfg is not None else transformer_shape(model)
+    phase = args["phase"] or "prefill"
+    kv.check(s, args["tp"], block_size)
+    check_phase(kv, phase)
+    if kv.offload_gb:
+        raise WorkloadError(Problem("one device's graph has no host link to keep KV blocks "
+                                    "behind; evaluate a plan on a cluster with a host: "
+                                    "section (dgx1, dgx2, frontier)", "--kv-offload-gb"))
+    if phase == "prefill":
+        p = args["seq"] or s.default_seq
+        hit = prefix_hit_tokens(p, kv.prefix_hit_rate)
+        w = workload(model, **{**args, "seq": p - hit})
+        return with_cached_prefix(w, hit) if hit else w
+    return kv_decode_graph(workload(model, **args), s, kv, block_size, args["tp"],
+                           lambda c: workload(model, **{**args, "context": c}))
 
 
 def preferred_attention(acc: Accelerator) -> str:

@@ -32,6 +32,7 @@ Inference: weights plus the KV cache.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -61,7 +62,7 @@ from archsim.workloads.tags import ATTENTION_CORE_ROLES
 __all__ = ["ParallelPlan", "RECOMPUTE", "Comm", "DeviceBuild", "check_plan", "block_graphs",
            "BlockKind", "block_kinds", "default_microbatches",
            "layer_comms", "memory_per_device", "block_counts", "BYTES_PER_PARAM",
-           "without_collectives", "with_cached_prefix"]
+           "without_collectives", "with_cached_prefix", "kv_decode_graph"]
 
 RECOMPUTE = ("none", "selective", "full")
 
@@ -190,43 +191,9 @@ class DeviceBuild:
 
     def _decode_kv(self, w: Workload, s: TransformerShape, batch: int, context: int, tp: int,
                    ep: int) -> Workload:
-        """``w`` (a decode step over ``context`` cached tokens) with top-k block attention and
-        K/V rematerialisation (:mod:`workloads.kvtech`): every block's attention core reads
-        ``decode_keys`` keys (the ops of the graph built at that context), after the
-        selection pass (the core ops of the graph at ``select_keys``, named ``.select``) and
-        after the K/V projection of the keys read (``remat_op`` from the block's ``qkv``)."""
-        kv, bs = self.kv, self.kv_block_size
-        keys = decode_keys(context, kv.topk_blocks, bs)
-        att = self._graph(s, "decode", batch, None, keys - 1, tp, ep) \
-            if keys < context + 1 else None
-        sel = self._graph(s, "decode", batch, None, select_keys(context, bs) - 1, tp, ep) \
-            if kv.topk_blocks else None
-        out = Workload(w.name, w.phase, w.batch, w.seq, w.context, w.parameters, w.family,
-                       tied=w.tied, devices=w.devices, held_bytes=w.held_bytes)
-        qkv: dict[int | None, Gemm] = {}
-        seen: set[int | None] = set()
-        for op in w.ops():
-            preds = list(w.predecessors(op.name))
-            if isinstance(op, Gemm) and op.role == "qkv" and op.block not in qkv:
-                qkv[op.block] = op
-            if op.role in ATTENTION_CORE_ROLES and op.block not in seen:
-                seen.add(op.block)
-                if sel is not None:      # the selection pass: one min/max key pair per block
-                    for o in sel.ops():
-                        if o.block == op.block and o.role in ATTENTION_CORE_ROLES:
-                            out.add(replace(o, name=f"{o.name}.select"), preds)
-                            preds = [f"{o.name}.select"]
-                if kv.remat and op.block in qkv:
-                    r = remat_op(qkv[op.block], s, tp, batch * keys)
-                    out.add(r, [qkv[op.block].name])
-                    preds = preds + [r.name]
-            new = op
-            if att is not None and op.role in ATTENTION_CORE_ROLES:
-                new = att.op(op.name)
-                if isinstance(op, Gemm) and isinstance(new, Gemm) and not op.b_is_weight:
-                    out.held_bytes += op.b_bytes() - new.b_bytes()   # the unread cache stays
-            out.add(new, preds)
-        return out
+        """``w`` with :attr:`kv`'s remat and top-k (:func:`kv_decode_graph`)."""
+        return kv_decode_graph(w, s, self.kv, self.kv_block_size, tp,
+                               lambda c: self._graph(s, "decode", batch, None, c, tp, ep))
 
     def _graph(self, s: TransformerShape, phase: str | None, batch: int, seq: int | None,
                context: int | None, tp: int = 1, ep: int = 1) -> Workload:
@@ -494,6 +461,45 @@ def block_graphs(s: TransformerShape, plan: ParallelPlan, phase: str, micro_batc
     for k in block_kinds(s):
         out[k.key] = build.graph(k.shape, phase, micro_batch, seq_l, ctx_l, plan.tp,
                                  plan.ep if k.moe else 1)
+    return out
+
+
+def kv_decode_graph(w: Workload, s: TransformerShape, kv: KVTechniques, block_size: int, tp: int,
+                    at: Callable[[int], Workload]) -> Workload:
+    """``w`` (a decode step over ``w.context`` cached tokens) with top-k block attention and
+    K/V rematerialisation (:mod:`workloads.kvtech`): every block's attention core reads
+    ``decode_keys`` keys (the ops of ``at(keys - 1)``, the same graph built at that context),
+    after the selection pass (the core ops of ``at(select_keys - 1)``, named ``.select``) and
+    after the K/V projection of the keys read (``remat_op`` from the block's ``qkv``)."""
+    context, batch, bs = w.context, w.batch, block_size
+    keys = decode_keys(context, kv.topk_blocks, bs)
+    att = at(keys - 1) if keys < context + 1 else None
+    sel = at(select_keys(context, bs) - 1) if kv.topk_blocks else None
+    out = Workload(w.name, w.phase, w.batch, w.seq, w.context, w.parameters, w.family,
+                   tied=w.tied, devices=w.devices, held_bytes=w.held_bytes)
+    qkv: dict[int | None, Gemm] = {}
+    seen: set[int | None] = set()
+    for op in w.ops():
+        preds = list(w.predecessors(op.name))
+        if isinstance(op, Gemm) and op.role == "qkv" and op.block not in qkv:
+            qkv[op.block] = op
+        if op.role in ATTENTION_CORE_ROLES and op.block not in seen:
+            seen.add(op.block)
+            if sel is not None:      # the selection pass: one min/max key pair per block
+                for o in sel.ops():
+                    if o.block == op.block and o.role in ATTENTION_CORE_ROLES:
+                        out.add(replace(o, name=f"{o.name}.select"), preds)
+                        preds = [f"{o.name}.select"]
+            if kv.remat and op.block in qkv:
+                r = remat_op(qkv[op.block], s, tp, batch * keys)
+                out.add(r, [qkv[op.block].name])
+                preds = preds + [r.name]
+        new = op
+        if att is not None and op.role in ATTENTION_CORE_ROLES:
+            new = att.op(op.name)
+            if isinstance(op, Gemm) and isinstance(new, Gemm) and not op.b_is_weight:
+                out.held_bytes += op.b_bytes() - new.b_bytes()   # the unread cache stays
+        out.add(new, preds)
     return out
 
 

@@ -198,3 +198,20 @@ def test_cli(capsys):
     assert main(["plan", "dgx1", "--model", MODEL, "--devices", "1", "--phase", "decode",
                  "--batch", "16", "--context", "4000", "--kv-offload-gb", "24"]) == 0
     assert "kv_offload" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("phase,kw,kv,block", [
+    ("decode", {"context": 519}, KVTechniques(topk_blocks=3), 8),
+    ("decode", {"context": 1000}, KVTechniques(remat=True, topk_blocks=16), 16),
+    ("prefill", {"seq": 2048}, KVTechniques(prefix_hit_rate=0.5), 16),
+])
+def test_python_api_is_the_run(h100, phase, kw, kv, block):
+    """``archsim.evaluate(acc, archsim.workload(..., kv=...))`` evaluates what ``archsim run``
+    does with the flags (the same graph, bit for bit)."""
+    att = "fused" if any(u.fused_attention() for u in h100.units) else "unfused"
+    wl = archsim.workload(MODEL, phase=phase, attention=att, kv=kv, kv_block_size=block, **kw)
+    run = evaluate_request(RunRequest(config="gpu/h100", model=MODEL, phase=phase, kv=kv,
+                                      block_size=block, **kw), h100)
+    assert archsim.evaluate(h100, wl).latency_s == run.latency_s
+    with pytest.raises(WorkloadError, match="--kv-offload-gb.*host link"):
+        archsim.workload(MODEL, phase="decode", kv=KVTechniques(offload_gb=1))
