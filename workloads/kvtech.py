@@ -138,9 +138,10 @@ def check_phase(kv: KVTechniques, phase: str) -> None:
     """
     for key, flag in KV_FLAGS.items():
         if getattr(kv, key) and _PHASE[key] != phase:
-            raise WorkloadError(Problem(
-                f"{'prefix caching skips prompt tokens of a prefill' if key == 'prefix_hit_rate' else 'it acts on the KV cache a decode step reads'}"
-                f"; expected --phase {_PHASE[key]}, got {phase}", flag))
+            what = ("prefix caching skips prompt tokens of a prefill" if key == "prefix_hit_rate"
+                    else "it acts on the KV cache a decode step reads")
+            raise WorkloadError(Problem(f"{what}; expected --phase {_PHASE[key]}, got {phase}",
+                                        flag))
 
 
 def decode_keys(context: int, k: int, block_size: int) -> int:
