@@ -33,9 +33,10 @@ Memoisation (docs/serving.md, "Cost model"):
   (B on powers of two, context on a ``sqrt(2)`` grid), scaled by the actual key count
   ``K = sum (ctx_i + 1)`` over ``B_g (c_g + 1)`` (decode attention reads every cached key
   once: its bytes and MACs are linear in ``K``);
-* prefill-chunk ``attn``: the zoo's (dense, non-causal) prefill attention of ``s_g``
-  tokens (nearest grid point to ``s = p + c``), scaled by ``c s / s_g^2`` (MACs of ``c``
-  queries over ``s`` keys over those of ``s_g`` over ``s_g``).
+* prefill-chunk ``attn``: the zoo's prefill attention of ``s_g`` tokens (nearest grid point
+  to ``s = p + c``), scaled by the chunk's (query, key) pairs over the grid prompt's: dense
+  scores (unfused, MLA) ``c s / s_g^2``; a causal fused kernel ``(f(s) - f(p)) / f(s_g)``,
+  ``f(n) = n (n + 1) / 2`` (``Attention.pairs``; windowed: ``sum min(i, w)``).
 
 Energy is scaled the same way; every evaluated sub-workload's energy already includes the
 leakage of all devices over its own latency, so the sum does too.
@@ -524,14 +525,17 @@ class IterationCost:
 
     def chunk_attention(self, c: int, past: int, kind: str = "") -> Cost:
         """Attention of a prefill chunk of ``c`` tokens after ``past`` cached ones (one block
-        of ``kind``). A fused sliding-window kind scales by the windowed causal keys of the
-        chunk over those of the grid prompt (:func:`_window_keys`)."""
+        of ``kind``). A causal fused kernel scales by the chunk's causal (windowed) keys over
+        those of the grid prompt (:func:`_window_keys`), dense scores by ``c s / s_g^2``."""
         kind = self._attn[kind]
         s = c + past
         sg = self._nearest(self._seq, s)
         base = self._eval("attn", "prefill", 1, sg, None, kind)
         w = self._window[kind]
-        if w and self.attention == "fused":
+        if self.attention == "fused" and not self.shape.is_mla:
+            # the causal kernel's (query, key) pairs: c queries after ``past`` keys skip
+            # their masked triangle (Attention.pairs); no window: ``w`` beyond every length
+            w = w or max(s, sg)
             return base.scale((_window_keys(s, w) - _window_keys(past, w))
                               / _window_keys(sg, w))
         return base.scale(c * s / (sg * sg))

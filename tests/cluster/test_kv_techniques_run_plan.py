@@ -96,13 +96,14 @@ def test_topk_shortens_a_long_decode(h100):
     assert topk.latency_s < plain.latency_s
 
 
-@pytest.mark.parametrize("rate", [0.25, 0.5, 0.75])
-def test_prefix_run_plan_agree_and_serving_shares_all_but_the_attention(h100, rate):
+@pytest.mark.parametrize("rate,serve_rel", [(0.25, 0.05), (0.5, 0.005), (0.75, 0.02)])
+def test_prefix_run_plan_agree_and_serving_shares_all_but_the_attention(h100, rate, serve_rel):
     """A 2048-token prompt with a share H cached: hit = floor(H P); run = plan exactly; every
     block op outside the attention core has (P - hit) / P of its FLOPs; the core's MACs are
     the causal pairs of P - hit queries after hit keys, c P - c (c - 1) / 2 per head (2 GEMMs
-    of hd MACs each). The serving replica prices the same dense rows and scales its grid
-    attention by c s / s^2 (docs/serving.md, "Cost model"): within 5 % here."""
+    of hd MACs each). The serving replica prices the same rows and scales its grid attention
+    by those causal pairs (docs/serving.md, "Cost model"): within 0.5 % and 2 % where the
+    1024 and 512 new tokens are on its token grid, 5 % at 1536 (between grid points)."""
     p = 2048
     kv = KVTechniques(prefix_hit_rate=rate)
     hit = prefix_hit_tokens(p, rate)
@@ -120,7 +121,7 @@ def test_prefix_run_plan_agree_and_serving_shares_all_but_the_attention(h100, ra
     core = sum(o.macs for o in run.ops if o.role in ATTENTION_CORE_ROLES)
     assert core == s.layers * 2 * s.heads * s.hd * (c * p - c * (c - 1) // 2)
     serve = IterationCost(h100, MODEL, 1).cost(Batch([(c, hit)], 0, 0, 1))
-    assert serve.time_s == pytest.approx(run.latency_s, rel=0.05)
+    assert serve.time_s == pytest.approx(run.latency_s, rel=serve_rel)
     assert run.latency_s < plain.latency_s            # direction
 
 

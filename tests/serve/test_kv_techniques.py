@@ -249,3 +249,19 @@ def test_trace_prefix_columns_bad(tmp_path, row, msg):
     with pytest.raises(WorkloadError, match=msg) as e:
         load_trace(f)
     assert e.value.problems[0].line == 2
+
+
+def test_a_chunk_after_cached_tokens_costs_its_causal_pairs():
+    """A causal fused kernel (gpu/h100 runs attention fused): a 512-token chunk after 1536
+    cached tokens scores (2048 x 2049 - 1536 x 1537) / 2 of the 2048-token prompt's
+    2048 x 2049 / 2 (query, key) pairs (both priced from the 2048 grid point); dense scores
+    (unfused) scale by c s / s^2 = 512 x 2048 / 2048^2."""
+    h100 = archsim.load("gpu/h100")
+    fused = IterationCost(h100, "llama2-7b", 1)
+    assert fused.attention == "fused"
+    whole = fused.chunk_attention(2048, 0).time_s
+    assert fused.chunk_attention(512, 1536).time_s / whole == pytest.approx(
+        (2048 * 2049 - 1536 * 1537) / (2048 * 2049), rel=1e-12)
+    dense = IterationCost(h100, "llama2-7b", 1, attention="unfused")
+    assert dense.chunk_attention(512, 1536).time_s / dense.chunk_attention(2048, 0).time_s \
+        == pytest.approx(512 / 2048, rel=1e-12)
