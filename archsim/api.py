@@ -35,10 +35,16 @@ from archsim.workloads.errors import ConfigError, MappingError, Problem, Workloa
 from archsim.workloads.formats import NumberFormat, get_format
 from archsim.workloads.graph import Workload
 from archsim.workloads.hf import config_path, from_hf_config, shape_from_hf_config
-from archsim.workloads.kvtech import KVTechniques, check_phase, prefix_hit_tokens
+from archsim.workloads.kvtech import (
+    KVTechniques,
+    check_phase,
+    kv_decode_graph,
+    prefix_hit_tokens,
+    with_cached_prefix,
+)
 from archsim.workloads.onnx_import import from_onnx
 from archsim.workloads.ops import Gemm, Op
-from archsim.workloads.parallel import DeviceBuild, kv_decode_graph, with_cached_prefix
+from archsim.workloads.parallel import DeviceBuild
 from archsim.workloads.zoo import build, transformer_shape
 
 __all__ = ["load", "workload", "gemm_workload", "workload_from_dict", "evaluate", "find_config",
@@ -100,8 +106,8 @@ def workload(model: str, phase: str | None = None, batch: int = 1, seq: int | No
     ``kv`` (transformers; :mod:`workloads.kvtech`, the mechanism objects serving, ``archsim
     run`` and plans use): a prefill with a prefix hit rate is the prompt's ``P - hit``
     uncached tokens after ``hit = prefix_hit_tokens(P, H)`` cached ones
-    (:func:`workloads.parallel.with_cached_prefix`); a decode step with K/V remat or top-k
-    blocks of ``kv_block_size`` tokens is :func:`workloads.parallel.kv_decode_graph` of this
+    (:func:`workloads.kvtech.with_cached_prefix`); a decode step with K/V remat or top-k
+    blocks of ``kv_block_size`` tokens is :func:`workloads.kvtech.kv_decode_graph` of this
     graph. So ``evaluate(acc, workload(..., kv=...))`` is what ``archsim run --prefix-hit-rate
     / --kv-remat / --topk-blocks`` evaluates. The KV offload needs a host link (a cluster's
     ``host:`` section): a plan, not one device's graph.

@@ -34,14 +34,18 @@ of ``archsim run`` / plans (``DeviceBuild.kv``, :meth:`workloads.parallel.Device
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
 from archsim.workloads.errors import Problem, WorkloadError
+from archsim.workloads.graph import Workload
 from archsim.workloads.models.transformer import TransformerShape
-from archsim.workloads.ops import Gemm
+from archsim.workloads.ops import Attention, Gemm
+from archsim.workloads.tags import ATTENTION_CORE_ROLES
 
 __all__ = ["KVTechniques", "prefix_hit_tokens", "offload_exposed_s", "decode_keys", "select_keys",
-           "remat_op", "check_phase", "KV_FLAGS"]
+           "remat_op", "check_phase", "kv_decode_graph", "with_cached_prefix", "KV_FLAGS"]
 
 #: the flag of each technique (``KVTechniques`` field -> command-line flag)
 KV_FLAGS = {"prefix_hit_rate": "--prefix-hit-rate", "remat": "--kv-remat",
@@ -165,3 +169,72 @@ def remat_op(qkv: Gemm, s: TransformerShape, tp: int, keys: int) -> Gemm:
     kernel choices), role ``kv_remat``."""
     return replace(qkv, name=f"{qkv.name}.kv_remat", m=keys, n=2 * max(1, s.kv // tp) * s.hd,
                    role="kv_remat")
+
+
+def kv_decode_graph(w: Workload, s: TransformerShape, kv: KVTechniques, block_size: int, tp: int,
+                    at: Callable[[int], Workload]) -> Workload:
+    """``w`` (a decode step over ``w.context`` cached tokens) with top-k block attention and
+    K/V rematerialisation (:mod:`workloads.kvtech`): every block's attention core reads
+    ``decode_keys`` keys (the ops of ``at(keys - 1)``, the same graph built at that context),
+    after the selection pass (the core ops of ``at(select_keys - 1)``, named ``.select``) and
+    after the K/V projection of the keys read (``remat_op`` from the block's ``qkv``)."""
+    context, batch, bs = w.context, w.batch, block_size
+    keys = decode_keys(context, kv.topk_blocks, bs)
+    att = at(keys - 1) if keys < context + 1 else None
+    sel = at(select_keys(context, bs) - 1) if kv.topk_blocks else None
+    out = Workload(w.name, w.phase, w.batch, w.seq, w.context, w.parameters, w.family,
+                   tied=w.tied, devices=w.devices, held_bytes=w.held_bytes)
+    qkv: dict[int | None, Gemm] = {}
+    seen: set[int | None] = set()
+    for op in w.ops():
+        preds = list(w.predecessors(op.name))
+        if isinstance(op, Gemm) and op.role == "qkv" and op.block not in qkv:
+            qkv[op.block] = op
+        if op.role in ATTENTION_CORE_ROLES and op.block not in seen:
+            seen.add(op.block)
+            if sel is not None:      # the selection pass: one min/max key pair per block
+                for o in sel.ops():
+                    if o.block == op.block and o.role in ATTENTION_CORE_ROLES:
+                        out.add(replace(o, name=f"{o.name}.select"), preds)
+                        preds = [f"{o.name}.select"]
+            if kv.remat and op.block in qkv:
+                r = remat_op(qkv[op.block], s, tp, batch * keys)
+                out.add(r, [qkv[op.block].name])
+                preds = preds + [r.name]
+        new = op
+        if att is not None and op.role in ATTENTION_CORE_ROLES:
+            new = att.op(op.name)
+            if isinstance(op, Gemm) and isinstance(new, Gemm) and not op.b_is_weight:
+                out.held_bytes += op.b_bytes() - new.b_bytes()   # the unread cache stays
+        out.add(new, preds)
+    return out
+
+
+def with_cached_prefix(w: Workload, past: int) -> Workload:
+    """A prefill of ``w.seq`` new tokens after ``past`` cached ones: ``w`` (built for the new
+    tokens) with every attention-core op's keys (an ``Attention`` op's ``kv_len``, the QK
+    GEMM's ``n``, the AV GEMM's ``k``, a score op's ``cols``) over ``past + w.seq`` keys; its
+    queries stay the new tokens (a causal op skips their masked triangle, ``Attention.pairs``).
+
+    Raises:
+        WorkloadError: an attention-core op without a key dimension of ``w.seq`` (naming
+            ``--prefix-hit-rate``).
+    """
+    c, keys = w.seq, past + w.seq
+    out = Workload(w.name, w.phase, w.batch, w.seq, past, w.parameters, w.family,
+                   tied=w.tied, devices=w.devices, held_bytes=w.held_bytes)
+    for op in w.ops():
+        new = op
+        if op.role in ATTENTION_CORE_ROLES:
+            key = ("kv_len" if isinstance(op, Attention) else
+                   "n" if isinstance(op, Gemm) and op.role == "qk" else
+                   "k" if isinstance(op, Gemm) and op.role == "av" else
+                   "cols" if hasattr(op, "cols") else "")
+            if not key or getattr(op, key) != c:
+                raise WorkloadError(Problem(f"op {op.name} ({op.kind}) has no key dimension of "
+                                            f"{c} tokens to extend over a cached prefix",
+                                            "--prefix-hit-rate"))
+            more: dict[str, Any] = {key: keys}
+            new = replace(op, **more)
+        out.add(new, w.predecessors(op.name))
+    return out

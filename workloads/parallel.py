@@ -1,4 +1,7 @@
 """Parallel plans of a transformer: the per-device graphs, their communication and their memory.
+(Over 600 lines: :class:`DeviceBuild`, the one builder of per-device work, and the plan's
+graphs, communication and memory that share it are kept together; the KV-cache graph
+mechanisms it applies live in workloads/kvtech.py.)
 
 A :class:`ParallelPlan` splits a step of a transformer over ``tp x pp x dp x cp`` devices
 (Megatron-LM rank order: tensor parallel innermost, then context, data, pipeline outermost;
@@ -32,9 +35,7 @@ Inference: weights plus the KV cache.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
 
 from archsim.workloads.collectives import (
     AllGather,
@@ -46,7 +47,7 @@ from archsim.workloads.collectives import (
 from archsim.workloads.errors import Problem, WorkloadError
 from archsim.workloads.formats import NumberFormat, get_format
 from archsim.workloads.graph import Workload
-from archsim.workloads.kvtech import KVTechniques, decode_keys, remat_op, select_keys
+from archsim.workloads.kvtech import KVTechniques, kv_decode_graph, with_cached_prefix
 from archsim.workloads.models.transformer import TransformerShape, _tp_heads, build_transformer
 from archsim.workloads.ops import (
     ALLREDUCE_IMPLS,
@@ -54,15 +55,13 @@ from archsim.workloads.ops import (
     ATTENTION_KERNELS,
     AllReduce,
     Attention,
-    Gemm,
     Sparsity,
 )
-from archsim.workloads.tags import ATTENTION_CORE_ROLES
 
 __all__ = ["ParallelPlan", "RECOMPUTE", "Comm", "DeviceBuild", "check_plan", "block_graphs",
            "BlockKind", "block_kinds", "default_microbatches",
            "layer_comms", "memory_per_device", "block_counts", "BYTES_PER_PARAM",
-           "without_collectives", "with_cached_prefix", "kv_decode_graph"]
+           "without_collectives"]
 
 RECOMPUTE = ("none", "selective", "full")
 
@@ -461,75 +460,6 @@ def block_graphs(s: TransformerShape, plan: ParallelPlan, phase: str, micro_batc
     for k in block_kinds(s):
         out[k.key] = build.graph(k.shape, phase, micro_batch, seq_l, ctx_l, plan.tp,
                                  plan.ep if k.moe else 1)
-    return out
-
-
-def kv_decode_graph(w: Workload, s: TransformerShape, kv: KVTechniques, block_size: int, tp: int,
-                    at: Callable[[int], Workload]) -> Workload:
-    """``w`` (a decode step over ``w.context`` cached tokens) with top-k block attention and
-    K/V rematerialisation (:mod:`workloads.kvtech`): every block's attention core reads
-    ``decode_keys`` keys (the ops of ``at(keys - 1)``, the same graph built at that context),
-    after the selection pass (the core ops of ``at(select_keys - 1)``, named ``.select``) and
-    after the K/V projection of the keys read (``remat_op`` from the block's ``qkv``)."""
-    context, batch, bs = w.context, w.batch, block_size
-    keys = decode_keys(context, kv.topk_blocks, bs)
-    att = at(keys - 1) if keys < context + 1 else None
-    sel = at(select_keys(context, bs) - 1) if kv.topk_blocks else None
-    out = Workload(w.name, w.phase, w.batch, w.seq, w.context, w.parameters, w.family,
-                   tied=w.tied, devices=w.devices, held_bytes=w.held_bytes)
-    qkv: dict[int | None, Gemm] = {}
-    seen: set[int | None] = set()
-    for op in w.ops():
-        preds = list(w.predecessors(op.name))
-        if isinstance(op, Gemm) and op.role == "qkv" and op.block not in qkv:
-            qkv[op.block] = op
-        if op.role in ATTENTION_CORE_ROLES and op.block not in seen:
-            seen.add(op.block)
-            if sel is not None:      # the selection pass: one min/max key pair per block
-                for o in sel.ops():
-                    if o.block == op.block and o.role in ATTENTION_CORE_ROLES:
-                        out.add(replace(o, name=f"{o.name}.select"), preds)
-                        preds = [f"{o.name}.select"]
-            if kv.remat and op.block in qkv:
-                r = remat_op(qkv[op.block], s, tp, batch * keys)
-                out.add(r, [qkv[op.block].name])
-                preds = preds + [r.name]
-        new = op
-        if att is not None and op.role in ATTENTION_CORE_ROLES:
-            new = att.op(op.name)
-            if isinstance(op, Gemm) and isinstance(new, Gemm) and not op.b_is_weight:
-                out.held_bytes += op.b_bytes() - new.b_bytes()   # the unread cache stays
-        out.add(new, preds)
-    return out
-
-
-def with_cached_prefix(w: Workload, past: int) -> Workload:
-    """A prefill of ``w.seq`` new tokens after ``past`` cached ones: ``w`` (built for the new
-    tokens) with every attention-core op's keys (an ``Attention`` op's ``kv_len``, the QK
-    GEMM's ``n``, the AV GEMM's ``k``, a score op's ``cols``) over ``past + w.seq`` keys; its
-    queries stay the new tokens (a causal op skips their masked triangle, ``Attention.pairs``).
-
-    Raises:
-        WorkloadError: an attention-core op without a key dimension of ``w.seq`` (naming
-            ``--prefix-hit-rate``).
-    """
-    c, keys = w.seq, past + w.seq
-    out = Workload(w.name, w.phase, w.batch, w.seq, past, w.parameters, w.family,
-                   tied=w.tied, devices=w.devices, held_bytes=w.held_bytes)
-    for op in w.ops():
-        new = op
-        if op.role in ATTENTION_CORE_ROLES:
-            key = ("kv_len" if isinstance(op, Attention) else
-                   "n" if isinstance(op, Gemm) and op.role == "qk" else
-                   "k" if isinstance(op, Gemm) and op.role == "av" else
-                   "cols" if hasattr(op, "cols") else "")
-            if not key or getattr(op, key) != c:
-                raise WorkloadError(Problem(f"op {op.name} ({op.kind}) has no key dimension of "
-                                            f"{c} tokens to extend over a cached prefix",
-                                            "--prefix-hit-rate"))
-            more: dict[str, Any] = {key: keys}
-            new = replace(op, **more)
-        out.add(new, w.predecessors(op.name))
     return out
 
 
