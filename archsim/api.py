@@ -19,19 +19,33 @@ from archsim.arch.accelerator import Accelerator
 from archsim.arch.accelerator import load as _load_file
 from archsim.arch.base import Estimate, Unit
 from archsim.arch.shipped import configs_dir
+from archsim.device_overlap import (
+    check_device_overlap,
+    overlap_of,
+    overlapped_latency,
+    with_overlap,
+)
 from archsim.mapper import map_workload
 from archsim.mapper.constraints import load_constraints
 from archsim.mapper.hetero import retime
+from archsim.mapper.overlap import Overlap
 from archsim.mapper.schedule import link_of, op_signature
 from archsim.result import OpResult, Result
 from archsim.workloads.errors import ConfigError, MappingError, Problem, WorkloadError
 from archsim.workloads.formats import NumberFormat, get_format
 from archsim.workloads.graph import Workload
-from archsim.workloads.hf import config_path, from_hf_config
+from archsim.workloads.hf import config_path, from_hf_config, shape_from_hf_config
+from archsim.workloads.kvtech import (
+    KVTechniques,
+    check_phase,
+    kv_decode_graph,
+    prefix_hit_tokens,
+    with_cached_prefix,
+)
 from archsim.workloads.onnx_import import from_onnx
 from archsim.workloads.ops import Gemm, Op
 from archsim.workloads.parallel import DeviceBuild
-from archsim.workloads.zoo import build
+from archsim.workloads.zoo import build, transformer_shape
 
 __all__ = ["load", "workload", "gemm_workload", "workload_from_dict", "evaluate", "find_config",
            "config_dir", "list_configs", "memory_check", "native_format", "with_native_formats",
@@ -85,8 +99,18 @@ def workload(model: str, phase: str | None = None, batch: int = 1, seq: int | No
              context: int | None = None, a_format: str | NumberFormat | None = None,
              w_format: str | NumberFormat | None = None, tp: int = 1, ep: int = 1,
              attention: str = "unfused", kernels: str = "fused",
-             moe_routing: str | None = None) -> Workload:
+             moe_routing: str | None = None, kv: KVTechniques | None = None,
+             kv_block_size: int = 16) -> Workload:
     """Build a zoo model (or a Hugging Face ``config.json`` path) for one phase.
+
+    ``kv`` (transformers; :mod:`workloads.kvtech`, the mechanism objects serving, ``archsim
+    run`` and plans use): a prefill with a prefix hit rate is the prompt's ``P - hit``
+    uncached tokens after ``hit = prefix_hit_tokens(P, H)`` cached ones
+    (:func:`workloads.kvtech.with_cached_prefix`); a decode step with K/V remat or top-k
+    blocks of ``kv_block_size`` tokens is :func:`workloads.kvtech.kv_decode_graph` of this
+    graph. So ``evaluate(acc, workload(..., kv=...))`` is what ``archsim run --prefix-hit-rate
+    / --kv-remat / --topk-blocks`` evaluates. The KV offload needs a host link (a cluster's
+    ``host:`` section): a plan, not one device's graph.
 
     ``moe_routing`` (zoo mixture-of-experts transformers): each MoE block's routed experts as
     one ``FusedMoE`` op with this routing (``balanced`` or ``power_law:ALPHA``), as vLLM's
@@ -109,6 +133,11 @@ def workload(model: str, phase: str | None = None, batch: int = 1, seq: int | No
     parallelism are plans over many graphs: ``archsim.parallel.evaluate_plan``
     (docs/cluster.md).
     """
+    if kv is not None and kv.any:
+        return _with_kv(model, kv, kv_block_size, dict(
+            phase=phase, batch=batch, seq=seq, context=context, a_format=a_format,
+            w_format=w_format, tp=tp, ep=ep, attention=attention, kernels=kernels,
+            moe_routing=moe_routing))
     amp: str | None = None
     if kernels == "eager_amp":
         amp = get_format(a_format or "bf16", "--a-format").name
@@ -146,6 +175,31 @@ def workload(model: str, phase: str | None = None, batch: int = 1, seq: int | No
         w = w.with_formats(get_format(a_format, "--a-format") if a_format else None,
                            get_format(w_format, "--w-format") if w_format else None)
     return w
+
+
+def _with_kv(model: str, kv: KVTechniques, block_size: int, args: dict[str, Any]) -> Workload:
+    """:func:`workload` with the KV-cache techniques ``kv`` (its docstring).
+
+    Raises:
+        WorkloadError: not a transformer, a technique the model or the phase cannot use, or
+            the KV offload (one device's graph has no host link), each naming its flag.
+    """
+    cfg = config_path(model)
+    s = shape_from_hf_config(cfg) if cfg is not None else transformer_shape(model)
+    phase = args["phase"] or "prefill"
+    kv.check(s, args["tp"], block_size)
+    check_phase(kv, phase)
+    if kv.offload_gb:
+        raise WorkloadError(Problem("one device's graph has no host link to keep KV blocks "
+                                    "behind; evaluate a plan on a cluster with a host: "
+                                    "section (dgx1, dgx2, frontier)", "--kv-offload-gb"))
+    if phase == "prefill":
+        p = args["seq"] or s.default_seq
+        hit = prefix_hit_tokens(p, kv.prefix_hit_rate)
+        w = workload(model, **{**args, "seq": p - hit})
+        return with_cached_prefix(w, hit) if hit else w
+    return kv_decode_graph(workload(model, **args), s, kv, block_size, args["tp"],
+                           lambda c: workload(model, **{**args, "context": c}))
 
 
 def preferred_attention(acc: Accelerator) -> str:
@@ -268,7 +322,8 @@ def device_build(acc: Accelerator, a_format: str | None = None, w_format: str | 
                  kernels: str = "fused", kv_format: str | None = None,
                  attention_kernel: str = "sdpa", tp_allreduce: str = "nccl",
                  weight_sparsity: float = 0.0, w_group_size: int = 0,
-                 act_order: bool = False) -> DeviceBuild:
+                 act_order: bool = False, kv: KVTechniques | None = None,
+                 kv_block_size: int = 16) -> DeviceBuild:
     """The choices a model's graph is built with on ``acc``, wherever it runs (one device,
     each device of a plan, a serving replica): the design's attention
     (:func:`preferred_attention`), the given formats, else the design's
@@ -276,8 +331,9 @@ def device_build(acc: Accelerator, a_format: str | None = None, w_format: str | 
     attention call (``sdpa``, or ``paged``: a serving framework's paged-KV backend, which
     needs a unit that models it and fused attention), the tensor-parallel all-reduce's
     implementation (``nccl``, ``custom-graph``, ``custom-eager``), the fraction of zero
-    weights run as sparse loads + dense MMA (:func:`check_weight_sparsity`), and group-wise
-    weight scales and act-order (``Workload.with_weight_groups``).
+    weights run as sparse loads + dense MMA (:func:`check_weight_sparsity`), group-wise
+    weight scales and act-order (``Workload.with_weight_groups``), and the KV-cache techniques
+    of its decode graphs (``kv``, blocks of ``kv_block_size`` tokens: ``DeviceBuild.kv``).
 
     Raises:
         WorkloadError: an unknown format or attention kernel, naming its flag; ``paged`` on
@@ -310,7 +366,7 @@ def device_build(acc: Accelerator, a_format: str | None = None, w_format: str | 
                        w_format=w_format, kv_format=kv_format, native=native,
                        attention_kernel=attention_kernel, tp_allreduce=tp_allreduce,
                        weight_sparsity=float(weight_sparsity), w_group_size=w_group_size,
-                       act_order=act_order)
+                       act_order=act_order, kv=kv or KVTechniques(), kv_block_size=kv_block_size)
 
 
 def check_weight_sparsity(acc: Accelerator, fraction: float) -> None:
@@ -376,7 +432,7 @@ def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
              objective: str = "latency", mapping: str = "default",
              constraints: Any = None, refine: int = 0,
              before_simulation: Any = None, progress: Any = None,
-             reuse: bool = True) -> Result:
+             reuse: bool = True, overlap: Overlap | str | None = None) -> Result:
     """Evaluate ``wl`` on ``acc``: latency, energy and area with breakdowns.
 
     Latency is the makespan of the schedule (``mapper.map_workload``): ops on one unit run
@@ -407,11 +463,26 @@ def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
             (:func:`mapper.schedule.op_signature`) ignores an op's name and its
             ``layer`` / ``block`` tags (the result rows keep them). The result is the same
             bit for bit as with ``reuse=False`` (``tests/foundation/test_reuse.py``).
+        overlap: overlap inside one device (``--overlap``: ``none``, ``nanobatch:K``,
+            ``tokensplit``, ``fused-ar-norm``, a split ``+fused-ar-norm``, or a
+            :class:`mapper.overlap.Overlap`): the transformer blocks of one nano-batch
+            (``Workload.split_batch``) scheduled as :mod:`mapper.overlap` schedules them
+            (:mod:`archsim.device_overlap`); one-unit designs, prefill and decode. None or
+            ``none``: the plain evaluation.
 
     Raises:
         ConfigError / WorkloadError / MappingError: bad input (never for infeasible-but-valid
             designs, which the unit reports through the mapping error's reasons).
     """
+    ov = overlap_of(overlap)
+    if ov.active:
+        check_device_overlap(acc, wl, ov)
+        kw: dict[str, Any] = dict(fidelity=fidelity, objective=objective, mapping=mapping,
+                                  constraints=constraints, refine=refine, reuse=reuse)
+        whole = evaluate(acc, wl, before_simulation=before_simulation, progress=progress, **kw)
+        nano = wl.split_batch(ov.nano_batches)
+        piece = evaluate(acc, nano, **kw) if ov.splits else whole
+        return with_overlap(whole, overlapped_latency(acc, whole.ops, nano, piece.ops, ov), ov)
     if mapping not in MAPPINGS:
         raise ConfigError(Problem(f"unknown mapping mode {mapping!r}; expected one of "
                                   f"{', '.join(MAPPINGS)}", "--mapping"))

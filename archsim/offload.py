@@ -25,6 +25,9 @@ Overlap rule: per-block prefetch (and write-behind) hides a pass's transfer up t
 compute time, so each forward or backward pass of a microbatch exposes
 ``max(0, max(bytes_in, bytes_out) / B - t_pass)`` (the link is full duplex: the slower
 direction counts), and the CPU update is exposed whole (no delayed parameter update).
+With pipeline stages, each exposed pass lengthens that pass on every stage (each stage streams
+its own blocks over its own link), so the step is the 1F1B flow shop of the lengthened
+microbatches (:func:`offload_pipeline`), not the unstretched pipeline plus the transfer.
 ``B`` is the tier's achieved bandwidth per device and direction: the host link
 (``host.link_gbps x host.link_efficiency``), or for ``nvme`` the smaller of that and
 ``host.nvme_gbps``; ``--offload-gbps`` overrides it.
@@ -32,14 +35,18 @@ direction counts), and the CPU update is exposed whole (no delayed parameter upd
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
 
 from archsim.arch.cluster import Cluster
+from archsim.varlen import pipeline_varlen
 from archsim.workloads.errors import Problem, WorkloadError
 
 __all__ = ["Offload", "OFFLOAD_KINDS", "OFFLOAD_TIERS", "offload_memory", "offload_time",
-           "tier_bytes_per_s", "CPU_ADAM_BYTES_PER_PARAM", "NVME_STATE_BYTES_PER_PARAM"]
+           "offload_pipeline", "tier_bytes_per_s", "CPU_ADAM_BYTES_PER_PARAM", "NVME_STATE_BYTES_PER_PARAM"]
 
 OFFLOAD_KINDS = ("optimizer", "params", "activations")
 OFFLOAD_TIERS = ("host", "nvme")
@@ -108,7 +115,7 @@ def tier_bytes_per_s(cluster: Cluster, off: Offload) -> float:
 
 
 def offload_memory(mem: Mapping[str, float], off: Offload, blocks: float,
-                   inflight: float) -> dict[str, float]:
+                   inflight: float) -> dict[str, Any]:
     """Per-device memory with ``off`` applied (module doc); ``total`` recomputed."""
     out = {k: v for k, v in mem.items() if k != "total"}
     keep = min(1.0, RESIDENT_BLOCKS / max(blocks, 1.0))
@@ -126,7 +133,7 @@ def offload_memory(mem: Mapping[str, float], off: Offload, blocks: float,
 
 def offload_time(mem: Mapping[str, float], off: Offload, bytes_per_s: float,
                  host_dram_bytes_per_s: float, t_f: float, t_b: float, microbatches: int,
-                 inflight: float) -> dict[str, float]:
+                 inflight: float) -> dict[str, Any]:
     """Exposed transfer and CPU-update time of one step (module doc).
 
     Args:
@@ -137,8 +144,10 @@ def offload_time(mem: Mapping[str, float], off: Offload, bytes_per_s: float,
         microbatches: ``m``; inflight: microbatches whose activations are held at once.
 
     Returns:
-        ``transfer_s`` (exposed beyond the passes), ``cpu_update_s`` (exposed whole) and
-        ``bytes`` (moved each way per step, summed).
+        ``transfer_s`` (exposed beyond the passes), ``cpu_update_s`` (exposed whole),
+        ``bytes`` (moved each way per step, summed), and ``exposed_f`` / ``exposed_b``: the
+        exposure of each microbatch's forward and backward pass, in order (what a pipeline
+        stage's pass grows by: :func:`offload_pipeline`).
     """
     m = microbatches
     w = mem["weights"] if "params" in off.kinds else 0.0
@@ -146,15 +155,35 @@ def offload_time(mem: Mapping[str, float], off: Offload, bytes_per_s: float,
     p = mem["optimizer"] / 12.0 if "optimizer" in off.kinds else 0.0
     g = 2.0 * p                                   # 16-bit gradients down, 16-bit weights up
     exposed = 0.0
+    e_f: list[float] = []
+    e_b: list[float] = []
     for i in range(m):
         f_in, f_out = w + (g if i == 0 else 0.0), a
         b_in, b_out = w + a, (g if i == m - 1 else 0.0)
-        exposed += max(0.0, max(f_in, f_out) / bytes_per_s - t_f)
-        exposed += max(0.0, max(b_in, b_out) / bytes_per_s - t_b)
+        e_f.append(max(0.0, max(f_in, f_out) / bytes_per_s - t_f))
+        e_b.append(max(0.0, max(b_in, b_out) / bytes_per_s - t_b))
+        exposed += e_f[-1]
+        exposed += e_b[-1]
     cpu = 0.0
     if p:
         cpu = p * CPU_ADAM_BYTES_PER_PARAM / host_dram_bytes_per_s
         if off.tier == "nvme":
             cpu = max(cpu, p * NVME_STATE_BYTES_PER_PARAM / bytes_per_s)
     moved = m * (2 * w + 2 * a) + 2 * g
-    return {"transfer_s": exposed, "cpu_update_s": cpu, "bytes": moved}
+    return {"transfer_s": exposed, "cpu_update_s": cpu, "bytes": moved, "exposed_f": e_f,
+            "exposed_b": e_b}
+
+
+def offload_pipeline(t_f: float, t_b: float, exposed_f: Sequence[float],
+                     exposed_b: Sequence[float], p: int, v: int = 1) -> float:
+    """Step of a 1F1B pipeline of ``p`` stages whose passes an offload lengthens: microbatch
+    ``j``'s forward takes ``t_f + exposed_f[j]`` and its backward ``t_b + exposed_b[j]`` on
+    every stage (each stage streams its own blocks' state over its own link; stages are
+    balanced), so the step is the flow shop of unequal microbatches
+    (:func:`archsim.varlen.pipeline_varlen`): ``sum_j (f_j + b_j) + (p - 1)/v (max f +
+    max b)``. One stage: ``m (t_f + t_b) + sum of the exposures`` (the transfer added once);
+    with ``p > 1`` every exposed pass also delays the stages after it, and the ramp of the
+    pipeline runs at the slowest pass."""
+    f = np.asarray(exposed_f, dtype=float) + t_f
+    b = np.asarray(exposed_b, dtype=float) + t_b
+    return pipeline_varlen(f, b, p, v)

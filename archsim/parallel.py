@@ -55,12 +55,25 @@ from archsim.arch.cluster import Cluster
 from archsim.arch.collective import collective, multimem_allreduce, place
 from archsim.mapper.overlap import Overlap, blocks_makespan, check_overlap
 from archsim.mapper.plan import bubble_fraction, pipeline_time
-from archsim.offload import Offload, offload_memory, offload_time, tier_bytes_per_s
+from archsim.offload import (
+    Offload,
+    offload_memory,
+    offload_pipeline,
+    offload_time,
+    tier_bytes_per_s,
+)
 from archsim.result import OpResult, Result
 from archsim.varlen import Varlen, VarlenStats, varlen_step
 from archsim.workloads.errors import ConfigError, MappingError, Problem, WorkloadError
 from archsim.workloads.graph import Workload
 from archsim.workloads.hf import config_path, shape_from_hf_config
+from archsim.workloads.kvtech import (
+    KVTechniques,
+    check_phase,
+    decode_keys,
+    offload_exposed_s,
+    prefix_hit_tokens,
+)
 from archsim.workloads.models.transformer import TransformerShape
 from archsim.workloads.ops import Attention
 from archsim.workloads.parallel import (
@@ -385,6 +398,17 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
     seq_n = 1 if phase == "decode" else (seq or s.default_seq)
     ctx_n = (s.context // 2 if context is None else context) if phase == "decode" else 0
     mb = check_plan(s, plan, phase, batch, seq_n, ctx_n)
+    kv = build.kv
+    if kv.any:      # the KV-cache techniques (workloads.kvtech), built into each graph
+        kv.check(s, plan.tp, build.kv_block_size)
+        check_phase(kv, phase)
+        if kv.prefix_hit_rate and plan.cp > 1:
+            raise WorkloadError(Problem("prefix caching with context parallelism is not "
+                                        "modelled (a cached prefix split over cp ranks); "
+                                        "use --cp 1", "--prefix-hit-rate"))
+        # a prefill after a cached prefix: seq_n new tokens after ctx_n cached ones
+        ctx_n = prefix_hit_tokens(seq_n, kv.prefix_hit_rate) if phase == "prefill" else ctx_n
+        seq_n -= ctx_n if phase == "prefill" else 0
     if options.varlen is not None:
         if phase != "train":
             raise ConfigError(Problem(f"documents packed into sequences apply to training "
@@ -406,7 +430,7 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
                plan.ep, plan.cp, build)
         if key not in memo:
             graphs = block_graphs(s, plan, phase, mb_, seq_n if phase != "decode" else None,
-                                  ctx_n if phase == "decode" else None, build)
+                                  ctx_n if phase == "decode" or ctx_n else None, build)
             # the first block's forward ops in order, collectives included (overlap chains)
             memo[key + ("order",)] = {k: [(op.name, op.role) for op in g.ops()
                                           if op.block == 0 and op.pass_ == "fwd"]
@@ -564,13 +588,6 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
     pipe = pipeline_time(t_f, t_b, p, m, v if train else 1)
     compute = m * (per_stage["fwd"] + per_stage["bwd"])
     bubble = pipe - m * (t_f + t_b)
-    docs = None
-    if options.varlen is not None:    # unequal microbatches (archsim.varlen)
-        docs = varlen_step(options.varlen, _doc_attention(blocks, block_n, plan, train),
-                           plan, batch, seq_n, t_f, t_b, train, memo)
-        pipe = docs.pipe
-        compute += docs.slowest_delta_s
-        bubble = pipe - docs.slowest_work_s
     # ---- data parallelism and the optimiser -------------------------------------------
     params = {k: g for k, (_, g, _, _) in results.items()}
     pcount = {"base": params["base"]}
@@ -579,6 +596,27 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
         if bk.moe:
             pcount["expert"] = 3 * s.d_model * s.moe_ffn * s.experts
     mem = memory_per_device(s, plan, phase, batch, seq_n, ctx_n, pcount, build)
+    off = options.offload
+    off_t: dict[str, Any] = {"transfer_s": 0.0, "cpu_update_s": 0.0}
+    if off.kinds:
+        off_t = _offload(cluster, off, mem, train, t_f, t_b, m, float(min(m, p)))
+    # with pipeline stages, every exposed offload pass lengthens its stage's pass in the 1F1B
+    # flow shop (archsim.offload.offload_pipeline); one stage: the transfer is added once
+    stretch = bool(off.kinds) and p > 1
+    docs = None
+    if options.varlen is not None:    # unequal microbatches (archsim.varlen)
+        att = _doc_attention(blocks, block_n, plan, train)
+        docs = varlen_step(options.varlen, att, plan, batch, seq_n, t_f, t_b, train, memo)
+        pipe = docs.pipe
+        compute += docs.slowest_delta_s
+        bubble = pipe - docs.slowest_work_s
+        if stretch:
+            off_t["transfer_s"] = varlen_step(
+                options.varlen, att, plan, batch, seq_n, t_f, t_b, train, memo,
+                (off_t["exposed_f"], off_t["exposed_b"])).pipe - pipe
+    elif stretch:
+        off_t["transfer_s"] = offload_pipeline(t_f, t_b, off_t["exposed_f"], off_t["exposed_b"],
+                                               p, v) - pipe
     dp_t = 0.0
     upd = 0.0
     if train:
@@ -603,10 +641,7 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
                 ag = collective(cluster, "allgather", per_dev_params * 2.0, g)
                 dp_t += m * (max(0.0, ag.time_s - t_f) + max(0.0, ag.time_s - t_b))
         upd = per_stage["upd"] / (plan.dp if plan.zero >= 1 and plan.dp > 1 else 1)
-    off = options.offload
-    off_t = {"transfer_s": 0.0, "cpu_update_s": 0.0}
     if off.kinds:
-        off_t = _offload(cluster, off, mem, train, t_f, t_b, m, float(min(m, p)))
         mem = offload_memory(mem, off, sum(block_n.values()) / plan.pp, float(min(m, p)))
         if "optimizer" in off.kinds:       # the CPU runs the update instead of the device
             upd = off_t["cpu_update_s"]
@@ -620,6 +655,10 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
     # ---- memory, energy, rates ----------------------------------------------------------
     caps = [u.memory_capacity_bytes() for u in cluster.device.units]
     cap = float(max(caps)) if caps else 0.0
+    if kv.offload_gb:       # KV blocks beyond the device's memory on the host (decode)
+        mem, exposed = _kv_offload(cluster, kv, build.kv_block_size, mem, cap, ctx_n, step)
+        step += exposed
+        breakdown["kv_offload"] = exposed
     fits = cap <= 0 or mem["total"] <= cap
     # busy energy of one device: m microbatches of its stage's passes (the recomputed forward
     # included, as in the stage's time) and the update once (split over dp under ZeRO, as upd)
@@ -661,8 +700,38 @@ def evaluate_plan(cluster: Cluster, model: str | TransformerShape, plan: Paralle
                       varlen=None if docs is None else docs.stats, overlap=ov.label())
 
 
+def _kv_offload(cluster: Cluster, kv: KVTechniques, block_size: int, mem: Mapping[str, float],
+                cap: float, context: int, step_s: float) -> tuple[dict[str, float], float]:
+    """KV offload in a decode step (:mod:`workloads.kvtech`, as a serving replica runs it):
+    the cache beyond the device's memory, up to ``kv.offload_gb`` per device, lives on the
+    host and streams back every step over the host link (``host.link_gbps x
+    link_efficiency``) behind the step's compute: ``kvtech.offload_exposed_s`` of the host
+    bytes the step reads (top-k: ``decode_keys / (context + 1)`` of them). Returns the memory
+    with the host part taken off the device and the exposed time.
+
+    Raises:
+        WorkloadError: a cluster without a host link, or a device that declares no memory
+            capacity (nothing to offload); naming ``--kv-offload-gb``.
+    """
+    host = cluster.spec.host
+    if host is None:
+        raise WorkloadError(Problem(f"{cluster.name!r} describes no host link to keep KV blocks "
+                                    f"behind (a cluster's host: section: dgx1, dgx2, "
+                                    f"frontier)", "--kv-offload-gb"))
+    if cap <= 0:
+        raise WorkloadError(Problem(f"{cluster.spec.device} declares no memory capacity (an "
+                                    f"unbounded KV cache): nothing to offload to the host",
+                                    "--kv-offload-gb"))
+    out = dict(mem)
+    moved = min(max(0.0, mem["total"] - cap), kv.offload_gb * 1e9, mem.get("kv_cache", 0.0))
+    out["kv_cache"] = mem.get("kv_cache", 0.0) - moved
+    out["total"] = mem["total"] - moved
+    share = decode_keys(context, kv.topk_blocks, block_size) / (context + 1)
+    return out, offload_exposed_s(moved * share, host.link_gbps * host.link_efficiency, step_s)
+
+
 def _offload(cluster: Cluster, off: Offload, mem: Mapping[str, float], train: bool, t_f: float,
-             t_b: float, m: int, inflight: float) -> dict[str, float]:
+             t_b: float, m: int, inflight: float) -> dict[str, Any]:
     """The exposed transfer and CPU update of ``off`` (:func:`archsim.offload.offload_time`);
     refuses an offload outside training or an optimizer offload without a host DRAM spec."""
     if not train:

@@ -30,7 +30,8 @@ from archsim.mapper.plan import candidate_plans, divisors, search
 from archsim.offload import Offload
 from archsim.parallel import PlanOptions, PlanResult, evaluate_plan, power_capped, shape_of
 from archsim.varlen import Varlen
-from archsim.workloads.errors import ConfigError, Problem, inert
+from archsim.workloads.errors import ConfigError, Problem, WorkloadError, inert
+from archsim.workloads.kvtech import KVTechniques
 from archsim.workloads.parallel import check_plan
 
 __all__ = ["PlanSearch", "search_plans", "load_cluster_for", "plan_report", "OBJECTIVES"]
@@ -272,7 +273,8 @@ def search_plans(design: str, model: str, devices: int, *, phase: str = "train",
                  attention_kernel: str = "sdpa", offload: Offload | None = None,
                  varlen: Varlen | None = None, overlap: str = "none",
                  weight_sparsity: float = 0.0, w_group_size: int = 0,
-                 act_order: bool = False) -> PlanSearch:
+                 act_order: bool = False, kv: KVTechniques | None = None,
+                 kv_block_size: int = 16) -> PlanSearch:
     """Search parallel plans (tp, pp, dp, ep, cp, microbatches, recompute, ZeRO) of ``model``
     on ``devices`` devices of ``design``.
 
@@ -312,6 +314,9 @@ def search_plans(design: str, model: str, devices: int, *, phase: str = "train",
             (:func:`archsim.api.check_weight_sparsity`; GPU designs, inference).
         w_group_size, act_order: group-wise weight scales and GPTQ act-order
             (``Workload.with_weight_groups``).
+        kv, kv_block_size: the KV-cache techniques of every plan's graphs
+            (:mod:`workloads.kvtech`, ``DeviceBuild.kv``; prefix caching in prefill, remat,
+            top-k and the KV offload in decode: :func:`archsim.parallel.evaluate_plan`).
     Raises:
         MappingError: weight sparsity on a design that cannot run it.
         ConfigError: fewer than one device, an unknown phase for the model, no valid plan
@@ -340,7 +345,7 @@ def search_plans(design: str, model: str, devices: int, *, phase: str = "train",
     build = device_build(cluster.device, a_format, w_format, kv_format=kv_format,
                          attention_kernel=attention_kernel,
                          weight_sparsity=weight_sparsity, w_group_size=w_group_size,
-                         act_order=act_order)
+                         act_order=act_order, kv=kv, kv_block_size=kv_block_size)
     if weight_sparsity and phase == "train":
         raise ConfigError(Problem("sparse weight loads are an inference kernel (Flash-LLM / "
                                   "SpInfer serve a pruned model); training updates dense "
@@ -376,6 +381,20 @@ def search_plans(design: str, model: str, devices: int, *, phase: str = "train",
             raise ConfigError(Problem(f"no plan of {devices} devices can use it; " + "; ".join(
                 f"{m} ({', '.join(ps[:3])}{', ...' if len(ps) > 3 else ''})"
                 for m, ps in why.items()), "--overlap"))
+    if kv is not None and kv.any:
+        # remat pays off only at low tensor parallelism: leave out the plans it cannot use
+        refused: dict[Problem, None] = {}
+
+        def kv_fits(p: Any) -> bool:
+            try:
+                kv.check(s, p.tp, kv_block_size)
+            except WorkloadError as exc:
+                refused.update(dict.fromkeys(exc.problems))
+                return False
+            return True
+        plans = [p for p in plans if kv_fits(p)]
+        if not plans:
+            raise WorkloadError(list(refused))
     memo: dict = {}
     for c in caps:      # refuse a cap the design cannot take before searching
         if c != 1.0:

@@ -24,7 +24,7 @@ import os
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -42,10 +42,12 @@ from archsim.api import workload as build_model_workload
 from archsim.arch.accelerator import Accelerator
 from archsim.arch.gpu.precision import plan_mma, tc_format_name
 from archsim.arch.gpu.spec import GpuSpec
+from archsim.parallel import shape_of
 from archsim.result import Result
 from archsim.workloads.errors import MappingError, Problem, WorkloadError
 from archsim.workloads.formats import get_format
 from archsim.workloads.graph import Workload
+from archsim.workloads.kvtech import KV_FLAGS, KVTechniques, check_phase, prefix_hit_tokens
 
 __all__ = ["RunRequest", "RunWarning", "evaluate_request", "request_workload",
            "numba_cache_cold", "compile_notice", "memory_warning", "warn_unused_lengths",
@@ -79,6 +81,13 @@ class RunRequest:
             GPTQ act-order (``--act-order``): ``Workload.with_weight_groups``.
         moe_routing: mixture-of-experts models: one fused MoE op per block with this
             routing (``--moe-routing``); None = separate expert ops.
+        kv: the KV-cache techniques (``--prefix-hit-rate``, ``--kv-remat``,
+            ``--topk-blocks``; ``--kv-offload-gb`` needs a cluster's host link, so a plan)
+            built into the model's graph as plans and serving build them
+            (``DeviceBuild.kv``, :mod:`workloads.kvtech`); ``block_size``: top-k's KV block.
+        overlap: overlap inside one device (``--overlap``: ``none``, ``nanobatch:K``,
+            ``tokensplit``, ``fused-ar-norm``, ...; :func:`archsim.api.evaluate`'s
+            ``overlap``).
         native_format: set by :func:`request_workload`: the design-native format applied
             when no format was given (None: none applied).
     """
@@ -109,6 +118,9 @@ class RunRequest:
     mapping: str = "default"
     constraints: str | None = None
     refine: int = 0
+    overlap: str = "none"
+    kv: KVTechniques = KVTechniques()
+    block_size: int = 16
     native_format: str | None = field(default=None, compare=False)
 
     @property
@@ -151,6 +163,16 @@ class RunRequest:
             argv += ["--w-group-size", str(self.w_group_size)]
         if self.act_order:
             argv += ["--act-order"]
+        if self.overlap != "none":
+            argv += ["--overlap", self.overlap]
+        for key, flag in KV_FLAGS.items():
+            v = getattr(self.kv, key)
+            if v is True:
+                argv += [flag]
+            elif v:
+                argv += [flag, f"{v:g}" if isinstance(v, float) else str(v)]
+        if self.block_size != 16:
+            argv += ["--block-size", str(self.block_size)]
         for o in self.overrides:
             argv += ["--set", o]
         return argv
@@ -159,6 +181,8 @@ class RunRequest:
 def request_workload(req: RunRequest, acc: Accelerator) -> tuple[Workload, RunRequest]:
     """The workload of ``req`` on ``acc``, in the design's native format unless formats were
     given; returns it with ``req`` updated by the native format applied."""
+    if req.cmd != "gemm" and req.kv.any:
+        return _kv_workload(req, acc)
     if req.cmd == "gemm":
         wl = gemm_workload(req.m, req.n, req.k, req.batch, a_format=req.a_format or "fp16",
                            w_format=req.w_format)
@@ -189,6 +213,42 @@ def request_workload(req: RunRequest, acc: Accelerator) -> tuple[Workload, RunRe
                 "pruned model); training updates dense weights", "--weight-sparsity"))
         wl = wl.with_weight_sparsity(req.weight_sparsity)
     return wl, replace(req, native_format=native)
+
+
+def _kv_workload(req: RunRequest, acc: Accelerator) -> tuple[Workload, RunRequest]:
+    """The workload of a request with KV-cache techniques: the model's graph built by the
+    one builder plans and serving use (:meth:`workloads.parallel.DeviceBuild.graph` with
+    ``kv``): a prefill of the prompt's ``P - hit`` uncached tokens after ``hit =
+    kvtech.prefix_hit_tokens(P, H)`` cached ones, or a decode step with remat / top-k.
+
+    Raises:
+        WorkloadError: a technique the model or the phase cannot use, the KV offload (it
+            streams over a cluster's host link: run a plan on one), or an option the builder
+            does not take (``--moe-routing``, ``--sparsity``), each naming its flag.
+    """
+    for flag, given in (("--kv-offload-gb", req.kv.offload_gb), ("--moe-routing", req.moe_routing),
+                        ("--sparsity", req.sparsity)):
+        if given:
+            why = (f"{acc.name} is a device design with no host link to keep KV blocks "
+                   f"behind; run a plan on a cluster with a host: section (dgx1, dgx2, "
+                   f"frontier)" if flag == "--kv-offload-gb" else
+                   "is not modelled together with the KV-cache techniques")
+            raise WorkloadError(Problem(why, flag))
+    s = shape_of(req.model)
+    phase = req.phase or "prefill"
+    req.kv.check(s, req.tp, req.block_size)
+    check_phase(req.kv, phase)
+    b = device_build(acc, req.a_format, req.w_format, req.kernels,
+                     attention_kernel=req.attention_kernel, weight_sparsity=req.weight_sparsity,
+                     w_group_size=req.w_group_size, act_order=req.act_order, kv=req.kv,
+                     kv_block_size=req.block_size)
+    if phase == "prefill":
+        p = req.seq or s.default_seq
+        hit = prefix_hit_tokens(p, req.kv.prefix_hit_rate)
+        wl = b.graph(s, phase, req.batch, p - hit, hit, req.tp)
+    else:
+        wl = b.graph(s, phase, req.batch, None, req.context, req.tp)
+    return wl, replace(req, native_format=b.native)
 
 
 def warn_unused_lengths(model: str, seq: int | None, context: int | None,
@@ -246,7 +306,8 @@ def evaluate_request(req: RunRequest, acc: Accelerator | None = None,
         with compile_notice(on_compile if req.fidelity == "cycle" else None):
             res = evaluate(acc, wl, fidelity=req.fidelity, objective=req.objective,
                            mapping=mode, constraints=req.constraints, refine=req.refine,
-                           before_simulation=before_simulation, progress=progress)
+                           before_simulation=before_simulation, progress=progress,
+                           overlap=req.overlap)
     except MappingError as exc:
         hinted = with_format_hint(exc, acc)
         if hinted is exc:
@@ -397,7 +458,8 @@ def _provenance(req: RunRequest, acc: Accelerator, wl: Workload, res: Result) ->
         "kernels": req.kernels if req.cmd != "gemm" else "fused",
         "sparsity": f"{req.sparsity[0]}:{req.sparsity[1]}" if req.sparsity else None,
         "fidelity": req.fidelity, "mapping": req.mapping_mode, "objective": req.objective,
-        "refine": req.refine, "constraints": req.constraints,
+        "refine": req.refine, "constraints": req.constraints, "overlap": req.overlap,
+        "kv": asdict(req.kv), "block_size": req.block_size,
         "archsim_version": res.archsim_version, "input_hash": res.input_hash,
         "argv": req.argv(),
     } | ({"moe_routing": req.moe_routing} if req.moe_routing else {})

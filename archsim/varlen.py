@@ -388,13 +388,16 @@ class VarlenStep:
 
 def varlen_step(v: Varlen, attention: Mapping[int, tuple[float, float, float, float]],
                 plan: ParallelPlan, batch: int, seq: int, t_f: float, t_b: float, train: bool,
-                memo: dict) -> VarlenStep:
+                memo: dict, extra: tuple[Sequence[float], Sequence[float]] | None = None
+                ) -> VarlenStep:
     """The pipeline of a step whose microbatches hold packed documents (module doc):
     microbatch ``j`` of replica ``r`` runs ``t_f + sum_w (a_rj(w) - 1) A_f(w)`` forward (and
     so backward), ``A`` the stage's causal attention-core time per microbatch with window
     ``w`` (``attention``: window -> forward s, backward s, J, FLOPs); each replica's pipeline
     is the flow shop of its microbatches (:func:`pipeline_varlen`); the slowest replica sets
-    the step. ``memo`` keeps the packing between plans."""
+    the step. ``memo`` keeps the packing between plans. ``extra``: what each microbatch's
+    forward and backward pass grows by on every stage (an offload's exposed transfers,
+    :func:`archsim.offload.offload_pipeline`), the same on every replica."""
     key = ("varlen-pack", v, batch, seq, plan.dp, plan.microbatches)
     if key not in memo:
         memo[key] = pack(v, batch, seq, plan.dp, plan.microbatches)
@@ -417,6 +420,9 @@ def varlen_step(v: Varlen, attention: Mapping[int, tuple[float, float, float, fl
         d_fl += am * fl_w
     f = t_f + d_f
     b = t_b + d_b if train else np.zeros_like(d_b)
+    if extra is not None:
+        f = f + np.asarray(extra[0], dtype=float)
+        b = b + np.asarray(extra[1], dtype=float)
     pipes = np.array([pipeline_varlen(f[r], b[r], plan.pp, plan.interleave if train else 1)
                       for r in range(dp)])
     r = int(np.argmax(pipes))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import networkx as nx
 
@@ -48,6 +49,8 @@ class Workload:
             are stored once, on the owner.
         devices: devices that each run this graph in parallel (tensor parallelism: the graph
             is one device's shard, with its all-reduces); results scale energy and area by it.
+        held_bytes: bytes resident beyond what the ops read (the KV cache a top-k decode
+            step leaves unread, ``workloads.kvtech``): added by :meth:`resident_bytes`.
     """
 
     name: str
@@ -61,6 +64,7 @@ class Workload:
     _order: list[str] = field(default_factory=list, repr=False)
     tied: frozenset[str] = frozenset()
     devices: int = 1
+    held_bytes: float = 0.0
 
     def add(self, op: Op, after: Iterable[Op | str] = ()) -> Op:
         """Add ``op`` with edges from each op (or op name) in ``after``; returns ``op``."""
@@ -160,6 +164,42 @@ class Workload:
                       and op.as_gemm().k % m == 0):
                     new = replace(op, w_sparsity=sp)
             out.add(new, self.graph.predecessors(op.name))
+        return out
+
+    def split_batch(self, k: int, flag: str = "--overlap") -> Workload:
+        """One of ``k`` equal pieces of the batch (a nano-batch, :mod:`mapper.overlap`): the
+        same graph with every op's batch-proportional size divided by ``k`` -- a GEMM's rows
+        ``m`` (a weight GEMM) or its ``batch`` (activation x activation, per sequence and
+        head), an attention's sequences, a vector op's rows, an embedding's or a fused MoE
+        layer's tokens, a collective's elements, a convolution's images. A model built at
+        ``batch / k`` has the same ops (tests/foundation/test_split_batch.py).
+
+        Raises:
+            WorkloadError: the batch or an op's size does not split into ``k`` (naming
+                ``flag``), or an op with no batch dimension known here.
+        """
+        if k == 1:
+            return self
+        if self.batch % k:
+            raise WorkloadError(Problem(f"a batch of {self.batch} sequences does not split into "
+                                        f"{k} equal nano-batches", flag))
+        out = Workload(self.name, self.phase, self.batch // k, self.seq, self.context,
+                       self.parameters, self.family, tied=self.tied, devices=self.devices)
+        for op in self.ops():
+            if isinstance(op, Gemm):
+                key = "m" if op.b_is_weight else "batch"
+            elif isinstance(op, Conv2d):
+                key = "n"
+            else:
+                key = next((f for f in ("rows", "tokens", "elements", "batch")
+                            if hasattr(op, f)), "")
+            size: int = getattr(op, key, 0) if key else 0
+            if not key or size % k:
+                raise WorkloadError(Problem(
+                    f"op {op.name} ({op.kind}) does not split into {k} nano-batches"
+                    + (f" ({key} {size})" if key else " (no batch dimension)"), flag))
+            smaller: dict[str, Any] = {key: size // k}
+            out.add(replace(op, **smaller), self.graph.predecessors(op.name))
         return out
 
     def with_weight_sparsity(self, fraction: float) -> Workload:
@@ -262,7 +302,7 @@ class Workload:
             elif op.pass_ == "update":
                 total += op.input_bytes()
             peak = max(peak, act)
-        return total + peak
+        return total + peak + self.held_bytes
 
     @classmethod
     def single(cls, op: Op) -> Workload:

@@ -1,4 +1,7 @@
 """Parallel plans of a transformer: the per-device graphs, their communication and their memory.
+(Over 600 lines: :class:`DeviceBuild`, the one builder of per-device work, and the plan's
+graphs, communication and memory that share it are kept together; the KV-cache graph
+mechanisms it applies live in workloads/kvtech.py.)
 
 A :class:`ParallelPlan` splits a step of a transformer over ``tp x pp x dp x cp`` devices
 (Megatron-LM rank order: tensor parallel innermost, then context, data, pipeline outermost;
@@ -44,6 +47,7 @@ from archsim.workloads.collectives import (
 from archsim.workloads.errors import Problem, WorkloadError
 from archsim.workloads.formats import NumberFormat, get_format
 from archsim.workloads.graph import Workload
+from archsim.workloads.kvtech import KVTechniques, kv_decode_graph, with_cached_prefix
 from archsim.workloads.models.transformer import TransformerShape, _tp_heads, build_transformer
 from archsim.workloads.ops import (
     ALLREDUCE_IMPLS,
@@ -137,6 +141,14 @@ class DeviceBuild:
             loads + dense MMA (``Workload.with_weight_sparsity``; inference only); 0: dense.
         w_group_size, act_order: group-wise weight scales along K and GPTQ act-order as vLLM
             runs it under tensor parallelism (``Workload.with_weight_groups``); 0: none.
+        kv: the KV-cache techniques a decode graph is built with (:mod:`workloads.kvtech`,
+            the mechanism objects serving uses): K/V rematerialisation adds each block's K/V
+            projection over the keys read (``kvtech.remat_op``); top-k block attention reads
+            ``kvtech.decode_keys`` keys after a selection pass over ``kvtech.select_keys``
+            (the unread cache stays resident: ``Workload.held_bytes``). Prefix caching is a
+            prefill after cached tokens (:meth:`graph`'s ``context``); the KV offload is
+            priced by the evaluator (a plan: ``archsim.parallel``).
+        kv_block_size: tokens per KV block (top-k's blocks; vLLM's default 16).
     """
 
     attention: str = "unfused"
@@ -150,6 +162,8 @@ class DeviceBuild:
     weight_sparsity: float = 0.0
     w_group_size: int = 0
     act_order: bool = False
+    kv: KVTechniques = KVTechniques()
+    kv_block_size: int = 16
 
     def __post_init__(self) -> None:
         for flag, v, ok in (("--attention-kernel", self.attention_kernel, ATTENTION_KERNELS),
@@ -160,7 +174,29 @@ class DeviceBuild:
 
     def graph(self, s: TransformerShape, phase: str | None, batch: int, seq: int | None,
               context: int | None, tp: int = 1, ep: int = 1) -> Workload:
-        """The graph of ``s`` with these choices (``build_transformer``'s arguments)."""
+        """The graph of ``s`` with these choices (``build_transformer``'s arguments).
+
+        A ``prefill`` with ``context`` ``p > 0`` is ``seq`` new tokens after ``p`` cached ones
+        (prefix caching, a prefill chunk): every op over the new rows, the attention core's
+        queries over ``p + seq`` keys (:func:`with_cached_prefix`). A ``decode`` graph takes
+        :attr:`kv`'s remat and top-k (:meth:`_decode_kv`).
+        """
+        if phase == "prefill" and context:
+            return with_cached_prefix(self._graph(s, phase, batch, seq, None, tp, ep), context)
+        w = self._graph(s, phase, batch, seq, None if phase == "prefill" else context, tp, ep)
+        if phase == "decode" and (self.kv.remat or self.kv.topk_blocks):
+            return self._decode_kv(w, s, batch, w.context, tp, ep)
+        return w
+
+    def _decode_kv(self, w: Workload, s: TransformerShape, batch: int, context: int, tp: int,
+                   ep: int) -> Workload:
+        """``w`` with :attr:`kv`'s remat and top-k (:func:`kv_decode_graph`)."""
+        return kv_decode_graph(w, s, self.kv, self.kv_block_size, tp,
+                               lambda c: self._graph(s, "decode", batch, None, c, tp, ep))
+
+    def _graph(self, s: TransformerShape, phase: str | None, batch: int, seq: int | None,
+               context: int | None, tp: int = 1, ep: int = 1) -> Workload:
+        """:meth:`graph` without the KV-cache techniques."""
         if self.weight_sparsity and phase == "train":
             raise WorkloadError(Problem(
                 "sparse weight loads are an inference kernel (Flash-LLM / SpInfer serve a "
@@ -587,9 +623,12 @@ def memory_per_device(s: TransformerShape, plan: ParallelPlan, phase: str, batch
         out["activations"] = act
     else:
         b_dev = batch // plan.dp
-        ctx = (context + 1 if phase == "decode" else seq) / plan.cp
+        # prefill: the new tokens and the cached prefix before them (prefix caching)
+        ctx = (context + 1 if phase == "decode" else seq + context) / plan.cp
         _, kvl = _tp_heads(s, tp)
         per_tok = (s.kv_lora_rank + s.qk_rope_dim) if s.is_mla else 2 * kvl * s.hd
+        if build.kv.remat:      # X (d_model values, whole on every tp device) for K and V
+            per_tok = s.d_model
         # a sliding-window block keeps only its last ``window`` tokens (vLLM's hybrid KV
         # cache manager, TensorRT-LLM's variable sliding window)
         layers = sum(min(ctx, s.window(i) or ctx) for i in range(s.layers)) / ctx \

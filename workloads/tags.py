@@ -53,6 +53,8 @@ ROLES: dict[str, str] = {
             "probabilities (attention core)",
     "av": "attention probabilities x V (attention core)",
     "attention": "fused attention, QK^T + softmax + AV in one op (attention core)",
+    "kv_remat": "K and V recomputed from the cached layer input X (KV rematerialisation, "
+                "workloads.kvtech)",
     "proj": "attention output projection (MLA: and the absorbed value projection)",
     "residual": "a residual add",
     "ffn_up": "MLP up projection (dense FFN, shared experts)",

@@ -28,7 +28,8 @@ from typing import NoReturn, TextIO
 
 from archsim.arch.gpu.host import RUNTIMES
 from archsim.diagnostics import print_warnings
-from archsim.workloads.errors import ArchsimError
+from archsim.workloads.errors import ArchsimError, Problem, WorkloadError
+from archsim.workloads.kvtech import KVTechniques
 from archsim.workloads.ops import ATTENTION_KERNELS
 
 __all__ = ["Parser", "ProgressBar", "add_runtime_flag", "add_attention_kernel_flag", "UsageError", "positive_int", "non_negative_int", "positive_float",
@@ -132,6 +133,36 @@ def add_weight_sparsity_flag(p: argparse.ArgumentParser | argparse._ArgumentGrou
                    help="fraction F of zero weights (unstructured) in the linear layers, run "
                    "as sparse loads + dense tensor-core MMA (Flash-LLM/SpInfer; GPU designs, "
                    "inference; e.g. 0.6)")
+
+
+def add_kv_flags(g: argparse.ArgumentParser | argparse._ArgumentGroup,
+                 block_size: bool = False) -> None:
+    """The KV-cache technique flags (``serve``, ``run``, ``plan``: :mod:`workloads.kvtech`);
+    ``block_size``: also ``--block-size`` (``serve`` has it among its scheduler flags)."""
+    g.add_argument("--prefix-hit-rate", type=float, default=0.0, metavar="H",
+                   help="share of every prompt found in the prefix cache, [0, 1): its prefill "
+                   "is skipped and its KV blocks shared (SGLang RadixAttention)")
+    g.add_argument("--kv-remat", action="store_true",
+                   help="cache X instead of K and V; recompute K/V every decode step (XQuant)")
+    g.add_argument("--topk-blocks", type=int, default=0, metavar="K",
+                   help="decode attends to the K most relevant KV blocks after a selection "
+                   "pass (Quest)")
+    g.add_argument("--kv-offload-gb", type=float, default=0.0, metavar="GB",
+                   help="host memory per device for KV blocks beyond the device's; they "
+                   "stream back over the host link each decode step (FlexGen)")
+    if block_size:
+        g.add_argument("--block-size", type=positive_int, default=16,
+                       help="KV block in tokens (top-k's blocks; default 16, vLLM's)")
+
+
+def kv_of(args: argparse.Namespace) -> KVTechniques:
+    """The :class:`~workloads.kvtech.KVTechniques` of the parsed KV flags (``--block-size``
+    without ``--topk-blocks``, where it would change nothing, is refused)."""
+    if getattr(args, "block_size", 16) != 16 and not args.topk_blocks:
+        raise WorkloadError(Problem("sets top-k's KV blocks: it applies only with "
+                                    "--topk-blocks", "--block-size"))
+    return KVTechniques(args.prefix_hit_rate, args.kv_remat, args.topk_blocks,
+                        args.kv_offload_gb)
 
 
 def add_weight_group_flags(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:

@@ -19,8 +19,10 @@ from archsim.api import device_build
 from archsim.arch.collective import IMPLS
 from archsim.cli.common import (
     add_attention_kernel_flag,
+    add_kv_flags,
     add_weight_group_flags,
     add_weight_sparsity_flag,
+    kv_of,
     non_empty,
     positive_float,
     positive_int,
@@ -83,8 +85,9 @@ def add_plan_flags(r: argparse.ArgumentParser) -> None:
     g.add_argument("--tp-overlap", action="store_true",
                    help="overlap tp collectives with the other half of the batch (TokenWeave)")
     g.add_argument("--overlap", default=None, metavar="TECHNIQUE",
-                   help=OVERLAP_HELP + "; given (even 'none'), run evaluates a plan, so "
-                   "'--overlap none' is the baseline to compare with")
+                   help=OVERLAP_HELP + "; on a device design (no other plan flag) the "
+                   "one device's graph is scheduled (archsim.evaluate's overlap=); on a "
+                   "cluster, or with another plan flag, the plan's")
     g.add_argument("--moe-imbalance", type=ratio_at_least_one, default=1.0,
                    help="busiest expert device's tokens / the mean (default 1)")
     g.add_argument("--tp-allreduce", choices=IMPLS, default="nccl", help=TP_ALLREDUCE_HELP)
@@ -165,8 +168,10 @@ def power_cap(text: str) -> float:
     return caps[0]
 
 
-def plan_flags_given(args: argparse.Namespace) -> bool:
-    """Does an ``archsim run`` command set a parallel-plan flag?"""
+def plan_flags_given(args: argparse.Namespace, overlap: bool = True) -> bool:
+    """Does an ``archsim run`` command set a parallel-plan flag? (``overlap``: does
+    ``--overlap`` count as one: it does on a cluster; on a device design alone it is an
+    option of the one-device evaluation, ``archsim.evaluate(..., overlap=)``.)"""
     return (args.pp > 1 or args.dp > 1 or args.ep > 1 or args.cp > 1
             or (args.microbatches or 1) > 1 or args.kv_format is not None
             or args.zero > 0 or args.recompute != "none" or args.sequence_parallel
@@ -175,7 +180,7 @@ def plan_flags_given(args: argparse.Namespace) -> bool:
             or args.offload_tier != "host" or args.offload_gbps is not None
             or args.doc_lengths is not None or args.packing is not None
             or args.cp_sharding is not None or args.doc_seed != 0
-            or args.overlap is not None)
+            or (overlap and args.overlap is not None))
 
 
 def run_plan(args: argparse.Namespace) -> int:
@@ -202,7 +207,8 @@ def run_plan(args: argparse.Namespace) -> int:
     build = device_build(cluster.device, args.a_format, args.w_format, args.kernels,
                          args.kv_format, args.attention_kernel or "sdpa",
                          weight_sparsity=args.weight_sparsity,
-                         w_group_size=args.w_group_size, act_order=args.act_order)
+                         w_group_size=args.w_group_size, act_order=args.act_order,
+                         kv=kv_of(args), kv_block_size=args.block_size)
     r = evaluate_plan(cluster, args.model, plan, phase, batch=args.batch, seq=args.seq,
                       context=args.context, options=opts, build=build)
     if not r.fits:
@@ -260,6 +266,8 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     add_varlen_flags(ap)
     add_weight_sparsity_flag(ap)
     add_weight_group_flags(ap)
+    add_kv_flags(ap.add_argument_group("KV-cache techniques (prefill / decode; docs/serving.md)"),
+                 block_size=True)
     ap.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -276,7 +284,8 @@ def run(args: argparse.Namespace) -> int:
                          attention_kernel=args.attention_kernel or "sdpa",
                          offload=offload_of(args), varlen=varlen_from_args(args),
                          weight_sparsity=args.weight_sparsity,
-                         w_group_size=args.w_group_size, act_order=args.act_order)
+                         w_group_size=args.w_group_size, act_order=args.act_order,
+                         kv=kv_of(args), kv_block_size=args.block_size)
     if args.json:
         print(found.to_json(args.top))
         return 0 if found.ranked else 1

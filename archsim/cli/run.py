@@ -28,9 +28,11 @@ from archsim.cli.common import (
     ProgressBar,
     UsageError,
     add_attention_kernel_flag,
+    add_kv_flags,
     add_runtime_flag,
     add_weight_group_flags,
     add_weight_sparsity_flag,
+    kv_of,
     nm,
     non_empty,
     non_negative_int,
@@ -167,6 +169,8 @@ def add_arguments(r: argparse.ArgumentParser) -> None:
                    help="op rows in the text table (default 40; 'run' only, not with --json)")
     add_evaluation_flags(r, timeloop_inputs=True)
     add_plan_flags(r)
+    add_kv_flags(r.add_argument_group("KV-cache techniques (prefill / decode of a transformer; "
+                                      "docs/serving.md)"), block_size=True)
     add_timeloop_flags(r)
     add_zigzag_flags(r)
 
@@ -202,7 +206,7 @@ def run(args: argparse.Namespace) -> int:
     if args.mapping is not None and args.mapping not in MAPPING_MODES:
         raise UsageError(f"argument --mapping: invalid choice: {args.mapping!r} (choose from "
                          f"{', '.join(repr(m) for m in MAPPING_MODES)})")
-    if find_cluster(args.config) is not None or plan_flags_given(args):
+    if find_cluster(args.config) is not None or plan_flags_given(args, overlap=False):
         if getattr(args, "moe_routing", None):
             raise UsageError("--moe-routing applies to one device's run, not to a cluster "
                              "plan (plans take --moe-imbalance)")
@@ -224,7 +228,9 @@ def request_from_args(args: argparse.Namespace) -> RunRequest:
     return replace(base, model=args.model, phase=args.phase, seq=args.seq,
                    context=args.context, tp=args.tp, kernels=args.kernels,
                    moe_routing=args.moe_routing,
-                   attention_kernel=args.attention_kernel or "sdpa")
+                   attention_kernel=args.attention_kernel or "sdpa",
+                   overlap=getattr(args, "overlap", None) or "none", kv=kv_of(args),
+                   block_size=args.block_size)
 
 
 def cold_start_note() -> None:

@@ -30,6 +30,7 @@ import sys
 
 from archsim.cli.common import (
     add_attention_kernel_flag,
+    add_kv_flags,
     add_request_flags,
     add_runtime_flag,
     add_weight_group_flags,
@@ -106,18 +107,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="KV-cache number format (default: the activation format, else 16-bit)")
     g.add_argument("--memory-fraction", type=positive_float, default=0.9,
                    help="share of device memory for weights + KV (vLLM default 0.9)")
-    k = p.add_argument_group("KV-cache techniques (docs/serving.md)")
-    k.add_argument("--prefix-hit-rate", type=float, default=0.0, metavar="H",
-                   help="share of every prompt found in the prefix cache, [0, 1): its prefill "
-                   "is skipped and its KV blocks shared (SGLang RadixAttention)")
-    k.add_argument("--kv-remat", action="store_true",
-                   help="cache X instead of K and V; recompute K/V every decode step (XQuant)")
-    k.add_argument("--topk-blocks", type=int, default=0, metavar="K",
-                   help="decode attends to the K most relevant KV blocks after a selection "
-                   "pass (Quest)")
-    k.add_argument("--kv-offload-gb", type=float, default=0.0, metavar="GB",
-                   help="host memory per device for KV blocks beyond the device's; they "
-                   "stream back over the host link each decode step (FlexGen)")
+    add_kv_flags(p.add_argument_group("KV-cache techniques (docs/serving.md)"))
     r = p.add_argument_group("requests")
     add_request_flags(r)
     r.add_argument("--arrival", choices=("poisson", "gamma"), default="poisson")

@@ -7,13 +7,13 @@ without special cases.
 
 from archsim.serve.cluster import LINKS, ROUTERS, KVLink, PoolSpec, ServeSetup, parse_link
 from archsim.serve.cost import Batch, Cost, IterationCost
-from archsim.serve.kvtech import KVTechniques
 from archsim.serve.metrics import SLO, ServeResult, parse_slo
 from archsim.serve.policy import Policy, register_policy
 from archsim.serve.replica import ORDERS, POLICIES, PREEMPTIONS, SchedulerSpec
 from archsim.serve.requests import LengthDist, Request, load_trace, synthesize
 from archsim.serve.router import Router, register_router
 from archsim.serve.run import find_capacity, serve, simulate
+from archsim.workloads.kvtech import KVTechniques
 
 __all__ = ["LINKS", "ROUTERS", "KVLink", "PoolSpec", "ServeSetup", "parse_link", "Batch",
            "Cost", "IterationCost", "KVTechniques", "SLO", "ServeResult", "parse_slo", "ORDERS", "POLICIES",

@@ -42,11 +42,11 @@ from archsim.arch.accelerator import Accelerator
 from archsim.mapper.overlap import Overlap
 from archsim.serve.cost import IterationCost, kv_bytes_per_token
 from archsim.serve.kv import MEMORY_FRACTION, kv_blocks
-from archsim.serve.kvtech import KVTechniques, offload_exposed_s, prefix_hit_tokens
 from archsim.serve.replica import Pipeline, Replica, SchedulerSpec, State, layout_for
 from archsim.serve.requests import Request
 from archsim.serve.router import ROUTERS, Router
 from archsim.workloads.errors import Problem, WorkloadError
+from archsim.workloads.kvtech import KVTechniques, offload_exposed_s, prefix_hit_tokens
 from archsim.workloads.parallel import DeviceBuild
 
 __all__ = ["KVLink", "LINKS", "ROUTERS", "PoolSpec", "ServeSetup", "Simulation",
@@ -176,7 +176,7 @@ class ServeSetup:
             (examples/serving/attacc_like.*).
         build: the choices every replica's graphs are built with (attention, formats;
             ``archsim.api.device_build``; None: the design's own).
-        kv: the KV-cache techniques of every replica (:mod:`archsim.serve.kvtech`: prefix
+        kv: the KV-cache techniques of every replica (:mod:`archsim.workloads.kvtech`: prefix
             caching, K/V rematerialisation, top-k block attention, host offload).
         overlap: overlap inside one device of every replica (``mapper.overlap``;
             ``--overlap``; docs/serving.md).

@@ -33,9 +33,10 @@ Memoisation (docs/serving.md, "Cost model"):
   (B on powers of two, context on a ``sqrt(2)`` grid), scaled by the actual key count
   ``K = sum (ctx_i + 1)`` over ``B_g (c_g + 1)`` (decode attention reads every cached key
   once: its bytes and MACs are linear in ``K``);
-* prefill-chunk ``attn``: the zoo's (dense, non-causal) prefill attention of ``s_g``
-  tokens (nearest grid point to ``s = p + c``), scaled by ``c s / s_g^2`` (MACs of ``c``
-  queries over ``s`` keys over those of ``s_g`` over ``s_g``).
+* prefill-chunk ``attn``: the zoo's prefill attention of ``s_g`` tokens (nearest grid point
+  to ``s = p + c``), scaled by the chunk's (query, key) pairs over the grid prompt's: dense
+  scores (unfused, MLA) ``c s / s_g^2``; a causal fused kernel ``(f(s) - f(p)) / f(s_g)``,
+  ``f(n) = n (n + 1) / 2`` (``Attention.pairs``; windowed: ``sum min(i, w)``).
 
 Energy is scaled the same way; every evaluated sub-workload's energy already includes the
 leakage of all devices over its own latency, so the sum does too.
@@ -55,12 +56,13 @@ from archsim.arch.collective import collective, multimem_allreduce, place
 from archsim.mapper.constraints import load_constraints
 from archsim.mapper.overlap import Overlap, blocks_makespan, check_overlap
 from archsim.serve.kv import KVLayout, kv_layout
-from archsim.serve.kvtech import KVTechniques
 from archsim.workloads.errors import ConfigError, Problem, WorkloadError
 from archsim.workloads.formats import get_format
 from archsim.workloads.graph import Workload
 from archsim.workloads.hf import config_path, shape_from_hf_config
+from archsim.workloads.kvtech import KVTechniques, remat_op
 from archsim.workloads.models.transformer import TransformerShape
+from archsim.workloads.ops import Gemm
 from archsim.workloads.parallel import DeviceBuild, ParallelPlan, block_kinds, layer_comms
 from archsim.workloads.tags import ATTENTION_CORE_ROLES, FUSED_AR_NORM_ROLES
 from archsim.workloads.zoo import model_names, transformer_shape
@@ -282,7 +284,7 @@ class IterationCost:
         self.layers = self.shape.layers
         self.context = self.shape.context
         _check_replica(self.shape, tp, pp, ep)
-        # the KV-cache techniques (serve.kvtech): remat changes the cache's bytes per token
+        # the KV-cache techniques (workloads.kvtech): remat changes the cache's bytes per token
         # and adds the K/V projection per cached key to decode attention
         self.kv = kv or KVTechniques()
         self.build.graph(self.one, "decode", 1, None, 1, tp, ep)  # validates tp, ep, formats
@@ -316,7 +318,7 @@ class IterationCost:
     def kv_bytes_per_token(self) -> float:
         """KV-cache bytes per token on one device (K and V, every layer, in the KV-cache
         format: ``DeviceBuild.kv_bytes``, 16-bit unless a format is given); with K/V
-        rematerialisation, X instead: ``layers / pp x d_model`` values (serve.kvtech)."""
+        rematerialisation, X instead: ``layers / pp x d_model`` values (workloads.kvtech)."""
         if self.kv.remat:
             return float((self.layers // self.pp) * self.shape.d_model * self.build.kv_bytes())
         return kv_bytes_per_token(self.shape, self.build, self.tp, self.pp)
@@ -407,8 +409,11 @@ class IterationCost:
         sub = Workload(name=f"{w.name}:{group}", phase=w.phase, batch=w.batch, seq=w.seq,
                        context=w.context, parameters=w.parameters, family=w.family,
                        devices=w.devices)
-        if group == "qkv":      # the QKV projections alone (K/V rematerialisation)
-            keep = {op.name for op in w.ops() if op.role == "qkv" and op.block is not None}
+        if group == "kv_remat":     # K/V rematerialisation's GEMM (workloads.kvtech.remat_op)
+            for op in w.ops():
+                if isinstance(op, Gemm) and op.role == "qkv" and op.block is not None:
+                    sub.add(remat_op(op, self.shape, self.tp, op.m))
+            keep = set()
         else:
             keep = {name for name, g in _groups(w).items() if g == group}
         for op in w.ops():
@@ -517,29 +522,30 @@ class IterationCost:
         return base.scale(keys / (bg * (cg + 1)))
 
     def remat_projection(self, keys: int) -> Cost:
-        """K/V rematerialisation (serve.kvtech): the K and V projections of ``keys`` cached
+        """K/V rematerialisation (workloads.kvtech): the K and V projections of ``keys`` cached
         tokens of one block, ``2 x d_model x 2 x kv_heads / tp x head_dim`` FLOPs each: the
-        block's ``qkv`` projection over ``keys`` rows on the token grid, scaled to its K/V
-        share of the output columns, ``2 kv / (heads + 2 kv)``."""
+        GEMM ``workloads.kvtech.remat_op`` (the one ``archsim run`` and plans add to a decode
+        graph) over ``keys`` rows, on the token grid."""
         if keys == 0:
             return Cost()
-        s = self.shape
-        share = 2 * s.kv / (s.heads + 2 * s.kv)
         hi = self._tok[-1]      # beyond the grid: rows of a GEMM cost linearly
         if keys > hi:
-            return self._tokens("qkv", hi).scale(share * keys / hi)
-        return self._tokens("qkv", keys).scale(share)
+            return self._tokens("kv_remat", hi).scale(keys / hi)
+        return self._tokens("kv_remat", keys)
 
     def chunk_attention(self, c: int, past: int, kind: str = "") -> Cost:
         """Attention of a prefill chunk of ``c`` tokens after ``past`` cached ones (one block
-        of ``kind``). A fused sliding-window kind scales by the windowed causal keys of the
-        chunk over those of the grid prompt (:func:`_window_keys`)."""
+        of ``kind``). A causal fused kernel scales by the chunk's causal (windowed) keys over
+        those of the grid prompt (:func:`_window_keys`), dense scores by ``c s / s_g^2``."""
         kind = self._attn[kind]
         s = c + past
         sg = self._nearest(self._seq, s)
         base = self._eval("attn", "prefill", 1, sg, None, kind)
         w = self._window[kind]
-        if w and self.attention == "fused":
+        if self.attention == "fused" and not self.shape.is_mla:
+            # the causal kernel's (query, key) pairs: c queries after ``past`` keys skip
+            # their masked triangle (Attention.pairs); no window: ``w`` beyond every length
+            w = w or max(s, sg)
             return base.scale((_window_keys(s, w) - _window_keys(past, w))
                               / _window_keys(sg, w))
         return base.scale(c * s / (sg * sg))

@@ -123,7 +123,7 @@ class State:
         self.key: tuple[int, int, int] = (0, 1, req.rid)
         self.decode_replica = -1
         self.served = 0
-        self.hit = 0            # prompt tokens found in the prefix cache (serve.kvtech)
+        self.hit = 0            # prompt tokens found in the prefix cache (workloads.kvtech)
         self.shared = 0         # their whole KV blocks, shared with the prefix's other users
         self.group = ""         # the prefix group whose blocks it uses on its replica
 
@@ -190,7 +190,7 @@ class Replica:
         self.hybrid = self.layout.hybrid
         # the device's own blocks; the rest of ``kv_total`` live on the host (KV offload)
         self.device_blocks = kv_total
-        # top-k block attention: most keys a decode attends to (serve.kvtech)
+        # top-k block attention: most keys a decode attends to (workloads.kvtech)
         k = cost.kv.topk_blocks
         self.key_cap = k * spec.block_size if k else 1 << 62
         self.streamed = 1.0     # share of the host blocks a decode reads (top-k: fewer)
@@ -436,7 +436,7 @@ class Replica:
         return b, self.cost.cost(b)
 
     def offload_bytes(self) -> float:
-        """Bytes of one device's KV blocks on the host (KV offload, serve.kvtech): the used
+        """Bytes of one device's KV blocks on the host (KV offload, workloads.kvtech): the used
         blocks beyond the device's own, which a decode iteration streams back (with top-k
         block attention only the selected share, ``self.streamed``, of them)."""
         return (max(0, self.kv.used - self.device_blocks) * self.swap_bytes_per_block

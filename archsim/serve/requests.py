@@ -55,7 +55,7 @@ class Request:
         output_tokens: tokens to generate (>= 1; the first comes out of the prefill).
         priority: smaller is served first under the ``priority`` policy (default 0).
         prefix_group: the shared prefix this prompt starts with ("" none): requests of one
-            group share its KV blocks (prefix caching, :mod:`archsim.serve.kvtech`).
+            group share its KV blocks (prefix caching, :mod:`archsim.workloads.kvtech`).
         prefix_tokens: that prefix's length (tokens, at most the prompt's).
     """
 

@@ -39,7 +39,6 @@ from archsim.arch.accelerator import Accelerator
 from archsim.mapper.overlap import parse_overlap
 from archsim.run_request import RunWarning
 from archsim.serve.cluster import PoolSpec, ServeSetup, parse_link
-from archsim.serve.kvtech import KVTechniques
 from archsim.serve.metrics import SLO, BenchmarkReport, ServeResult, parse_slo
 from archsim.serve.replica import SchedulerSpec
 from archsim.serve.requests import (
@@ -54,6 +53,7 @@ from archsim.serve.requests import (
 from archsim.serve.run import benchmark_report, serve
 from archsim.serve.run import find_capacity as search_capacity
 from archsim.workloads.errors import Problem, WorkloadError
+from archsim.workloads.kvtech import KVTechniques
 
 __all__ = ["run_serving", "ServingRun", "request_source", "closed_loop_requests",
            "parse_plan", "serving_attention_kernel"]
@@ -366,7 +366,7 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
             output lengths, request count (default 10 per client); excludes ``rate``,
             ``duration``, ``trace``, ``max_requests`` and ``find_capacity``.
         prefix_hit_rate, kv_remat, topk_blocks, kv_offload_gb: the KV-cache techniques
-            (:class:`~archsim.serve.kvtech.KVTechniques`): share of each prompt found in the
+            (:class:`~archsim.workloads.kvtech.KVTechniques`): share of each prompt found in the
             prefix cache, store X and recompute K/V, attend to the top-k KV blocks, host
             memory per device for KV beyond the device's (GB).
     Raises:

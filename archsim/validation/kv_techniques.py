@@ -1,4 +1,4 @@
-"""KV-cache techniques (archsim.serve.kvtech): the papers' headline figures, scored where
+"""KV-cache techniques (archsim.workloads.kvtech): the papers' headline figures, scored where
 archsim reaches them through its own cache and attention model, else a gap with the reason."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from pathlib import Path
 
 from archsim.arch.reference import Comparison, EvaluationAPI, Gap, checks
 from archsim.serve.cost import IterationCost
-from archsim.serve.kvtech import KVTechniques
+from archsim.workloads.kvtech import KVTechniques
 
 #: LongChat-7B-v1.5-32K's config.json (lmsys; Llama-2-7B's shape with a 32K context), the
 #: model of Quest's efficiency figures ("Llama2-7B", Tang et al. ICML'24, Sec. 4.3.1)

@@ -7,8 +7,9 @@ import pytest
 
 from archsim.arch.cluster import find_cluster, load_cluster
 from archsim.cli import main
-from archsim.offload import CPU_ADAM_BYTES_PER_PARAM, Offload, offload_time
+from archsim.offload import CPU_ADAM_BYTES_PER_PARAM, Offload, offload_pipeline, offload_time
 from archsim.parallel import PlanOptions, evaluate_plan
+from archsim.varlen import Varlen
 from archsim.workloads.errors import WorkloadError
 from archsim.workloads.parallel import ParallelPlan
 
@@ -140,3 +141,48 @@ def test_cli_bad_input_exits_2(capsys, args, needle):
     assert code == 2
     err = capsys.readouterr().err
     assert needle in err and "Traceback" not in err
+
+
+def test_offload_pipeline_closed_form():
+    """Two stages, two microbatches, t_f = 1, t_b = 2; the offload exposes 3 s on the first
+    forward and 1 s on each backward: f = (4, 1), b = (3, 3). Flow shop: sum_j (f_j + b_j) +
+    (p - 1)(max f + max b) = 11 + (4 + 3) = 18 s, where the transfer added once to the
+    unstretched pipeline gives (2 + 1)(1 + 2) + 5 = 14 s. Exposures of 2 s on both forwards:
+    (3 + 2) + (3 + 2) + (3 + 2) = 15 s against 9 + 4 = 13 s."""
+    assert offload_pipeline(1.0, 2.0, [3.0, 0.0], [1.0, 1.0], 2) == pytest.approx(18.0)
+    assert offload_pipeline(1.0, 2.0, [2.0, 2.0], [0.0, 0.0], 2) == pytest.approx(15.0)
+    # one stage: the transfer is added once, m (t_f + t_b) + sum of the exposures
+    assert offload_pipeline(1.0, 2.0, [2.0, 2.0], [0.0, 1.0], 1) == pytest.approx(6 + 5)
+
+
+def test_offload_stretches_a_two_stage_pipeline():
+    """gpt2-medium over 2 stages, 2 microbatches, weights streamed at 0.01 GB/s: every
+    forward and backward pass takes W / B (far above its compute), so the 1F1B step is
+    (m + p - 1) x 2 W / B plus the update; the old rule (the unstretched pipeline plus the
+    transfer once) is (m + p - 1)(t_f + t_b) + m (2 W / B - t_f - t_b), smaller by
+    (p - 1)(2 W / B - t_f - t_b)."""
+    plan = ParallelPlan(pp=2, microbatches=2)
+    base = plan_run(Offload(), plan, batch=2)
+    r = plan_run(Offload(("params",), gbps=0.01), plan, batch=2)
+    w = base.memory_bytes["weights"]
+    b = 0.01e9
+    upd = base.breakdown_s["optimizer"]
+    assert r.step_s == pytest.approx(upd + 3 * 2 * w / b, rel=1e-9)
+    pipe0 = base.step_s - upd                      # (m + p - 1)(t_f + t_b)
+    once = base.step_s + 2 * (2 * w / b - pipe0 / 3)     # the transfer added once
+    assert r.step_s - once == pytest.approx(2 * w / b - pipe0 / 3, rel=1e-6)
+    assert r.step_s - base.step_s == pytest.approx(r.breakdown_s["offload"], rel=1e-9)
+
+
+def test_offload_stretches_pipelines_with_documents_too():
+    """With documents (unequal microbatches) the exposures join the same flow shop: the step
+    grows by the offload row and the breakdown still sums to the step."""
+    plan = ParallelPlan(pp=2, microbatches=2)
+    v = Varlen((256, 256, 512, 1024), "fixed", "zigzag", 0)
+    base = evaluate_plan(DGX1, "gpt2-medium", plan, "train", batch=2, seq=1024,
+                         options=PlanOptions(varlen=v))
+    r = evaluate_plan(DGX1, "gpt2-medium", plan, "train", batch=2, seq=1024,
+                      options=PlanOptions(varlen=v, offload=Offload(("params",), gbps=0.01)))
+    assert r.step_s > base.step_s
+    assert r.step_s - base.step_s == pytest.approx(r.breakdown_s["offload"], rel=1e-9)
+    assert sum(r.breakdown_s.values()) == pytest.approx(r.step_s, rel=1e-9)

@@ -1,4 +1,4 @@
-"""KV-cache techniques (archsim.serve.kvtech): each switch moves the result by the amount
+"""KV-cache techniques (archsim.workloads.kvtech): each switch moves the result by the amount
 its mechanism gives in closed form, and is refused where the model cannot use it.
 
 Expected values are worked out here from the model's shape (llama2-7b: 32 layers,
@@ -16,10 +16,10 @@ import archsim
 from archsim.cli import main
 from archsim.serve import KVTechniques, PoolSpec, SchedulerSpec, ServeSetup, serve
 from archsim.serve.cost import Batch, IterationCost, model_shape
-from archsim.serve.kvtech import offload_exposed_s, prefix_hit_tokens
 from archsim.serve.replica import Replica, State
 from archsim.serve.requests import Request, load_trace
 from archsim.workloads.errors import WorkloadError
+from archsim.workloads.kvtech import offload_exposed_s, prefix_hit_tokens
 from tests.serve.conftest import MODEL
 
 L, D, KV, HD = 32, 4096, 32, 128          # llama2-7b
@@ -270,3 +270,17 @@ def test_quest_check_prices_what_topk_blocks_prices():
     assert quest_attention_speedup(archsim, "gpu/rtx4090", 8192, 4096)[1] == pytest.approx(
         16 / 9, rel=1e-3)
     assert 1 < t < b        # each kernel's fixed cost keeps time above the bytes' share
+def test_a_chunk_after_cached_tokens_costs_its_causal_pairs():
+    """A causal fused kernel (gpu/h100 runs attention fused): a 512-token chunk after 1536
+    cached tokens scores (2048 x 2049 - 1536 x 1537) / 2 of the 2048-token prompt's
+    2048 x 2049 / 2 (query, key) pairs (both priced from the 2048 grid point); dense scores
+    (unfused) scale by c s / s^2 = 512 x 2048 / 2048^2."""
+    h100 = archsim.load("gpu/h100")
+    fused = IterationCost(h100, "llama2-7b", 1)
+    assert fused.attention == "fused"
+    whole = fused.chunk_attention(2048, 0).time_s
+    assert fused.chunk_attention(512, 1536).time_s / whole == pytest.approx(
+        (2048 * 2049 - 1536 * 1537) / (2048 * 2049), rel=1e-12)
+    dense = IterationCost(h100, "llama2-7b", 1, attention="unfused")
+    assert dense.chunk_attention(512, 1536).time_s / dense.chunk_attention(2048, 0).time_s \
+        == pytest.approx(512 / 2048, rel=1e-12)
