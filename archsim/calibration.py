@@ -293,6 +293,15 @@ def _calibrate_kernel_table(rows: list[silicon.Row], path: Path) -> Calibration:
                                              quant_chunk_us=chunk_us), unit.node_nm)
         for key, v in (("quant_row_us", row_us), ("quant_chunk_us", chunk_us)):
             text = _set_value(text, ("units", key), v, str(path))
+    act = kernel_tables.fit_switching_activity(
+        kernel_tables.back_to_back(unit), kernel_tables.sample(data, KERNEL_TABLE_STRIDE))
+    if act is not None:
+        notes.append(f"  table switching activity = {act[0]:.3f}: median signed error zero "
+                     f"over {act[1]} "
+                     "power-capped, compute-bound GEMMs of the fit half (every "
+                     f"{KERNEL_TABLE_STRIDE}th row); a property of the table's data, kept in "
+                     "archsim.kernel_tables.TABLE_SWITCHING_ACTIVITY "
+                     f"({kernel_tables.TABLE_SWITCHING_ACTIVITY}), not in the config")
     for h, rs in halves.items():
         report += _table(f"after, {h} half:", silicon.score(unit, rs))
     report += ["fitted constants:"] + [f"  {k} = {v:.6g}" for k, v in values.items()] + notes

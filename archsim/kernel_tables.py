@@ -57,7 +57,8 @@ from archsim.workloads.ops import Attention, FusedMoE, Gemm
 __all__ = ["load_kernel_rows", "is_kernel_table", "kernel_class", "predict_b2b_ms",
            "shape_half", "back_to_back", "fit_launch_b2b_us", "fit_row_quant_us", "sample",
            "TINY_MNK", "VLLM_SCALED_MM_TILES", "scaled_mm_mapping", "attention_op",
-           "ATTN_FIT_HEAD_DIMS", "moe_op", "MOE_KERNELS"]
+           "ATTN_FIT_HEAD_DIMS", "moe_op", "MOE_KERNELS", "TABLE_SWITCHING_ACTIVITY",
+           "fit_switching_activity", "gemm_row_estimate"]
 
 _GEMM_COLS = ("dtype", "kernel", "m", "n", "k", "ms")
 _QUANT_COLS = ("kernel", "quant_dtype", "m", "k", "ms")
@@ -279,6 +280,28 @@ def scaled_mm_mapping(m: int) -> dict[str, Any]:
     return {"dataflow": "gemm_tc", "tile": list(tile), "split_k": 1}
 
 
+#: Switching activity of the GEMM table's operands relative to random data
+#: (``TensorCoreGpu.switching_activity``: the power model's on-chip, data-dependent energies
+#: scale with it, so a power-capped GEMM holds a higher clock). The table's collector
+#: (aiconfigurator ``collector/vllm/collect_gemm.py``, read for its protocol) builds vLLM's
+#: linear layers with ``torch.empty`` weights it never fills ("TODO, to evaluate random
+#: weights impact"): uninitialised memory, zero where freshly mapped, times ``randn``
+#: activations, so the MMA datapath and the operand paths toggle less than on the random
+#: data of the silicon rows. Fitted by :func:`fit_switching_activity` on the fit half
+#: (K a power of two) and checked on the other half (docs/gpu.md "GEMM kernel choice");
+#: the data cannot tell this apart from a cooler / better-binned card (same effect on the
+#: clock), so it is a property of the table, not of the GPU: the GPU's power constants stay
+#: those fitted on the silicon rows.
+TABLE_SWITCHING_ACTIVITY = 0.73
+
+
+def _table_unit(unit: Any) -> Any:
+    """``unit`` with the GEMM table's operand switching activity (a GPU with a power model)."""
+    if getattr(unit.spec, "power", None) is None or not hasattr(unit, "with_switching_activity"):
+        return unit
+    return unit.with_switching_activity(TABLE_SWITCHING_ACTIVITY)
+
+
 def predict_b2b_ms(unit: Any, row: dict[str, Any]) -> float | None:
     """Predicted time (ms) of one back-to-back framework call of a ``gemm`` row: bf16
     ``F.linear`` = the library's GEMM; vLLM's fp8 linear = the dynamic per-token activation
@@ -300,6 +323,11 @@ def predict_b2b_ms(unit: Any, row: dict[str, Any]) -> float | None:
         return fused_moe_time(unit.spec, moe).time_s * 1e3
     if row.get("kind") != "gemm":
         return None
+    return _predict_gemm_ms(_table_unit(unit), row)
+
+
+def _predict_gemm_ms(unit: Any, row: dict[str, Any]) -> float | None:
+    """A gemm row's time (ms) on ``unit`` as given (:func:`predict_b2b_ms`)."""
     m, n, k = int(row["m"]), int(row["n"]), int(row["k"])
     if row["dtype"] == "fp8":
         f8 = FORMATS["fp8_e4m3"]
@@ -349,6 +377,59 @@ def sample(rows: list[Any], every: int) -> list[Any]:
     """Every ``every``-th row (deterministic; the tables hold ~71k rows, a model call costs
     milliseconds)."""
     return rows[::max(1, every)]
+
+
+def gemm_row_estimate(unit: Any, row: dict[str, Any]) -> Any:
+    """The Estimate of a gemm row's GEMM kernel (fp8: vLLM's scaled-mm) on ``unit`` as given."""
+    m, n, k = int(row["m"]), int(row["n"]), int(row["k"])
+    if row["dtype"] == "fp8":
+        f8 = FORMATS["fp8_e4m3"]
+        return unit.estimate(Gemm(name="scaled_mm", m=m, n=n, k=k, a_format=f8, w_format=f8),
+                             scaled_mm_mapping(m))
+    f = FORMATS[row["dtype"]]
+    return unit.estimate(Gemm(name="linear", m=m, n=n, k=k, a_format=f, w_format=f))
+
+
+def fit_switching_activity(unit: Any, rows: list[dict[str, Any]]
+                           ) -> tuple[float, int] | None:
+    """:data:`TABLE_SWITCHING_ACTIVITY` from the fit half: the gemm rows with m > 64 whose
+    kernel, at activity 1 on ``unit`` (:func:`back_to_back`), is power-capped and
+    compute-bound (the rows the clock sets); the activity in [0.2, 1] at which their median
+    signed error is zero (bisection: a lower activity only raises the clock). Returns
+    (activity, rows used), None without such rows."""
+    if getattr(unit.spec, "power", None) is None:
+        return None
+    base = unit.with_switching_activity(1.0)
+    sel = []
+    for d in rows:
+        if (d.get("kind") != "gemm" or d.get("protocol") != "b2b" or shape_half(d) != "fit"
+                or kernel_class(d) == "vllm_gemm_small_m"):
+            continue
+        e = gemm_row_estimate(base, d)
+        if e.feasible and e.details.get("power_capped") and e.bound in ("compute", "feed"):
+            sel.append(d)
+    if not sel:
+        return None
+
+    def median_err(activity: float) -> float:
+        u = unit.with_switching_activity(activity)
+        errs = sorted(p / float(d["ms"]) - 1.0 for d in sel
+                      if (p := _predict_gemm_ms(u, d)) is not None)
+        mid = len(errs) // 2
+        return errs[mid] if len(errs) % 2 else 0.5 * (errs[mid - 1] + errs[mid])
+
+    lo, hi = 0.2, 1.0
+    if median_err(hi) <= 0:
+        return hi, len(sel)
+    if median_err(lo) >= 0:
+        return lo, len(sel)
+    while hi - lo > 0.002:
+        mid = 0.5 * (lo + hi)
+        if median_err(mid) > 0:
+            hi = mid
+        else:
+            lo = mid
+    return round(0.5 * (lo + hi), 3), len(sel)
 
 
 #: fp8 rows used for the quantisation kernel's fit: N = 32 (the scaled-mm is small) and

@@ -122,12 +122,32 @@ class TensorCoreGpu(Unit[GpuMapping]):
     #: each kernel (0, 0 = the kernel runs back to back with itself: sustained).
     power_window: tuple[float, float] = (0.0, 0.0)
 
+    #: Switching activity of the operand data relative to random data: the on-chip,
+    #: data-dependent energies (MMA, register file, shared memory, L2, CUDA cores) of the
+    #: power model are scaled by it (dynamic energy ~ toggle rate x C V^2). 1 = random
+    #: operands (the silicon rows); a benchmark whose operands are mostly zero (uninitialised
+    #: weights) switches less and holds a higher clock under the power cap.
+    switching_activity: float = 1.0
+
+    def _copy(self) -> TensorCoreGpu:
+        u = TensorCoreGpu(self.name, self.spec, self.node_nm)
+        u.power_window = self.power_window
+        u.switching_activity = self.switching_activity
+        return u
+
     def in_power_window(self, other_j: float, other_s: float) -> TensorCoreGpu:
         """A copy of this unit whose kernels alternate with ``other_s`` seconds of other work
         costing ``other_j`` joules (board energy) inside the power limiter's window, as in a
         benchmark that flushes L2 between calls (``archsim.silicon``)."""
-        u = TensorCoreGpu(self.name, self.spec, self.node_nm)
+        u = self._copy()
         u.power_window = (float(other_j), float(other_s))
+        return u
+
+    def with_switching_activity(self, activity: float) -> TensorCoreGpu:
+        """A copy of this unit whose operands switch ``activity`` times as often as random
+        data (:attr:`switching_activity`)."""
+        u = self._copy()
+        u.switching_activity = float(activity)
         return u
 
     # ---- identity / capability ------------------------------------------------------
@@ -322,7 +342,8 @@ class TensorCoreGpu(Unit[GpuMapping]):
 
         pj = self.action_pj()
         hbm = self.cname("hbm")
-        e_core = sum(c * pj.get(k, 0.0) for k, c in actions.items() if k[0] != hbm) * 1e-12
+        e_core = sum(c * pj.get(k, 0.0) for k, c in actions.items()
+                     if k[0] != hbm) * 1e-12 * self.switching_activity
         e_hbm = sum(c * pj.get(k, 0.0) for k, c in actions.items() if k[0] == hbm) * 1e-12
         pt = solve_clock(p, self.spec.static_power_w, t_clk_s, t_mem_s, e_core, e_hbm,
                          *self.power_window)
@@ -448,7 +469,8 @@ class TensorCoreGpu(Unit[GpuMapping]):
 
             def rank(c: GemmResult) -> float:   # latency at the candidate's own clock
                 e_core = (c.mma_macs * per["mma_macs"] + c.convert_ops * per["convert_ops"]
-                          + c.smem_bytes * per["smem_bytes"] + c.l2_bytes * per["l2_bytes"])
+                          + c.smem_bytes * per["smem_bytes"]
+                          + c.l2_bytes * per["l2_bytes"]) * self.switching_activity
                 e_mem = (c.hbm_read_bytes + c.hbm_write_bytes) * e_hbm_b
                 pt = solve_clock(pw, s.static_power_w, max(c.sm_s, c.l2_s), c.hbm_s, e_core,
                                  e_mem, *self.power_window)

@@ -15,7 +15,16 @@ from archsim.api import load
 from archsim.arch.gpu.choice import gemm_kernel_class, row_alignment_bytes
 from archsim.arch.gpu.kernels import row_quant_s
 from archsim.cli import main
-from archsim.kernel_tables import kernel_class, load_kernel_rows, shape_half
+from archsim.kernel_tables import (
+    TABLE_SWITCHING_ACTIVITY,
+    back_to_back,
+    fit_switching_activity,
+    gemm_row_estimate,
+    kernel_class,
+    load_kernel_rows,
+    predict_b2b_ms,
+    shape_half,
+)
 from archsim.workloads.errors import ConfigError
 from archsim.workloads.formats import FORMATS
 from archsim.workloads.ops import Gemm
@@ -170,6 +179,32 @@ def test_kernels_h100_gemm_check_half_per_class() -> None:
     for cls, sc in scores.items():
         assert len(sc.errors) > 250
         assert sc.median_abs <= _CHECK_MEDIAN[cls], (cls, sc.median_abs)
+
+
+@needs_tables
+def test_table_switching_activity_fitted_on_the_fit_half_checked_on_the_other() -> None:
+    """kernel_tables.TABLE_SWITCHING_ACTIVITY (0.73) is where the fit half's power-capped,
+    compute-bound GEMMs (m > 64, K a power of two; every 111th row) have a zero median signed
+    error; refitting on that sample gives it back. On the same kind of rows of the check half
+    (155 rows) the median signed error is +4.3 % at 0.73 (bf16 +4.8 %, fp8 +2.7 %), against
+    +11.7 % (bf16 +16.8 %, fp8 +7.4 %) at activity 1 (docs/gpu.md)."""
+    rows = [r.data for r in silicon.load_rows(KERNELS / "gemm.csv.gz")[::111]]
+    unit = back_to_back(load("gpu/h100").units[0])
+    fit = fit_switching_activity(unit, rows)
+    assert fit is not None and fit[1] > 80
+    assert fit[0] == pytest.approx(TABLE_SWITCHING_ACTIVITY, abs=0.01)
+    errs = []
+    for d in rows:
+        if shape_half(d) != "check" or kernel_class(d) == "vllm_gemm_small_m":
+            continue
+        e = gemm_row_estimate(unit.with_switching_activity(1.0), d)
+        if e.details.get("power_capped") and e.bound in ("compute", "feed"):
+            p = predict_b2b_ms(unit, d)
+            assert p is not None
+            errs.append(p / d["ms"] - 1)
+    assert len(errs) > 80
+    errs.sort()
+    assert abs(errs[len(errs) // 2]) < 0.05
 
 
 @needs_tables
