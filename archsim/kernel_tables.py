@@ -56,7 +56,7 @@ from archsim.workloads.ops import Attention, FusedMoE, Gemm
 
 __all__ = ["load_kernel_rows", "is_kernel_table", "kernel_class", "predict_b2b_ms",
            "shape_half", "back_to_back", "fit_launch_b2b_us", "fit_row_quant_us", "sample",
-           "TINY_MNK", "VLLM_SCALED_MM_TILES", "scaled_mm_mapping", "attention_op",
+           "TINY_MNK", "VLLM_SCALED_MM_TILES", "scaled_mm_kernel", "scaled_mm_estimate", "attention_op",
            "ATTN_FIT_HEAD_DIMS", "moe_op", "MOE_KERNELS", "TABLE_SWITCHING_ACTIVITY",
            "fit_switching_activity", "gemm_row_estimate"]
 
@@ -267,17 +267,34 @@ def back_to_back(unit: Any) -> Any:
     return type(unit)(unit.name, replace(unit.spec, runtime="cuda_graph"), unit.node_nm)
 
 
-#: vLLM 0.24's CUTLASS 3 fp8 scaled-mm on sm90 (``scaled_mm_c3x_sm90_fp8_dispatch.cuh``, tag C:
-#: read in vLLM's source): one CTA tile per M bucket (upper bound of m -> (bm, bn, bk bytes)),
-#: TMA warp-specialised, no split-K and no stream-K: the framework's kernel choice.
-VLLM_SCALED_MM_TILES: tuple[tuple[int, tuple[int, int, int]], ...] = (
-    (64, (64, 64, 128)), (128, (64, 128, 128)), (2**62, (128, 128, 128)))
+#: vLLM's CUTLASS 3 fp8 scaled-mm on sm90 (``scaled_mm_sm90_fp8_dispatch.cuh``, tag C: read in
+#: vLLM's source): one kernel configuration per (M, N) bucket, as
+#: (m upper bound, n upper bound, (bm, bn, bk bytes), swap_ab). TMA warp-specialised, persistent,
+#: no split-K and no stream-K: the framework's kernel choice. For m <= 64 the kernel computes
+#: the transposed product (``swap_ab``: C^T = W X^T), so the weights' N runs along the tile's
+#: first (64-wide) side and the few tokens along a 16- or 64-wide second side, with a 256-byte
+#: K step; above, 64 x 128 (m <= 128) and 128 x 128 tiles with a 128-byte K step.
+VLLM_SCALED_MM_TILES: tuple[tuple[int, int, tuple[int, int, int], bool], ...] = (
+    (16, 2**62, (64, 16, 256), True),
+    (64, 1280, (64, 16, 256), True),
+    (64, 2**62, (64, 64, 256), True),
+    (128, 2**62, (64, 128, 128), False),
+    (2**62, 2**62, (128, 128, 128), False))
 
 
-def scaled_mm_mapping(m: int) -> dict[str, Any]:
-    """The GPU mapping of vLLM's fp8 scaled-mm for ``m`` tokens (:data:`VLLM_SCALED_MM_TILES`)."""
-    tile = next(t for top, t in VLLM_SCALED_MM_TILES if m <= top)
-    return {"dataflow": "gemm_tc", "tile": list(tile), "split_k": 1}
+def scaled_mm_kernel(m: int, n: int) -> dict[str, Any]:
+    """The GPU mapping of vLLM's fp8 scaled-mm for ``m`` tokens and ``n`` output features
+    (:data:`VLLM_SCALED_MM_TILES`; ``swap_ab``: the kernel runs C^T = W X^T)."""
+    tile, swap = next((t, sw) for top_m, top_n, t, sw in VLLM_SCALED_MM_TILES
+                      if m <= top_m and n <= top_n)
+    return {"dataflow": "gemm_tc", "tile": list(tile), "split_k": 1, "swap_ab": swap}
+
+
+def scaled_mm_estimate(unit: Any, m: int, n: int, k: int) -> Any:
+    """Estimate of vLLM's fp8 scaled-mm kernel for an m x n x k linear layer on ``unit``."""
+    f8 = FORMATS["fp8_e4m3"]
+    return unit.estimate(Gemm(name="scaled_mm", m=m, n=n, k=k, a_format=f8, w_format=f8),
+                         scaled_mm_kernel(m, n))
 
 
 #: Switching activity of the GEMM table's operands relative to random data
@@ -306,7 +323,7 @@ def predict_b2b_ms(unit: Any, row: dict[str, Any]) -> float | None:
     """Predicted time (ms) of one back-to-back framework call of a ``gemm`` row: bf16
     ``F.linear`` = the library's GEMM; vLLM's fp8 linear = the dynamic per-token activation
     quantisation kernel (``arch.gpu.kernels.row_quant_s``) + the CUTLASS scaled-mm with
-    vLLM's tile for the M bucket (:func:`scaled_mm_mapping`). Attention rows:
+    vLLM's tile for the M bucket (:func:`scaled_mm_kernel`). Attention rows:
     ``arch.gpu.kernels.paged_attention_time`` (None without ``paged_attention`` constants);
     moe rows: ``arch.gpu.moe.fused_moe_time`` (None where the GPU has no constants for the
     row's kernel and weight format).
@@ -331,10 +348,9 @@ def _predict_gemm_ms(unit: Any, row: dict[str, Any]) -> float | None:
     m, n, k = int(row["m"]), int(row["n"]), int(row["k"])
     if row["dtype"] == "fp8":
         f8 = FORMATS["fp8_e4m3"]
-        g = Gemm(name="scaled_mm", m=m, n=n, k=k, a_format=f8, w_format=f8)
-        if unit.supports(g):
+        if unit.supports(Gemm(name="scaled_mm", m=m, n=n, k=k, a_format=f8, w_format=f8)):
             return None
-        t = unit.estimate(g, scaled_mm_mapping(m)).latency_s
+        t = scaled_mm_estimate(unit, m, n, k).latency_s
         if row.get("quant", True):
             t += row_quant_s(unit.spec, m, k, FORMATS["bf16"].bytes_per_element,
                              f8.bytes_per_element)
@@ -383,9 +399,7 @@ def gemm_row_estimate(unit: Any, row: dict[str, Any]) -> Any:
     """The Estimate of a gemm row's GEMM kernel (fp8: vLLM's scaled-mm) on ``unit`` as given."""
     m, n, k = int(row["m"]), int(row["n"]), int(row["k"])
     if row["dtype"] == "fp8":
-        f8 = FORMATS["fp8_e4m3"]
-        return unit.estimate(Gemm(name="scaled_mm", m=m, n=n, k=k, a_format=f8, w_format=f8),
-                             scaled_mm_mapping(m))
+        return scaled_mm_estimate(unit, m, n, k)
     f = FORMATS[row["dtype"]]
     return unit.estimate(Gemm(name="linear", m=m, n=n, k=k, a_format=f, w_format=f))
 
@@ -450,9 +464,7 @@ def fit_row_quant_us(unit: Any, rows: list[dict[str, Any]]) -> tuple[float, floa
                 or int(d["k"]) > _QUANT_FIT_K or shape_half(d) != "fit"):
             continue
         m, k = int(d["m"]), int(d["k"])
-        f8 = FORMATS["fp8_e4m3"]
-        g = Gemm(name="scaled_mm", m=m, n=_QUANT_FIT_N, k=k, a_format=f8, w_format=f8)
-        left = (float(d["ms"]) * 1e-3 - unit.estimate(g, scaled_mm_mapping(m)).latency_s
+        left = (float(d["ms"]) * 1e-3 - scaled_mm_estimate(unit, m, _QUANT_FIT_N, k).latency_s
                 - s.kernel_launch_s - s.dram_latency_ns * 1e-9)
         xs.append(float(-(-k // ROW_CHUNK_ELEMS)))
         ys.append(left / -(-m // s.sm_count) * 1e6)

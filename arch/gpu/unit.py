@@ -95,11 +95,15 @@ DATAFLOWS = ("gemm_tc", "gemm_splitk", "w_only", "digit", "bitserial", "simt", "
 @dataclass(frozen=True)
 class GpuMapping(UnitMapping):
     """A GPU kernel choice: ``dataflow`` (a kernel of :data:`DATAFLOWS`, ``""`` = the best
-    the tile search finds), an optional CTA ``tile`` ``(bm, bn, bk_bytes)`` and an optional
-    ``split_k`` (None = searched)."""
+    the tile search finds), an optional CTA ``tile`` ``(bm, bn, bk_bytes)``, an optional
+    ``split_k`` (None = searched) and ``swap_ab``: the kernel computes the transposed product
+    (C^T = W X^T, CUTLASS "swap AB": a GEMM with few tokens puts the weights' N along the
+    tile's first side, e.g. vLLM's fp8 scaled-mm for m <= 64); the tile is then given in the
+    transposed orientation and the row-alignment class is still the GEMM's own."""
 
     tile: tuple[int, int, int] | None = None
     split_k: int | None = None
+    swap_ab: bool = False
 
 
 @register
@@ -272,6 +276,9 @@ class TensorCoreGpu(Unit[GpuMapping]):
                                       or isinstance(m.split_k, bool) or m.split_k < 1):
             raise MappingError(Problem(f"expected an int >= 1, got {m.split_k!r}",
                                        "mapping.split_k"))
+        if not isinstance(m.swap_ab, bool):
+            raise MappingError(Problem(f"expected true or false, got {m.swap_ab!r}",
+                                       "mapping.swap_ab"))
 
     def host_runtime(self) -> tuple[str, str]:
         """The spec's ``runtime`` (``arch.gpu.host``) unless ``ideal``."""
@@ -359,7 +366,8 @@ class TensorCoreGpu(Unit[GpuMapping]):
             return infeasible(op, self.name, reason, self.clock_hz)
         df, tile, split = self._parse_mapping(mapping)
         if isinstance(op, (Gemm, Conv2d)):
-            return self._with_host(self._estimate_gemm(op, df, tile, split))
+            swap = self.parse_mapping(mapping).swap_ab
+            return self._with_host(self._estimate_gemm(op, df, tile, split, swap))
         if isinstance(op, VectorOp):
             return self._with_host(self._estimate_vector(op, df))
         if isinstance(op, Embedding):
@@ -393,7 +401,8 @@ class TensorCoreGpu(Unit[GpuMapping]):
         return estimate_attention(self, op)
 
     def _gemm_kernel(self, op: Gemm | Conv2d, df: str, tile: tuple[int, int, int] | None,
-                     split: int | None) -> tuple[MmaPlan, GemmResult, bool, float] | Estimate:
+                     split: int | None, swap: bool = False
+                     ) -> tuple[MmaPlan, GemmResult, bool, float] | Estimate:
         """The chosen GEMM kernel: (plan, tile-model result, fused, sparse speedup), or an
         infeasible Estimate. Shared by ``estimate`` and ``lower``."""
         s = self.spec
@@ -439,6 +448,10 @@ class TensorCoreGpu(Unit[GpuMapping]):
                           g.a_format.bytes_per_element, a_hbm, b_bytes, b_distinct, c_hbm, sparse,
                           b_expand_bpe=g.b_format.bytes_per_element if expand else 0.0,
                           b_expand_ops=SPARSE_EXPAND_OPS_PER_ELEMENT if expand else 0.0)
+        if swap and g.batch == 1 and not expand and sparse == 1.0:
+            # C^T = W X^T: the weights are the tile's first operand, the tokens its second
+            shape = GemmShape(1, g.n, g.m, g.k, self._b_bpe(g), a_bpe,
+                              g.a_format.bytes_per_element, b_bytes, a_hbm, 1, c_hbm)
         splits: tuple[int, ...] = SPLITS
         if split is not None:
             splits = (split,)
@@ -483,9 +496,9 @@ class TensorCoreGpu(Unit[GpuMapping]):
         return plan, r, fused, sparse
 
     def _estimate_gemm(self, op: Gemm | Conv2d, df: str, tile: tuple[int, int, int] | None,
-                       split: int | None) -> Estimate:
+                       split: int | None, swap: bool = False) -> Estimate:
         s = self.spec
-        k = self._gemm_kernel(op, df, tile, split)
+        k = self._gemm_kernel(op, df, tile, split, swap)
         if isinstance(k, Estimate):
             return k
         plan, r, fused, sparse = k
@@ -704,7 +717,7 @@ class TensorCoreGpu(Unit[GpuMapping]):
             if s.power is not None else 0.0
         f_hz = mhz * 1e6 if mhz > 0 else s.clock_hz
         if isinstance(op, (Gemm, Conv2d)):
-            k = self._gemm_kernel(op, df, tile, split)
+            k = self._gemm_kernel(op, df, tile, split, self.parse_mapping(mapping).swap_ab)
             if isinstance(k, Estimate):
                 raise MappingError(Problem(k.reason, op.name))
             r = k[1] if f_hz == s.clock_hz else replace(k[1], f_hz=f_hz * k[1].f_hz / s.clock_hz)

@@ -25,7 +25,7 @@ from archsim.kernel_tables import (
     predict_b2b_ms,
     shape_half,
 )
-from archsim.workloads.errors import ConfigError
+from archsim.workloads.errors import ConfigError, MappingError
 from archsim.workloads.formats import FORMATS
 from archsim.workloads.ops import Gemm
 from tests.gpu.gpu_helpers import SHARED_REF
@@ -95,6 +95,26 @@ def test_narrow_class_gap_is_recorded() -> None:
     (d,) = [d for d in _gemm_rows("h100_2026-11-26.jsonl") if d["k"] == 4100]
     err = silicon.predict_ms(u, d) / d["ms"] - 1
     assert -0.5 < err < -0.3
+
+
+def test_swap_ab_runs_the_transposed_gemm_with_the_gemms_own_alignment() -> None:
+    """mapping swap_ab: an m x n x k GEMM runs as n x m x k (C^T = W X^T) with the tile in
+    that orientation; its kernel class is still judged on the GEMM's own rows (n = 4096, k =
+    7168: 16-byte rows, tma), not on the m = 1 tokens of the transposed output (a GEMM
+    whose own n is 1 has 1-byte fp8 output rows: align1). One token over a 64 x 16 tile:
+    4096 / 64 = 64 CTAs in one wave, bound by HBM: launch 5 us + (weights 4096 x 7168 B +
+    x 7168 B + out 4096 B) / (3350 GB/s x 0.9) = 5 + 9.742 us (configs/gpu/h100.yaml)."""
+    f8 = FORMATS["fp8_e4m3"]
+    u = load("gpu/h100").units[0]
+    op = Gemm(name="g", m=1, n=4096, k=7168, a_format=f8, w_format=f8)
+    e = u.estimate(op, {"tile": [64, 16, 256], "split_k": 1, "swap_ab": True})
+    assert (e.details["bm"], e.details["bn"], e.details["waves"]) == (64, 16, 1)
+    assert e.dram_read_bytes == pytest.approx(4096 * 7168 + 7168, rel=1e-9)
+    hbm = (4096 * 7168 + 7168 + 4096) / (3350e9 * 0.9)
+    assert e.latency_s == pytest.approx(5e-6 + hbm, rel=1e-3)
+    assert e.bound == "memory"
+    with pytest.raises(MappingError, match="mapping.swap_ab"):
+        u.estimate(op, {"swap_ab": "yes"})
 
 
 # ---------------------------------------------------------------- runtime protocol
