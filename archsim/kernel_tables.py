@@ -48,7 +48,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from archsim.arch.gpu.kernels import ROW_CHUNK_ELEMS, paged_attention_time, row_quant_s
+from archsim.arch.gpu.kernels import (
+    ROW_CHUNK_ELEMS,
+    paged_attention_time,
+    row_quant_fixed_s,
+    row_quant_s,
+)
 from archsim.arch.gpu.moe import fused_moe_time, moe_kernel_spec
 from archsim.workloads.errors import ConfigError, Problem
 from archsim.workloads.formats import FORMATS
@@ -58,7 +63,7 @@ __all__ = ["load_kernel_rows", "is_kernel_table", "kernel_class", "predict_b2b_m
            "shape_half", "back_to_back", "fit_launch_b2b_us", "fit_row_quant_us", "sample",
            "TINY_MNK", "VLLM_SCALED_MM_TILES", "scaled_mm_kernel", "scaled_mm_estimate", "attention_op",
            "ATTN_FIT_HEAD_DIMS", "moe_op", "MOE_KERNELS", "TABLE_SWITCHING_ACTIVITY",
-           "fit_switching_activity", "gemm_row_estimate"]
+           "fit_switching_activity", "gemm_row_estimate", "fit_quant_call_us"]
 
 _GEMM_COLS = ("dtype", "kernel", "m", "n", "k", "ms")
 _QUANT_COLS = ("kernel", "quant_dtype", "m", "k", "ms")
@@ -309,7 +314,7 @@ def scaled_mm_estimate(unit: Any, m: int, n: int, k: int) -> Any:
 #: the data cannot tell this apart from a cooler / better-binned card (same effect on the
 #: clock), so it is a property of the table, not of the GPU: the GPU's power constants stay
 #: those fitted on the silicon rows.
-TABLE_SWITCHING_ACTIVITY = 0.73
+TABLE_SWITCHING_ACTIVITY = 0.75
 
 
 def _table_unit(unit: Any) -> Any:
@@ -362,6 +367,13 @@ def _predict_gemm_ms(unit: Any, row: dict[str, Any]) -> float | None:
     return unit.estimate(op).latency_s * 1e3
 
 
+def _median(xs: list[float]) -> float:
+    """Median of a non-empty list (the mean of the middle two for an even count)."""
+    v = sorted(xs)
+    mid = len(v) // 2
+    return v[mid] if len(v) % 2 else 0.5 * (v[mid - 1] + v[mid])
+
+
 #: Rows whose m*n*k is at most this are fixed-cost dominated: their measured time minus the
 #: modelled body is the per-kernel back-to-back cost (:func:`fit_launch_b2b_us`).
 TINY_MNK = 2**18
@@ -383,10 +395,7 @@ def fit_launch_b2b_us(unit: Any, rows: list[dict[str, Any]]) -> tuple[float, int
             left.append((float(d["ms"]) - p) * 1e3)
     if not left:
         return None
-    left.sort()
-    mid = len(left) // 2
-    med = left[mid] if len(left) % 2 else 0.5 * (left[mid - 1] + left[mid])
-    return max(0.0, med), len(left)
+    return max(0.0, _median(left)), len(left)
 
 
 def sample(rows: list[Any], every: int) -> list[Any]:
@@ -427,10 +436,8 @@ def fit_switching_activity(unit: Any, rows: list[dict[str, Any]]
 
     def median_err(activity: float) -> float:
         u = unit.with_switching_activity(activity)
-        errs = sorted(p / float(d["ms"]) - 1.0 for d in sel
-                      if (p := _predict_gemm_ms(u, d)) is not None)
-        mid = len(errs) // 2
-        return errs[mid] if len(errs) % 2 else 0.5 * (errs[mid - 1] + errs[mid])
+        return _median([p / float(d["ms"]) - 1.0 for d in sel
+                        if (p := _predict_gemm_ms(u, d)) is not None])
 
     lo, hi = 0.2, 1.0
     if median_err(hi) <= 0:
@@ -446,6 +453,31 @@ def fit_switching_activity(unit: Any, rows: list[dict[str, Any]]
     return round(0.5 * (lo + hi), 3), len(sel)
 
 
+def fit_quant_call_us(unit: Any, rows: list[dict[str, Any]]) -> tuple[float, int] | None:
+    """``quant_call_us`` from the tiny fp8 rows (m*n*k <= :data:`TINY_MNK`) of the fit half:
+    the median of measured time minus the modelled scaled-mm (:func:`predict_b2b_ms`'s) and
+    minus the quantisation kernel's row time (one row per SM here), i.e. what is left for
+    that kernel's fixed cost back to back. ``unit``: :func:`back_to_back`, with the row
+    constants set. Returns (value us, rows used), None without such rows."""
+    s = unit.spec
+    if s.quant_row_us is None:
+        return None
+    table = _table_unit(unit)
+    left = []
+    for d in rows:
+        if (d.get("kind") != "gemm" or d.get("protocol") != "b2b" or d.get("dtype") != "fp8"
+                or int(d["m"]) * int(d["n"]) * int(d["k"]) > TINY_MNK or shape_half(d) != "fit"):
+            continue
+        m, n, k = int(d["m"]), int(d["n"]), int(d["k"])
+        per_row = (s.quant_row_us + -(-k // ROW_CHUNK_ELEMS) * s.quant_chunk_us) * 1e-6
+        row_s = max(per_row * -(-m // s.sm_count), m * (k * 3 + 4) / s.memory.sustained_bytes_per_s)
+        left.append((float(d["ms"]) * 1e-3 - scaled_mm_estimate(table, m, n, k).latency_s
+                     - row_s) * 1e6)
+    if not left:
+        return None
+    return max(0.0, _median(left)), len(left)
+
+
 #: fp8 rows used for the quantisation kernel's fit: N = 32 (the scaled-mm is small) and
 #: m >= 4096 (thousands of rows per SM), K up to 16384 (beyond, the kernel is HBM-bound).
 _QUANT_FIT_N, _QUANT_FIT_M, _QUANT_FIT_K = 32, 4096, 16384
@@ -453,7 +485,7 @@ _QUANT_FIT_N, _QUANT_FIT_M, _QUANT_FIT_K = 32, 4096, 16384
 
 def fit_row_quant_us(unit: Any, rows: list[dict[str, Any]]) -> tuple[float, float, int] | None:
     """(``quant_row_us``, ``quant_chunk_us``, rows used): least squares of the per-row SM time
-    ``(measured - scaled-mm - launch - latency) / ceil(m / SMs)`` against
+    ``(measured - scaled-mm - the kernel's fixed cost) / ceil(m / SMs)`` against
     ``ceil(k / ROW_CHUNK_ELEMS)`` over the fit half's fp8 rows with N = 32, m >= 4096,
     K <= 16384 (where the quantisation kernel dominates). None without such rows."""
     s = unit.spec
@@ -465,7 +497,7 @@ def fit_row_quant_us(unit: Any, rows: list[dict[str, Any]]) -> tuple[float, floa
             continue
         m, k = int(d["m"]), int(d["k"])
         left = (float(d["ms"]) * 1e-3 - scaled_mm_estimate(unit, m, _QUANT_FIT_N, k).latency_s
-                - s.kernel_launch_s - s.dram_latency_ns * 1e-9)
+                - row_quant_fixed_s(s))
         xs.append(float(-(-k // ROW_CHUNK_ELEMS)))
         ys.append(left / -(-m // s.sm_count) * 1e6)
     if len(set(xs)) < 2:
