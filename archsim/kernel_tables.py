@@ -48,7 +48,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from archsim.arch.gpu.kernels import ROW_CHUNK_ELEMS, paged_attention_time, row_quant_s
+from archsim.arch.gpu.kernels import (
+    ROW_CHUNK_ELEMS,
+    paged_attention_time,
+    row_quant_fixed_s,
+    row_quant_s,
+)
 from archsim.arch.gpu.moe import fused_moe_time, moe_kernel_spec
 from archsim.workloads.errors import ConfigError, Problem
 from archsim.workloads.formats import FORMATS
@@ -56,8 +61,9 @@ from archsim.workloads.ops import Attention, FusedMoE, Gemm
 
 __all__ = ["load_kernel_rows", "is_kernel_table", "kernel_class", "predict_b2b_ms",
            "shape_half", "back_to_back", "fit_launch_b2b_us", "fit_row_quant_us", "sample",
-           "TINY_MNK", "VLLM_SCALED_MM_TILES", "scaled_mm_mapping", "attention_op",
-           "ATTN_FIT_HEAD_DIMS", "moe_op", "MOE_KERNELS"]
+           "TINY_MNK", "VLLM_SCALED_MM_TILES", "scaled_mm_kernel", "scaled_mm_estimate", "attention_op",
+           "ATTN_FIT_HEAD_DIMS", "moe_op", "MOE_KERNELS", "TABLE_SWITCHING_ACTIVITY",
+           "fit_switching_activity", "gemm_row_estimate", "fit_quant_call_us"]
 
 _GEMM_COLS = ("dtype", "kernel", "m", "n", "k", "ms")
 _QUANT_COLS = ("kernel", "quant_dtype", "m", "k", "ms")
@@ -266,24 +272,63 @@ def back_to_back(unit: Any) -> Any:
     return type(unit)(unit.name, replace(unit.spec, runtime="cuda_graph"), unit.node_nm)
 
 
-#: vLLM 0.24's CUTLASS 3 fp8 scaled-mm on sm90 (``scaled_mm_c3x_sm90_fp8_dispatch.cuh``, tag C:
-#: read in vLLM's source): one CTA tile per M bucket (upper bound of m -> (bm, bn, bk bytes)),
-#: TMA warp-specialised, no split-K and no stream-K: the framework's kernel choice.
-VLLM_SCALED_MM_TILES: tuple[tuple[int, tuple[int, int, int]], ...] = (
-    (64, (64, 64, 128)), (128, (64, 128, 128)), (2**62, (128, 128, 128)))
+#: vLLM's CUTLASS 3 fp8 scaled-mm on sm90 (``scaled_mm_sm90_fp8_dispatch.cuh``, tag C: read in
+#: vLLM's source): one kernel configuration per (M, N) bucket, as
+#: (m upper bound, n upper bound, (bm, bn, bk bytes), swap_ab). TMA warp-specialised, persistent,
+#: no split-K and no stream-K: the framework's kernel choice. For m <= 64 the kernel computes
+#: the transposed product (``swap_ab``: C^T = W X^T), so the weights' N runs along the tile's
+#: first (64-wide) side and the few tokens along a 16- or 64-wide second side, with a 256-byte
+#: K step; above, 64 x 128 (m <= 128) and 128 x 128 tiles with a 128-byte K step.
+VLLM_SCALED_MM_TILES: tuple[tuple[int, int, tuple[int, int, int], bool], ...] = (
+    (16, 2**62, (64, 16, 256), True),
+    (64, 1280, (64, 16, 256), True),
+    (64, 2**62, (64, 64, 256), True),
+    (128, 2**62, (64, 128, 128), False),
+    (2**62, 2**62, (128, 128, 128), False))
 
 
-def scaled_mm_mapping(m: int) -> dict[str, Any]:
-    """The GPU mapping of vLLM's fp8 scaled-mm for ``m`` tokens (:data:`VLLM_SCALED_MM_TILES`)."""
-    tile = next(t for top, t in VLLM_SCALED_MM_TILES if m <= top)
-    return {"dataflow": "gemm_tc", "tile": list(tile), "split_k": 1}
+def scaled_mm_kernel(m: int, n: int) -> dict[str, Any]:
+    """The GPU mapping of vLLM's fp8 scaled-mm for ``m`` tokens and ``n`` output features
+    (:data:`VLLM_SCALED_MM_TILES`; ``swap_ab``: the kernel runs C^T = W X^T)."""
+    tile, swap = next((t, sw) for top_m, top_n, t, sw in VLLM_SCALED_MM_TILES
+                      if m <= top_m and n <= top_n)
+    return {"dataflow": "gemm_tc", "tile": list(tile), "split_k": 1, "swap_ab": swap}
+
+
+def scaled_mm_estimate(unit: Any, m: int, n: int, k: int) -> Any:
+    """Estimate of vLLM's fp8 scaled-mm kernel for an m x n x k linear layer on ``unit``."""
+    f8 = FORMATS["fp8_e4m3"]
+    return unit.estimate(Gemm(name="scaled_mm", m=m, n=n, k=k, a_format=f8, w_format=f8),
+                         scaled_mm_kernel(m, n))
+
+
+#: Switching activity of the GEMM table's operands relative to random data
+#: (``TensorCoreGpu.switching_activity``: the power model's on-chip, data-dependent energies
+#: scale with it, so a power-capped GEMM holds a higher clock). The table's collector
+#: (aiconfigurator ``collector/vllm/collect_gemm.py``, read for its protocol) builds vLLM's
+#: linear layers with ``torch.empty`` weights it never fills ("TODO, to evaluate random
+#: weights impact"): uninitialised memory, zero where freshly mapped, times ``randn``
+#: activations, so the MMA datapath and the operand paths toggle less than on the random
+#: data of the silicon rows. Fitted by :func:`fit_switching_activity` on the fit half
+#: (K a power of two) and checked on the other half (docs/gpu.md "GEMM kernel choice");
+#: the data cannot tell this apart from a cooler / better-binned card (same effect on the
+#: clock), so it is a property of the table, not of the GPU: the GPU's power constants stay
+#: those fitted on the silicon rows.
+TABLE_SWITCHING_ACTIVITY = 0.75
+
+
+def _table_unit(unit: Any) -> Any:
+    """``unit`` with the GEMM table's operand switching activity (a GPU with a power model)."""
+    if getattr(unit.spec, "power", None) is None or not hasattr(unit, "with_switching_activity"):
+        return unit
+    return unit.with_switching_activity(TABLE_SWITCHING_ACTIVITY)
 
 
 def predict_b2b_ms(unit: Any, row: dict[str, Any]) -> float | None:
     """Predicted time (ms) of one back-to-back framework call of a ``gemm`` row: bf16
     ``F.linear`` = the library's GEMM; vLLM's fp8 linear = the dynamic per-token activation
     quantisation kernel (``arch.gpu.kernels.row_quant_s``) + the CUTLASS scaled-mm with
-    vLLM's tile for the M bucket (:func:`scaled_mm_mapping`). Attention rows:
+    vLLM's tile for the M bucket (:func:`scaled_mm_kernel`). Attention rows:
     ``arch.gpu.kernels.paged_attention_time`` (None without ``paged_attention`` constants);
     moe rows: ``arch.gpu.moe.fused_moe_time`` (None where the GPU has no constants for the
     row's kernel and weight format).
@@ -300,13 +345,17 @@ def predict_b2b_ms(unit: Any, row: dict[str, Any]) -> float | None:
         return fused_moe_time(unit.spec, moe).time_s * 1e3
     if row.get("kind") != "gemm":
         return None
+    return _predict_gemm_ms(_table_unit(unit), row)
+
+
+def _predict_gemm_ms(unit: Any, row: dict[str, Any]) -> float | None:
+    """A gemm row's time (ms) on ``unit`` as given (:func:`predict_b2b_ms`)."""
     m, n, k = int(row["m"]), int(row["n"]), int(row["k"])
     if row["dtype"] == "fp8":
         f8 = FORMATS["fp8_e4m3"]
-        g = Gemm(name="scaled_mm", m=m, n=n, k=k, a_format=f8, w_format=f8)
-        if unit.supports(g):
+        if unit.supports(Gemm(name="scaled_mm", m=m, n=n, k=k, a_format=f8, w_format=f8)):
             return None
-        t = unit.estimate(g, scaled_mm_mapping(m)).latency_s
+        t = scaled_mm_estimate(unit, m, n, k).latency_s
         if row.get("quant", True):
             t += row_quant_s(unit.spec, m, k, FORMATS["bf16"].bytes_per_element,
                              f8.bytes_per_element)
@@ -316,6 +365,13 @@ def predict_b2b_ms(unit: Any, row: dict[str, Any]) -> float | None:
     if unit.supports(op):
         return None
     return unit.estimate(op).latency_s * 1e3
+
+
+def _median(xs: list[float]) -> float:
+    """Median of a non-empty list (the mean of the middle two for an even count)."""
+    v = sorted(xs)
+    mid = len(v) // 2
+    return v[mid] if len(v) % 2 else 0.5 * (v[mid - 1] + v[mid])
 
 
 #: Rows whose m*n*k is at most this are fixed-cost dominated: their measured time minus the
@@ -339,16 +395,87 @@ def fit_launch_b2b_us(unit: Any, rows: list[dict[str, Any]]) -> tuple[float, int
             left.append((float(d["ms"]) - p) * 1e3)
     if not left:
         return None
-    left.sort()
-    mid = len(left) // 2
-    med = left[mid] if len(left) % 2 else 0.5 * (left[mid - 1] + left[mid])
-    return max(0.0, med), len(left)
+    return max(0.0, _median(left)), len(left)
 
 
 def sample(rows: list[Any], every: int) -> list[Any]:
     """Every ``every``-th row (deterministic; the tables hold ~71k rows, a model call costs
     milliseconds)."""
     return rows[::max(1, every)]
+
+
+def gemm_row_estimate(unit: Any, row: dict[str, Any]) -> Any:
+    """The Estimate of a gemm row's GEMM kernel (fp8: vLLM's scaled-mm) on ``unit`` as given."""
+    m, n, k = int(row["m"]), int(row["n"]), int(row["k"])
+    if row["dtype"] == "fp8":
+        return scaled_mm_estimate(unit, m, n, k)
+    f = FORMATS[row["dtype"]]
+    return unit.estimate(Gemm(name="linear", m=m, n=n, k=k, a_format=f, w_format=f))
+
+
+def fit_switching_activity(unit: Any, rows: list[dict[str, Any]]
+                           ) -> tuple[float, int] | None:
+    """:data:`TABLE_SWITCHING_ACTIVITY` from the fit half: the gemm rows with m > 64 whose
+    kernel, at activity 1 on ``unit`` (:func:`back_to_back`), is power-capped and
+    compute-bound (the rows the clock sets); the activity in [0.2, 1] at which their median
+    signed error is zero (bisection: a lower activity only raises the clock). Returns
+    (activity, rows used), None without such rows."""
+    if getattr(unit.spec, "power", None) is None:
+        return None
+    base = unit.with_switching_activity(1.0)
+    sel = []
+    for d in rows:
+        if (d.get("kind") != "gemm" or d.get("protocol") != "b2b" or shape_half(d) != "fit"
+                or kernel_class(d) == "vllm_gemm_small_m"):
+            continue
+        e = gemm_row_estimate(base, d)
+        if e.feasible and e.details.get("power_capped") and e.bound in ("compute", "feed"):
+            sel.append(d)
+    if not sel:
+        return None
+
+    def median_err(activity: float) -> float:
+        u = unit.with_switching_activity(activity)
+        return _median([p / float(d["ms"]) - 1.0 for d in sel
+                        if (p := _predict_gemm_ms(u, d)) is not None])
+
+    lo, hi = 0.2, 1.0
+    if median_err(hi) <= 0:
+        return hi, len(sel)
+    if median_err(lo) >= 0:
+        return lo, len(sel)
+    while hi - lo > 0.002:
+        mid = 0.5 * (lo + hi)
+        if median_err(mid) > 0:
+            hi = mid
+        else:
+            lo = mid
+    return round(0.5 * (lo + hi), 3), len(sel)
+
+
+def fit_quant_call_us(unit: Any, rows: list[dict[str, Any]]) -> tuple[float, int] | None:
+    """``quant_call_us`` from the tiny fp8 rows (m*n*k <= :data:`TINY_MNK`) of the fit half:
+    the median of measured time minus the modelled scaled-mm (:func:`predict_b2b_ms`'s) and
+    minus the quantisation kernel's row time (one row per SM here), i.e. what is left for
+    that kernel's fixed cost back to back. ``unit``: :func:`back_to_back`, with the row
+    constants set. Returns (value us, rows used), None without such rows."""
+    s = unit.spec
+    if s.quant_row_us is None:
+        return None
+    table = _table_unit(unit)
+    left = []
+    for d in rows:
+        if (d.get("kind") != "gemm" or d.get("protocol") != "b2b" or d.get("dtype") != "fp8"
+                or int(d["m"]) * int(d["n"]) * int(d["k"]) > TINY_MNK or shape_half(d) != "fit"):
+            continue
+        m, n, k = int(d["m"]), int(d["n"]), int(d["k"])
+        per_row = (s.quant_row_us + -(-k // ROW_CHUNK_ELEMS) * s.quant_chunk_us) * 1e-6
+        row_s = max(per_row * -(-m // s.sm_count), m * (k * 3 + 4) / s.memory.sustained_bytes_per_s)
+        left.append((float(d["ms"]) * 1e-3 - scaled_mm_estimate(table, m, n, k).latency_s
+                     - row_s) * 1e6)
+    if not left:
+        return None
+    return max(0.0, _median(left)), len(left)
 
 
 #: fp8 rows used for the quantisation kernel's fit: N = 32 (the scaled-mm is small) and
@@ -358,7 +485,7 @@ _QUANT_FIT_N, _QUANT_FIT_M, _QUANT_FIT_K = 32, 4096, 16384
 
 def fit_row_quant_us(unit: Any, rows: list[dict[str, Any]]) -> tuple[float, float, int] | None:
     """(``quant_row_us``, ``quant_chunk_us``, rows used): least squares of the per-row SM time
-    ``(measured - scaled-mm - launch - latency) / ceil(m / SMs)`` against
+    ``(measured - scaled-mm - the kernel's fixed cost) / ceil(m / SMs)`` against
     ``ceil(k / ROW_CHUNK_ELEMS)`` over the fit half's fp8 rows with N = 32, m >= 4096,
     K <= 16384 (where the quantisation kernel dominates). None without such rows."""
     s = unit.spec
@@ -369,10 +496,8 @@ def fit_row_quant_us(unit: Any, rows: list[dict[str, Any]]) -> tuple[float, floa
                 or int(d["k"]) > _QUANT_FIT_K or shape_half(d) != "fit"):
             continue
         m, k = int(d["m"]), int(d["k"])
-        f8 = FORMATS["fp8_e4m3"]
-        g = Gemm(name="scaled_mm", m=m, n=_QUANT_FIT_N, k=k, a_format=f8, w_format=f8)
-        left = (float(d["ms"]) * 1e-3 - unit.estimate(g, scaled_mm_mapping(m)).latency_s
-                - s.kernel_launch_s - s.dram_latency_ns * 1e-9)
+        left = (float(d["ms"]) * 1e-3 - scaled_mm_estimate(unit, m, _QUANT_FIT_N, k).latency_s
+                - row_quant_fixed_s(s))
         xs.append(float(-(-k // ROW_CHUNK_ELEMS)))
         ys.append(left / -(-m // s.sm_count) * 1e6)
     if len(set(xs)) < 2:

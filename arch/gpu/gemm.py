@@ -179,6 +179,11 @@ def gemm_time(spec: GpuSpec, g: GemmShape, plan: MmaPlan, *,
     hbm_bw = spec.memory.sustained_bytes_per_s
     l2_bw = spec.l2.bandwidth_gbps * 1e9 * (f_hz / spec.clock_hz)   # L2 runs on the SM clock
     launch_s = spec.kernel_launch_s if launch else 0.0
+    # the library GEMM's (cuBLAS, tensor-core path) split-K partial sums are added by a
+    # second kernel queued behind it (splitKreduce): its back-to-back launch and one memory
+    # round trip. Custom kernels (W4A16 dequant, bit-serial, SIMT) reduce inside the kernel.
+    b2b_us = spec.launch_b2b_us if spec.launch_b2b_us is not None else spec.launch_overhead_us
+    reduce_s = (b2b_us * 1e-6 + spec.dram_latency_ns * 1e-9) if plan.path == "tc" else 0.0
     int_lanes = spec.cuda_core.int32_lanes_per_sm
     mc = spec.sm.cluster_multicast
     if tiles is None:
@@ -217,7 +222,7 @@ def gemm_time(spec: GpuSpec, g: GemmShape, plan: MmaPlan, *,
         forced = splits != SPLITS   # a mapping asked for these splits: no heuristic filter
         options: list[tuple[int, bool]] = [(x, False) for x in splits
                                            if x == 1 or tiles_mn < sms or forced]
-        if spec.sm.stream_k and splits == SPLITS:
+        if spec.sm.stream_k and splits == SPLITS and tiles_mn >= sms:
             options.append((1, True))
         for s, streamk in options:
             ksteps = ceil_div(ceil_div(g.k, s), bk)
@@ -257,7 +262,8 @@ def gemm_time(spec: GpuSpec, g: GemmShape, plan: MmaPlan, *,
             hbm_s = (reads + writes) / hbm_bw
             l2_s = l2_bytes / l2_bw
             body = max(sm_s, l2_s, hbm_s)
-            total = launch_s + body
+            fixed = launch_s + (reduce_s if s > 1 and launch and not streamk else 0.0)
+            total = fixed + body
             # rank(c) >= c.time_s (a capped clock only slows a kernel): prune on the time
             if best is not None and total >= best_key - 1e-15:
                 continue
@@ -276,7 +282,7 @@ def gemm_time(spec: GpuSpec, g: GemmShape, plan: MmaPlan, *,
                 epi_bytes=em * en * g.c_bpe,
                 split_bytes=(2 * bm * bn * _ACC_BYTES * 2 if streamk else
                              (bm * bn * _ACC_BYTES * 2 if s > 1 else 0.0)),
-                lat_cyc=lat_cyc, launch_s=launch_s)
+                lat_cyc=lat_cyc, launch_s=fixed)
             key = rank(cand) if rank is not None else total
             if best is None or key < best_key - 1e-15:
                 best, best_key = cand, key

@@ -68,7 +68,7 @@ from archsim.workloads.formats import NumberFormat
 from archsim.workloads.ops import Attention, Norm, Op, Softmax
 
 __all__ = ["attention_tc_format", "paged_attention_time", "paged_attention_parts", "runs_paged",
-           "fa_tile_work", "row_quant_s", "ROW_CHUNK_ELEMS", "AttentionTime", "attention_time",
+           "fa_tile_work", "row_quant_s", "row_quant_fixed_s", "ROW_CHUNK_ELEMS", "AttentionTime", "attention_time",
            "cta_imbalance", "cta_pairs", "vector_read_passes", "estimate_attention",
            "softmax_reread_s", "unit_attention_time", "NORM_VEC_ELEMS", "norm_kernels",
            "norm_pass_s"]
@@ -417,16 +417,26 @@ def row_quant_s(spec: GpuSpec, rows: int, cols: int, in_bpe: float, out_bpe: flo
     """Dynamic per-row (per-token) quantisation kernel, one CTA per row (vLLM's
     ``dynamic_per_token_scaled_fp8_quant``)::
 
-        launch + DRAM latency + max(HBM bytes / sustained BW,
-                                    ceil(rows / SMs) x (quant_row_us
-                                                        + ceil(cols / 2048) x quant_chunk_us))
+        fixed + max(HBM bytes / sustained BW,
+                    ceil(rows / SMs) x (quant_row_us + ceil(cols / 2048) x quant_chunk_us))
 
     HBM bytes: the input once (the second pass, quantise after absmax, hits L1/L2), the
-    quantised output and one fp32 scale per row. Without ``spec.quant_row_us``: the stream."""
+    quantised output and one fp32 scale per row. Without ``spec.quant_row_us``: the stream.
+    ``fixed``: :func:`row_quant_fixed_s`."""
     bw = spec.memory.sustained_bytes_per_s
     hbm = rows * (cols * (in_bpe + out_bpe) + 4) / bw
     sm = 0.0
     if spec.quant_row_us is not None:
         per_row = (spec.quant_row_us + -(-cols // ROW_CHUNK_ELEMS) * spec.quant_chunk_us) * 1e-6
         sm = -(-rows // spec.sm_count) * per_row
-    return spec.kernel_launch_s + spec.dram_latency_ns * 1e-9 + max(hbm, sm)
+    return row_quant_fixed_s(spec) + max(hbm, sm)
+
+
+def row_quant_fixed_s(spec: GpuSpec) -> float:
+    """Fixed cost (s) of the per-row quantisation kernel under ``spec.runtime``:
+    ``quant_call_us`` back to back (plus ``launch_overhead_us - launch_b2b_us`` when launched
+    alone, ``runtime: ideal``); without it, launch + DRAM latency like any kernel."""
+    if spec.quant_call_us is None:
+        return spec.kernel_launch_s + spec.dram_latency_ns * 1e-9
+    b2b_us = spec.launch_b2b_us if spec.launch_b2b_us is not None else spec.launch_overhead_us
+    return spec.quant_call_us * 1e-6 + spec.kernel_launch_s - b2b_us * 1e-6

@@ -285,6 +285,12 @@ class GpuSpec:
     quant_chunk_us: float = param(
         0.0, doc="SM time per ROW_CHUNK_ELEMS (2048) elements of such a row (one 16-byte load "
                  "per thread of a 256-thread CTA, absmax, convert)", unit="us", min=0)
+    quant_call_us: float | None = param(
+        None, doc="fixed cost of that quantisation kernel queued behind another (launch, "
+                  "first load, scale store): a plain streaming kernel, below a TMA GEMM's "
+                  "launch_b2b_us + dram_latency_ns; launched alone it pays launch_overhead_us "
+                  "- launch_b2b_us more; null = launch + DRAM latency like any kernel",
+        unit="us", min=0)
     dram_latency_ns: float = param(600.0, doc="load-to-use latency of an off-chip access",
                                    unit="ns", min=0)
     nvlink: NvlinkSpec | None = param(None, doc="GPU-to-GPU link (null = single GPU)")

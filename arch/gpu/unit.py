@@ -95,11 +95,15 @@ DATAFLOWS = ("gemm_tc", "gemm_splitk", "w_only", "digit", "bitserial", "simt", "
 @dataclass(frozen=True)
 class GpuMapping(UnitMapping):
     """A GPU kernel choice: ``dataflow`` (a kernel of :data:`DATAFLOWS`, ``""`` = the best
-    the tile search finds), an optional CTA ``tile`` ``(bm, bn, bk_bytes)`` and an optional
-    ``split_k`` (None = searched)."""
+    the tile search finds), an optional CTA ``tile`` ``(bm, bn, bk_bytes)``, an optional
+    ``split_k`` (None = searched) and ``swap_ab``: the kernel computes the transposed product
+    (C^T = W X^T, CUTLASS "swap AB": a GEMM with few tokens puts the weights' N along the
+    tile's first side, e.g. vLLM's fp8 scaled-mm for m <= 64); the tile is then given in the
+    transposed orientation and the row-alignment class is still the GEMM's own."""
 
     tile: tuple[int, int, int] | None = None
     split_k: int | None = None
+    swap_ab: bool = False
 
 
 @register
@@ -122,12 +126,32 @@ class TensorCoreGpu(Unit[GpuMapping]):
     #: each kernel (0, 0 = the kernel runs back to back with itself: sustained).
     power_window: tuple[float, float] = (0.0, 0.0)
 
+    #: Switching activity of the operand data relative to random data: the on-chip,
+    #: data-dependent energies (MMA, register file, shared memory, L2, CUDA cores) of the
+    #: power model are scaled by it (dynamic energy ~ toggle rate x C V^2). 1 = random
+    #: operands (the silicon rows); a benchmark whose operands are mostly zero (uninitialised
+    #: weights) switches less and holds a higher clock under the power cap.
+    switching_activity: float = 1.0
+
+    def _copy(self) -> TensorCoreGpu:
+        u = TensorCoreGpu(self.name, self.spec, self.node_nm)
+        u.power_window = self.power_window
+        u.switching_activity = self.switching_activity
+        return u
+
     def in_power_window(self, other_j: float, other_s: float) -> TensorCoreGpu:
         """A copy of this unit whose kernels alternate with ``other_s`` seconds of other work
         costing ``other_j`` joules (board energy) inside the power limiter's window, as in a
         benchmark that flushes L2 between calls (``archsim.silicon``)."""
-        u = TensorCoreGpu(self.name, self.spec, self.node_nm)
+        u = self._copy()
         u.power_window = (float(other_j), float(other_s))
+        return u
+
+    def with_switching_activity(self, activity: float) -> TensorCoreGpu:
+        """A copy of this unit whose operands switch ``activity`` times as often as random
+        data (:attr:`switching_activity`)."""
+        u = self._copy()
+        u.switching_activity = float(activity)
         return u
 
     # ---- identity / capability ------------------------------------------------------
@@ -252,6 +276,9 @@ class TensorCoreGpu(Unit[GpuMapping]):
                                       or isinstance(m.split_k, bool) or m.split_k < 1):
             raise MappingError(Problem(f"expected an int >= 1, got {m.split_k!r}",
                                        "mapping.split_k"))
+        if not isinstance(m.swap_ab, bool):
+            raise MappingError(Problem(f"expected true or false, got {m.swap_ab!r}",
+                                       "mapping.swap_ab"))
 
     def host_runtime(self) -> tuple[str, str]:
         """The spec's ``runtime`` (``arch.gpu.host``) unless ``ideal``."""
@@ -322,7 +349,8 @@ class TensorCoreGpu(Unit[GpuMapping]):
 
         pj = self.action_pj()
         hbm = self.cname("hbm")
-        e_core = sum(c * pj.get(k, 0.0) for k, c in actions.items() if k[0] != hbm) * 1e-12
+        e_core = sum(c * pj.get(k, 0.0) for k, c in actions.items()
+                     if k[0] != hbm) * 1e-12 * self.switching_activity
         e_hbm = sum(c * pj.get(k, 0.0) for k, c in actions.items() if k[0] == hbm) * 1e-12
         pt = solve_clock(p, self.spec.static_power_w, t_clk_s, t_mem_s, e_core, e_hbm,
                          *self.power_window)
@@ -338,7 +366,8 @@ class TensorCoreGpu(Unit[GpuMapping]):
             return infeasible(op, self.name, reason, self.clock_hz)
         df, tile, split = self._parse_mapping(mapping)
         if isinstance(op, (Gemm, Conv2d)):
-            return self._with_host(self._estimate_gemm(op, df, tile, split))
+            swap = self.parse_mapping(mapping).swap_ab
+            return self._with_host(self._estimate_gemm(op, df, tile, split, swap))
         if isinstance(op, VectorOp):
             return self._with_host(self._estimate_vector(op, df))
         if isinstance(op, Embedding):
@@ -372,7 +401,8 @@ class TensorCoreGpu(Unit[GpuMapping]):
         return estimate_attention(self, op)
 
     def _gemm_kernel(self, op: Gemm | Conv2d, df: str, tile: tuple[int, int, int] | None,
-                     split: int | None) -> tuple[MmaPlan, GemmResult, bool, float] | Estimate:
+                     split: int | None, swap: bool = False
+                     ) -> tuple[MmaPlan, GemmResult, bool, float] | Estimate:
         """The chosen GEMM kernel: (plan, tile-model result, fused, sparse speedup), or an
         infeasible Estimate. Shared by ``estimate`` and ``lower``."""
         s = self.spec
@@ -418,6 +448,10 @@ class TensorCoreGpu(Unit[GpuMapping]):
                           g.a_format.bytes_per_element, a_hbm, b_bytes, b_distinct, c_hbm, sparse,
                           b_expand_bpe=g.b_format.bytes_per_element if expand else 0.0,
                           b_expand_ops=SPARSE_EXPAND_OPS_PER_ELEMENT if expand else 0.0)
+        if swap and g.batch == 1 and not expand and sparse == 1.0:
+            # C^T = W X^T: the weights are the tile's first operand, the tokens its second
+            shape = GemmShape(1, g.n, g.m, g.k, self._b_bpe(g), a_bpe,
+                              g.a_format.bytes_per_element, b_bytes, a_hbm, 1, c_hbm)
         splits: tuple[int, ...] = SPLITS
         if split is not None:
             splits = (split,)
@@ -448,7 +482,8 @@ class TensorCoreGpu(Unit[GpuMapping]):
 
             def rank(c: GemmResult) -> float:   # latency at the candidate's own clock
                 e_core = (c.mma_macs * per["mma_macs"] + c.convert_ops * per["convert_ops"]
-                          + c.smem_bytes * per["smem_bytes"] + c.l2_bytes * per["l2_bytes"])
+                          + c.smem_bytes * per["smem_bytes"]
+                          + c.l2_bytes * per["l2_bytes"]) * self.switching_activity
                 e_mem = (c.hbm_read_bytes + c.hbm_write_bytes) * e_hbm_b
                 pt = solve_clock(pw, s.static_power_w, max(c.sm_s, c.l2_s), c.hbm_s, e_core,
                                  e_mem, *self.power_window)
@@ -461,9 +496,9 @@ class TensorCoreGpu(Unit[GpuMapping]):
         return plan, r, fused, sparse
 
     def _estimate_gemm(self, op: Gemm | Conv2d, df: str, tile: tuple[int, int, int] | None,
-                       split: int | None) -> Estimate:
+                       split: int | None, swap: bool = False) -> Estimate:
         s = self.spec
-        k = self._gemm_kernel(op, df, tile, split)
+        k = self._gemm_kernel(op, df, tile, split, swap)
         if isinstance(k, Estimate):
             return k
         plan, r, fused, sparse = k
@@ -682,7 +717,7 @@ class TensorCoreGpu(Unit[GpuMapping]):
             if s.power is not None else 0.0
         f_hz = mhz * 1e6 if mhz > 0 else s.clock_hz
         if isinstance(op, (Gemm, Conv2d)):
-            k = self._gemm_kernel(op, df, tile, split)
+            k = self._gemm_kernel(op, df, tile, split, self.parse_mapping(mapping).swap_ab)
             if isinstance(k, Estimate):
                 raise MappingError(Problem(k.reason, op.name))
             r = k[1] if f_hz == s.clock_hz else replace(k[1], f_hz=f_hz * k[1].f_hz / s.clock_hz)

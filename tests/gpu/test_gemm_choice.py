@@ -15,8 +15,18 @@ from archsim.api import load
 from archsim.arch.gpu.choice import gemm_kernel_class, row_alignment_bytes
 from archsim.arch.gpu.kernels import row_quant_s
 from archsim.cli import main
-from archsim.kernel_tables import kernel_class, load_kernel_rows, shape_half
-from archsim.workloads.errors import ConfigError
+from archsim.kernel_tables import (
+    TABLE_SWITCHING_ACTIVITY,
+    back_to_back,
+    fit_quant_call_us,
+    fit_switching_activity,
+    gemm_row_estimate,
+    kernel_class,
+    load_kernel_rows,
+    predict_b2b_ms,
+    shape_half,
+)
+from archsim.workloads.errors import ConfigError, MappingError
 from archsim.workloads.formats import FORMATS
 from archsim.workloads.ops import Gemm
 from tests.gpu.gpu_helpers import SHARED_REF
@@ -88,6 +98,26 @@ def test_narrow_class_gap_is_recorded() -> None:
     assert -0.5 < err < -0.3
 
 
+def test_swap_ab_runs_the_transposed_gemm_with_the_gemms_own_alignment() -> None:
+    """mapping swap_ab: an m x n x k GEMM runs as n x m x k (C^T = W X^T) with the tile in
+    that orientation; its kernel class is still judged on the GEMM's own rows (n = 4096, k =
+    7168: 16-byte rows, tma), not on the m = 1 tokens of the transposed output (a GEMM
+    whose own n is 1 has 1-byte fp8 output rows: align1). One token over a 64 x 16 tile:
+    4096 / 64 = 64 CTAs in one wave, bound by HBM: launch 5 us + (weights 4096 x 7168 B +
+    x 7168 B + out 4096 B) / (3350 GB/s x 0.9) = 5 + 9.742 us (configs/gpu/h100.yaml)."""
+    f8 = FORMATS["fp8_e4m3"]
+    u = load("gpu/h100").units[0]
+    op = Gemm(name="g", m=1, n=4096, k=7168, a_format=f8, w_format=f8)
+    e = u.estimate(op, {"tile": [64, 16, 256], "split_k": 1, "swap_ab": True})
+    assert (e.details["bm"], e.details["bn"], e.details["waves"]) == (64, 16, 1)
+    assert e.dram_read_bytes == pytest.approx(4096 * 7168 + 7168, rel=1e-9)
+    hbm = (4096 * 7168 + 7168 + 4096) / (3350e9 * 0.9)
+    assert e.latency_s == pytest.approx(5e-6 + hbm, rel=1e-3)
+    assert e.bound == "memory"
+    with pytest.raises(MappingError, match="mapping.swap_ab"):
+        u.estimate(op, {"swap_ab": "yes"})
+
+
 # ---------------------------------------------------------------- runtime protocol
 
 
@@ -153,9 +183,10 @@ def test_kernel_table_bad_header_and_value_name_file_line(tmp_path: Path) -> Non
 #: Every 37th row of each half (deterministic): ~960 rows per half, seconds to score.
 _STRIDE = 37
 #: Check-half median |error| per class reached by the model (docs/gpu.md, docs/validation.md).
-#: The issue's target is 8 %; these are the honest values with margin for numeric drift,
-#: so an improvement passes and a regression fails.
-_CHECK_MEDIAN = {"vllm_gemm_bf16": 0.18, "vllm_gemm_fp8": 0.09, "vllm_gemm_small_m": 0.155}
+#: The issue's target is 8 %; reached: bf16 8.4 %, fp8 6.8 %, small M 7.6 % (every 37th
+#: row); the bounds are those values with margin for numeric drift, so an improvement
+#: passes and a regression fails.
+_CHECK_MEDIAN = {"vllm_gemm_bf16": 0.09, "vllm_gemm_fp8": 0.075, "vllm_gemm_small_m": 0.08}
 
 
 @needs_tables
@@ -173,14 +204,46 @@ def test_kernels_h100_gemm_check_half_per_class() -> None:
 
 
 @needs_tables
+def test_table_switching_activity_fitted_on_the_fit_half_checked_on_the_other() -> None:
+    """kernel_tables.TABLE_SWITCHING_ACTIVITY (0.75) is where the fit half's power-capped,
+    compute-bound GEMMs (m > 64, K a power of two) have a zero median signed error: 0.751 on
+    every 11th row (1054 rows), 0.745 on every 37th; this sample (every 111th row, 108 rows)
+    gives 0.72, hence the tolerance. On the same kind of rows of the check half the median
+    signed error stays within 5 % (docs/gpu.md)."""
+    rows = [r.data for r in silicon.load_rows(KERNELS / "gemm.csv.gz")[::111]]
+    unit = back_to_back(load("gpu/h100").units[0])
+    fit = fit_switching_activity(unit, rows)
+    assert fit is not None and fit[1] > 80
+    assert fit[0] == pytest.approx(TABLE_SWITCHING_ACTIVITY, abs=0.05)
+    errs = []
+    for d in rows:
+        if shape_half(d) != "check" or kernel_class(d) == "vllm_gemm_small_m":
+            continue
+        e = gemm_row_estimate(unit.with_switching_activity(1.0), d)
+        if e.details.get("power_capped") and e.bound in ("compute", "feed"):
+            p = predict_b2b_ms(unit, d)
+            assert p is not None
+            errs.append(p / d["ms"] - 1)
+    assert len(errs) > 80
+    errs.sort()
+    assert abs(errs[len(errs) // 2]) < 0.05
+
+
+@needs_tables
 def test_calibrate_reads_a_kernel_table(monkeypatch: pytest.MonkeyPatch) -> None:
     """``archsim calibrate`` on the CSV: refits launch_b2b_us and the quantisation kernel's
-    constants on the fit half (the values in configs/gpu/h100.yaml: 1.94, 0.387, 0.518 us)
-    and reports both halves per class."""
+    constants on the fit half (the values in configs/gpu/h100.yaml: 1.94, 0.410, 0.518,
+    1.446 us)
+    and reports both halves per class. launch_b2b_us refits to 1.90 since the tiny rows' split-K
+    kernels pay their reduction kernel and small grids lost stream-K (docs/gpu.md "GEMM kernel
+    choice"); the config keeps 1.94 (every constant fitted after it was fitted with it), so
+    the tolerance is 0.05 us."""
     monkeypatch.setattr(cal_mod, "KERNEL_TABLE_STRIDE", 400)   # a short report
     cal = cal_mod.calibrate(KERNELS / "gemm.csv.gz", "gpu/h100")
-    assert cal.values["launch_b2b_us"] == pytest.approx(1.94, abs=0.01)
-    assert cal.values["quant_row_us"] == pytest.approx(0.387, abs=0.002)
+    assert cal.values["launch_b2b_us"] == pytest.approx(1.94, abs=0.05)
+    assert cal.values["quant_row_us"] == pytest.approx(0.410, abs=0.002)
+    # calibrate fits quant_call_us after applying its own launch_b2b_us (1.90): +0.04 us
+    assert cal.values["quant_call_us"] == pytest.approx(1.446, abs=0.05)
     assert cal.values["quant_chunk_us"] == pytest.approx(0.518, abs=0.002)
     text = "\n".join(cal.report)
     assert "check half" in text and "vllm_gemm_bf16" in text
@@ -212,13 +275,45 @@ def test_runtime_flag_rejects_an_unknown_protocol(capsys: pytest.CaptureFixture[
 
 def test_row_quant_closed_form() -> None:
     """vLLM's per-token quantisation, one CTA per row (configs/gpu/h100.yaml): 32768 x 4096
-    bf16 -> fp8: ceil(32768 / 132) = 249 rows per SM x (0.387 + 2 chunks x 0.518) us =
-    354.3 us of SM time vs 32768 x (4096 x 3 + 4) B / (3350 GB/s x 0.9) = 133.5 us of HBM:
-    SM-bound, plus the back-to-back launch (1.94 us) and the DRAM latency (0.6 us)."""
+    bf16 -> fp8: ceil(32768 / 132) = 249 rows per SM x (0.410 + 2 chunks x 0.518) us =
+    360.1 us of SM time vs 32768 x (4096 x 3 + 4) B / (3350 GB/s x 0.9) = 133.5 us of HBM:
+    SM-bound, plus the kernel's fixed cost back to back (quant_call_us 1.446 us); launched
+    alone (runtime ideal) the fixed cost is 5 - 1.94 us more."""
     u = load("gpu/h100", ["units[0].runtime=cuda_graph"]).units[0]
     t = row_quant_s(u.spec, 32768, 4096, 2.0, 1.0)
-    assert t == pytest.approx((249 * (0.387 + 2 * 0.518) + 1.94 + 0.6) * 1e-6, rel=1e-9)
+    assert t == pytest.approx((249 * (0.410 + 2 * 0.518) + 1.446) * 1e-6, rel=1e-9)
     # a long row with few rows is HBM-bound: 132 x 65536 rows, one per SM
     hbm = 132 * (65536 * 3 + 4) / (3350e9 * 0.9)
     assert row_quant_s(u.spec, 132, 65536, 2.0, 1.0) == pytest.approx(
-        max(hbm, (0.387 + 32 * 0.518) * 1e-6) + 2.54e-6, rel=1e-9)
+        max(hbm, (0.410 + 32 * 0.518) * 1e-6) + 1.446e-6, rel=1e-9)
+    alone = load("gpu/h100").units[0]
+    assert row_quant_s(alone.spec, 32768, 4096, 2.0, 1.0) - t == pytest.approx(
+        (5.0 - 1.94) * 1e-6, rel=1e-9)
+    # without quant_call_us the kernel pays launch + DRAM latency like any kernel
+    plain = load("gpu/h100", ["units[0].runtime=cuda_graph",
+                              "units[0].quant_call_us=null"]).units[0]
+    assert row_quant_s(plain.spec, 32768, 4096, 2.0, 1.0) - t == pytest.approx(
+        (1.94 + 0.6 - 1.446) * 1e-6, rel=1e-9)
+
+
+@needs_tables
+def test_quant_call_fitted_on_tiny_fit_rows_checked_on_tiny_check_rows() -> None:
+    """quant_call_us (1.446 us) is the median over the 456 tiny fp8 rows (m*n*k <= 2^18) of
+    the fit half of measured - scaled-mm - row time (kernels_h100/gemm.csv.gz). Check: the 39
+    tiny fp8 rows of the check half are predicted within 5.0 % (median |error|; median signed
+    +2.8 %), against +22.9 % when the kernel pays a GEMM's launch + DRAM latency (2.54 us)."""
+    rows = [r.data for r in silicon.load_rows(KERNELS / "gemm.csv.gz")]
+    fit = fit_quant_call_us(back_to_back(load("gpu/h100").units[0]), rows)
+    assert fit is not None and fit[1] == 456
+    assert fit[0] == pytest.approx(1.446, abs=0.01)
+    tiny = [d for d in rows if d["dtype"] == "fp8" and shape_half(d) == "check"
+            and d["m"] * d["n"] * d["k"] <= 2**18]
+    assert len(tiny) == 39
+
+    def median_abs(overrides: list[str]) -> float:
+        u = back_to_back(load("gpu/h100", overrides).units[0])
+        errs = sorted(abs(float(predict_b2b_ms(u, d) or 0.0) / d["ms"] - 1) for d in tiny)
+        return errs[len(errs) // 2]
+
+    assert median_abs([]) < 0.06
+    assert median_abs(["units[0].quant_call_us=null"]) > 0.20
