@@ -30,12 +30,14 @@ to back::
 
     prefill: T = call + [fp8 KV: fp8_call]
                  + tokens x (token_ns + K,V bytes per token / cache_write) [x fp8_token_factor]
-                 + max(1, CTAs / SMs) x (cta_us + head_dim x cta_dim_ns) + max(t_sm, t_hbm)
-             t_sm  = max(total tile work / SMs, the largest CTA's work)   (causal imbalance)
-                     per (query, key) pair: 2 head_dim / (MMA rate per SM x mma_efficiency)
-                     + 1 / SFU rate per SM (FA3 overlaps little of the exp at one CTA per SM)
-             work  = 128 x 128 tiles each 128-query CTA visits (diagonal and window-edge
-                     tiles computed whole)
+                 + max(t_sm, t_hbm)
+             t_sm  = max(sum over CTAs of (cta + work x pair) / SMs, cta + largest work x pair)
+             cta   = cta_us + block M x head_dim x cta_tile_ns       (Q load, O / LSE write)
+             pair  = 2 head_dim / (MMA rate per SM x mma_efficiency[_fp8]) + 1 / SFU rate per SM
+                     [x no_overlap_factor where FA3's tile runs without intra-warpgroup overlap]
+             work  = FA3's tiles (fa3_tile: block M x block N by head_dim and format) over the
+                     packed-GQA rows of one KV head (fa3_cta_work), diagonal and window-edge
+                     tiles computed whole; fp8 KV: the e4m3 kernel at the fp8 MMA rate
     decode:  T = decode_call + [fp8_call] + batch x seq_ns
                  + max(1, batch x kv_heads / SMs) x (decode_cta_us + head_dim x cta_dim_ns)
                  + K,V bytes of max(keys seen, min_keys) / BW
@@ -68,7 +70,7 @@ from archsim.workloads.formats import NumberFormat
 from archsim.workloads.ops import Attention, Norm, Op, Softmax
 
 __all__ = ["attention_tc_format", "paged_attention_time", "paged_attention_parts", "runs_paged",
-           "fa_tile_work", "row_quant_s", "ROW_CHUNK_ELEMS", "AttentionTime", "attention_time",
+           "fa3_tile", "fa3_cta_work", "row_quant_s", "ROW_CHUNK_ELEMS", "AttentionTime", "attention_time",
            "cta_imbalance", "cta_pairs", "vector_read_passes", "estimate_attention",
            "softmax_reread_s", "unit_attention_time", "NORM_VEC_ELEMS", "norm_kernels",
            "norm_pass_s"]
@@ -243,24 +245,61 @@ def _imbalance(sizes_t: tuple[int, ...], heads: int, sm_count: int, lpt_max: int
     return max(loads) / balanced
 
 
-def fa_tile_work(op: Attention) -> list[int]:
-    """(query, key) pairs each prefill CTA of one (batch, head) computes at tile granularity:
-    a CTA of up to 128 query rows visits every 128-key tile holding a key one of its rows
-    sees (causal: up to its last row; window: from its first row's window start), and
-    computes those tiles whole (masking is per element, the MMA is per tile)."""
-    q, kv, w, B = op.q_len, op.kv_len, op.window, FA_BLOCK_Q
-    out = []
-    for j in range(-(-q // B)):
-        lo, hi = j * B, min(q, (j + 1) * B)
-        last = kv - q + hi - 1 if op.causal else kv - 1
-        first = max(0, kv - q + lo - w + 1) if w > 0 else 0
-        out.append((hi - lo) * (last // B - first // B + 1) * B)
-    return out
+#: FA3's Hopper tile configurations (``hopper/tile_size.h`` ``tile_size_fwd_sm90``, tag C: read
+#: in FlashAttention's source) for a paged KV cache loaded without TMA (vLLM's 16-token pages
+#: are not a multiple of block N): per (16-bit or fp8 kernel, largest head_dim) -> block M,
+#: block N (causal, window, neither), intra-warpgroup overlap (causal / window).
+_FA3_TILES: dict[bool, tuple[tuple[int, int, tuple[int, int, int], tuple[bool, bool]], ...]] = {
+    False: ((64, 192, (128, 160, 160), (True, False)), (96, 192, (128, 128, 128), (True, True)),
+            (128, 128, (128, 128, 128), (True, True)), (192, 128, (96, 96, 96), (True, True)),
+            (2**30, 128, (80, 64, 80), (True, True))),
+    True: ((64, 192, (160, 160, 160), (True, True)), (96, 192, (128, 128, 128), (True, True)),
+           (128, 128, (160, 160, 160), (True, True)), (192, 128, (160, 128, 160), (True, True)),
+           (2**30, 128, (128, 64, 128), (False, False))),
+}
+
+
+def fa3_tile(head_dim: int, fp8: bool, window: int, causal: bool = True) -> tuple[int, int, bool]:
+    """(block M, block N, intra-warpgroup overlap) of FA3's forward kernel on Hopper with a
+    paged KV cache (``_FA3_TILES``): ``fp8`` = the e4m3 kernel (an fp8 KV cache; vLLM quantises
+    the query to match). A window makes the kernel "local" (FA3 treats causal-with-window as
+    local, not causal)."""
+    for top, bm, bns, overlap in _FA3_TILES[fp8]:
+        if head_dim <= top:
+            kind = 1 if window > 0 else (0 if causal else 2)
+            return bm, bns[kind], overlap[1 if window > 0 else 0]
+    raise AssertionError("unreachable: the last bucket has no upper bound")
+
+
+@lru_cache(maxsize=8192)
+def fa3_cta_work(q_len: int, kv_len: int, group: int, window: int, causal: bool, bm: int,
+                 bn: int) -> tuple[int, int, int]:
+    """(CTAs, total pairs, largest CTA's pairs) of one (sequence, KV head) of FA3 prefill with
+    packed GQA (``pack_gqa``, always on for a paged KV cache without TMA): the ``group`` query
+    heads of one KV head are interleaved into the M dimension (packed row = query x group +
+    head), one CTA per ``bm`` packed rows; a CTA visits every ``bn``-key tile holding a key one
+    of its rows sees (causal: up to its last query; window: from its first query's window
+    start) and computes those tiles whole (masking is per element, the MMA per tile)."""
+    rows_total = q_len * group
+    n = -(-rows_total // bm)
+    total = largest = 0
+    for j in range(n):
+        lo, hi = j * bm, min(rows_total, (j + 1) * bm)
+        q_lo, q_hi = lo // group, (hi - 1) // group
+        last = kv_len - q_len + q_hi if causal else kv_len - 1
+        first = max(0, kv_len - q_len + q_lo - window + 1) if window > 0 else 0
+        w = (hi - lo) * (last // bn - first // bn + 1) * bn
+        total += w
+        largest = max(largest, w)
+    return n, total, largest
 
 
 def _query_format(op: Attention) -> str:
     """Tensor-core format of a paged-KV call's MMAs: the query's, 16-bit (an 8-bit activation
-    model keeps its attention in bf16; fp32 inputs run the fp16 kernels)."""
+    model keeps its attention in bf16; fp32 inputs run the fp16 kernels), or fp8 with an fp8
+    KV cache (FA3's e4m3 kernel needs Q, K and V in one format: vLLM quantises the query)."""
+    if op.kv_bytes_per_element < 2.0:
+        return "fp8_e4m3"
     if op.a_format.name in ("fp16", "fp32"):
         return "fp16"
     return op.a_format.name if op.a_format.bits >= 16 else "bf16"
@@ -268,10 +307,11 @@ def _query_format(op: Attention) -> str:
 
 def paged_attention_parts(spec: GpuSpec, op: Attention) -> AttentionTime:
     """The parts of one framework attention call through a paged-KV FlashAttention backend
-    (module docstring; ``spec.paged_attention``), back to back: ``fixed_s`` (call, per token,
-    per CTA wave), ``sm_s`` (MMAs and exp, prefill) and ``hbm_s`` (the stream); time = fixed
-    + max(sm, hbm). Prefill when ``q_len`` > 16, else split-KV decode. The query is 16-bit
-    (:func:`_query_format`); an fp8 KV cache is one narrower than it.
+    (module docstring; ``spec.paged_attention``), back to back: ``fixed_s`` (call, per token;
+    decode: per CTA wave), ``sm_s`` (prefill: every CTA's fixed time, MMAs and exp over the
+    SMs) and ``hbm_s`` (the stream); time = fixed + max(sm, hbm). Prefill when ``q_len`` > 1,
+    else split-KV decode. The query is 16-bit, or fp8 with an fp8 KV cache
+    (:func:`_query_format`).
 
     Traffic (energy only; the times are the fitted model's): prefill reads Q and the K/V of
     ``kv_len`` keys once and writes O and the new tokens' K/V into the cache; decode reads Q
@@ -281,39 +321,43 @@ def paged_attention_parts(spec: GpuSpec, op: Attention) -> AttentionTime:
         raise ValueError("this GPU has no paged_attention constants")
     sms = spec.sm_count
     bw = spec.memory.sustained_bytes_per_s
-    qf = _query_format(op)
     q_bpe = 2.0
     kv_bpe = op.kv_bytes_per_element
     fp8 = kv_bpe < q_bpe
     fixed = c.fp8_call_us * 1e-6 if fp8 else 0.0
-    dim_s = op.head_dim * c.cta_dim_ns * 1e-9
     tokens = op.batch * op.q_len
     q_b = tokens * op.heads * op.head_dim * q_bpe
     new_kv_b = 2.0 * tokens * op.kv_heads * op.head_dim * kv_bpe
     pairs = float(op.batch * op.heads * op.pairs())
-    if op.q_len <= _DECODE_Q_MAX:
+    if op.q_len <= 1:
         keys = max(op.keys_seen(), c.min_keys)
         stream_b = 2.0 * op.batch * op.kv_heads * keys * op.head_dim * kv_bpe
         ctas = op.batch * op.kv_heads
         fixed += (c.decode_call_us * 1e-6 + op.batch * c.seq_ns * 1e-9
-                  + max(1.0, ctas / sms) * (c.decode_cta_us * 1e-6 + dim_s))
+                  + max(1.0, ctas / sms) * (c.decode_cta_us * 1e-6
+                                            + op.head_dim * c.cta_dim_ns * 1e-9))
         read = q_b + 2.0 * op.batch * op.kv_heads * op.keys_seen() * op.head_dim * kv_bpe
         return AttentionTime(fixed, 0.0, stream_b / bw, read, q_b + new_kv_b, pairs,
                              4.0 * pairs, True)
     f = spec.tensor_clock_mhz * 1e6
-    mma = float(spec.tc_rate_per_sm(qf)) * c.mma_efficiency * f
+    bm, bn, overlap = fa3_tile(op.head_dim, fp8, op.window, op.causal)
+    eff = c.mma_efficiency_fp8 if fp8 else c.mma_efficiency
+    mma = float(spec.tc_rate_per_sm(_query_format(op))) * eff * f
     pair_s = 2.0 * op.head_dim / mma + 1.0 / (spec.cuda_core.sfu_per_sm * f)
-    work = fa_tile_work(op)
-    heads = op.batch * op.heads
-    t_sm = max(sum(work) * heads / sms, max(work)) * pair_s
+    if not overlap:
+        pair_s *= c.no_overlap_factor
+    groups = op.kv_heads if op.heads % op.kv_heads == 0 else op.heads
+    n, total, largest = fa3_cta_work(op.q_len, op.kv_len, op.heads // groups, op.window,
+                                     op.causal, bm, bn)
+    cta_s = c.cta_us * 1e-6 + bm * op.head_dim * c.cta_tile_ns * 1e-9
+    units = op.batch * groups
+    t_sm = max(units * (n * cta_s + total * pair_s) / sms, cta_s + largest * pair_s)
     t_hbm = (2.0 * tokens * op.heads * op.head_dim * q_bpe
              + 2.0 * tokens * op.kv_heads * op.head_dim * kv_bpe) / bw
     kv_tok_b = 2.0 * op.kv_heads * op.head_dim * kv_bpe          # K and V of one token
     tok = (c.token_ns * 1e-9 + kv_tok_b / (c.cache_write_gbps * 1e9)) \
         * (c.fp8_token_factor if fp8 else 1.0)
-    ctas = heads * len(work)
-    fixed += (c.prefill_call_us * 1e-6 + tokens * tok
-              + max(1.0, ctas / sms) * (c.cta_us * 1e-6 + dim_s))
+    fixed += c.prefill_call_us * 1e-6 + tokens * tok
     read = q_b + 2.0 * op.batch * op.kv_heads * op.kv_len * op.head_dim * kv_bpe
     return AttentionTime(fixed, t_sm, t_hbm, read, q_b + new_kv_b, pairs, 4.0 * pairs, False,
                          pair_s * f)
