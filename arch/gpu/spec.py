@@ -239,6 +239,12 @@ class MoeKernelSpec:
     stream_efficiency: float = param(1.0, doc="achieved fraction of the sustained HBM rate "
                                               "while streaming expert weights", min=0, max=1,
                                      min_exclusive=True)
+    partial_tile_gbps: float | None = param(None, doc="rate at which an expert's last, "
+                                                     "partial block-M tile (fewer tokens than "
+                                                     "block_m) streams that expert's weights, "
+                                                     "its time instead of the tile's MMAs; "
+                                                     "null = priced like a full tile",
+                                            unit="GB/s", min=0, min_exclusive=True)
 
 
 @dataclass(frozen=True)
