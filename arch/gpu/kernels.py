@@ -42,7 +42,9 @@ to back::
                  + max(1, batch x kv_heads / SMs) x (decode_cta_us + head_dim x cta_dim_ns)
                  + K,V bytes of max(keys seen, min_keys) / BW
 
-Vector kernels (softmax, norms) read their input ``vector_read_passes`` times.
+Vector kernels (softmax, norms) read their input ``vector_read_passes`` times; a softmax
+over wide rows on PyTorch's global-memory kernel (``softmax_path``) is priced by
+``softmax_global_s`` (latency-bound scalar steps, rate-bound 16-byte steps).
 
 Causal masking skips the masked triangle (``Attention.pairs``).
 """
@@ -72,7 +74,9 @@ from archsim.workloads.ops import Attention, Norm, Op, Softmax
 __all__ = ["attention_tc_format", "paged_attention_time", "paged_attention_parts", "runs_paged",
            "fa3_tile", "fa3_cta_work", "row_quant_s", "ROW_CHUNK_ELEMS", "AttentionTime", "attention_time",
            "cta_imbalance", "cta_pairs", "vector_read_passes", "estimate_attention",
-           "softmax_reread_s", "unit_attention_time", "NORM_VEC_ELEMS", "norm_kernels",
+           "softmax_reread_s", "softmax_path", "softmax_steps", "softmax_global_s",
+           "softmax_global_reread_b", "SOFTMAX_BLOCK_THREADS", "SOFTMAX_REG_MAX",
+           "unit_attention_time", "NORM_VEC_ELEMS", "norm_kernels",
            "norm_pass_s"]
 
 #: PyTorch keeps a softmax row in registers (one read) up to this many columns
@@ -111,6 +115,90 @@ def norm_pass_s(spec: GpuSpec, op: Op) -> float | None:
     rate = spec.cuda_core.norm_scalar_bytes_per_clock
     assert rate is not None
     return 2.0 * op.input_bytes() / (rate * spec.sm_count * spec.clock_hz)
+
+
+#: PyTorch's softmax over rows wider than _SOFTMAX_PERSISTENT_COLS (``host_softmax`` in
+#: ``SoftMax.cu``, tag C): one block of min(cols, 1024) threads per row (a multiple of the
+#: warp); the row held in registers while ceil(cols / threads) < SOFTMAX_REG_MAX
+#: (``cunn_SoftMaxForwardReg``), else in shared memory when the width is a multiple of the
+#: 16-byte vector and the row fits in the 48 KiB a block may use (``cunn_SoftMaxForwardSmem``),
+#: else three passes over global memory (``cunn_SoftMaxForward``: max, sum of exp, write).
+SOFTMAX_BLOCK_THREADS = 1024
+SOFTMAX_REG_MAX = 10
+_SOFTMAX_SMEM_BYTES = 48 * 1024
+#: resident blocks of 1,024 threads per SM (2,048 threads per SM on sm80/sm90, tag C)
+_SOFTMAX_BLOCKS_PER_SM = 2
+_VECTOR_LOAD_BYTES = 16
+_WARP = 32
+
+
+def softmax_path(op: Softmax) -> str:
+    """Which of PyTorch's softmax kernels a row of ``op.cols`` takes: ``warp`` (up to 1,024
+    columns, the persistent warp softmax), ``register``, ``smem`` or ``global`` (see
+    ``SOFTMAX_BLOCK_THREADS``)."""
+    cols = op.cols
+    if cols <= _SOFTMAX_PERSISTENT_COLS:
+        return "warp"
+    threads = min(SOFTMAX_BLOCK_THREADS, -(-cols // _WARP) * _WARP)
+    if -(-cols // threads) < SOFTMAX_REG_MAX:
+        return "register"
+    bpe = op.a_format.bytes_per_element
+    smem_elems = (_SOFTMAX_SMEM_BYTES - threads // _WARP * 4) / bpe
+    if cols % max(1, int(_VECTOR_LOAD_BYTES // bpe)) == 0 and cols < smem_elems:
+        return "smem"
+    return "global"
+
+
+def softmax_steps(cols: int, bpe: float, threads: int = SOFTMAX_BLOCK_THREADS
+                  ) -> tuple[float, float]:
+    """(scalar steps, 16-byte steps) one thread makes per pass of ``cunn_SoftMaxForward`` over a
+    row of ``cols`` elements, averaged over the rows' alignments (row ``r`` starts ``r x cols``
+    elements in: its first ``shift`` = that offset mod the vector's elements are loaded one by
+    one by one scalar step over ``threads`` elements; then ``floor(rest / (vec x threads))``
+    vector steps; the tail one element per thread per step)."""
+    vec = max(1, int(_VECTOR_LOAD_BYTES // bpe))
+    scalar = vector = 0.0
+    for r in range(vec):
+        shift = (r * cols) % vec
+        size, first = (cols + shift - threads, 1) if shift else (cols, 0)
+        vector += max(0, size) // (vec * threads) / vec
+        scalar += (first + -(-(max(0, size) % (vec * threads)) // threads)) / vec
+    return scalar, vector
+
+
+def softmax_global_s(spec: GpuSpec, op: Op) -> float | None:
+    """Seconds, at the top clock, of the SM side of PyTorch's global-memory softmax
+    (``softmax_path`` ``global``): each SM runs its rows two blocks at a time; per row and pass
+    (max, sum, write) a thread makes :func:`softmax_steps` steps: a scalar step is one
+    round trip (the first pass from DRAM, ``dram_latency_ns``; the re-reads from L2,
+    ``softmax_step_ns``), the two resident blocks overlapping their waits; a 16-byte step moves
+    1,024 x 16 B at ``softmax_vector_bytes_per_clock`` per SM::
+
+        rows / SMs x [ scalar steps x (dram_latency + 2 x softmax_step) / 2
+                       + 3 x vector steps x 16 KiB / (softmax_vector_bytes_per_clock x f) ]
+
+    Overlapped with the HBM stream (the kernel time is the larger). None for any other op or
+    path, or a GPU without the two constants."""
+    c = spec.cuda_core
+    if (not isinstance(op, Softmax) or c.softmax_step_ns is None
+            or c.softmax_vector_bytes_per_clock is None or softmax_path(op) != "global"):
+        return None
+    scalar, vector = softmax_steps(op.cols, op.a_format.bytes_per_element)
+    wait_s = scalar * (spec.dram_latency_ns + 2.0 * c.softmax_step_ns) * 1e-9
+    stream_s = 3.0 * vector * SOFTMAX_BLOCK_THREADS * _VECTOR_LOAD_BYTES \
+        / (c.softmax_vector_bytes_per_clock * spec.clock_hz)
+    return op.rows / spec.sm_count * (wait_s / _SOFTMAX_BLOCKS_PER_SM + stream_s)
+
+
+def softmax_global_reread_b(spec: GpuSpec, op: Op) -> tuple[float, float]:
+    """(bytes re-read from L2, bytes re-read from HBM) by the global softmax's two later
+    passes: from L2 while the rows in flight (two per SM) fit in it, else from HBM; (0, 0)
+    for any op :func:`softmax_global_s` does not price."""
+    if not isinstance(op, Softmax) or softmax_global_s(spec, op) is None:
+        return 0.0, 0.0
+    extra = 2.0 * op.input_bytes()
+    in_flight = _SOFTMAX_BLOCKS_PER_SM * spec.sm_count * op.cols * op.a_format.bytes_per_element
+    return (extra, 0.0) if in_flight <= spec.l2.l2_bytes else (0.0, extra)
 
 
 def vector_read_passes(op: Op) -> int:
@@ -386,7 +474,7 @@ def softmax_reread_s(spec: GpuSpec, op: Op) -> float:
     ``cuda_core.reduce_pass_bytes_per_clock`` per SM (0 for other ops, rows of at most
     1,024 columns, or a GPU without that rate)."""
     rate = spec.cuda_core.reduce_pass_bytes_per_clock
-    if not rate or not isinstance(op, Softmax):
+    if not rate or not isinstance(op, Softmax) or softmax_global_s(spec, op) is not None:
         return 0.0
     extra = (vector_read_passes(op) - 1) * op.input_bytes()
     return extra / (rate * spec.sm_count * spec.clock_hz)

@@ -96,6 +96,16 @@ class CudaCoreSpec:
                   "normalisation, each reading the row); issue-bound, overlapped with the HBM "
                   "stream (arch/gpu/kernels.py norm_pass_s). null = such rows priced as the "
                   "vectorised kernel", unit="B/clock", min=0.01)
+    softmax_step_ns: float | None = param(
+        None, doc="one scalar step of PyTorch's global-memory softmax (cunn_SoftMaxForward, one "
+                  "1,024-thread block per row; rows too wide for its register and shared-memory "
+                  "kernels): a 2-byte load per thread from L2 and its use, latency-bound, in "
+                  "the max and sum passes' re-reads (the first pass waits dram_latency_ns per "
+                  "step) (arch/gpu/kernels.py softmax_global_s). null = such rows priced by "
+                  "reduce_pass_bytes_per_clock", unit="ns", min=0)
+    softmax_vector_bytes_per_clock: float | None = param(
+        None, doc="per-SM rate of the 16-byte (vectorised) steps of the global-memory softmax's "
+                  "three passes", unit="B/clock", min=0.01)
 
 
 @dataclass(frozen=True)
