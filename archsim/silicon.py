@@ -22,7 +22,13 @@ import numpy as np
 
 from archsim.api import evaluate, load, preferred_attention, workload
 from archsim.arch.gpu.bench import DO_BENCH, timed_call_s
-from archsim.arch.gpu.kernels import NORM_VEC_ELEMS
+from archsim.arch.gpu.kernels import (
+    NORM_VEC_ELEMS,
+    SOFTMAX_BLOCK_THREADS,
+    softmax_global_reread_b,
+    softmax_path,
+    softmax_steps,
+)
 from archsim.arch.gpu.unit import TensorCoreGpu
 from archsim.kernel_tables import (
     back_to_back,
@@ -37,7 +43,8 @@ from archsim.workloads.graph import Workload
 from archsim.workloads.ops import Attention, Elementwise, Gemm, Norm, Op, Softmax
 
 __all__ = ["Row", "load_rows", "row_class", "row_op", "predict_ms", "score", "ClassScore", "model_rows",
-           "fit_power", "PowerFit", "energy_prediction", "fit_reduce_pass_rate", "fit_norm_pass_rate", "ROW_KINDS",
+           "fit_power", "PowerFit", "energy_prediction", "fit_reduce_pass_rate", "fit_norm_pass_rate",
+           "fit_softmax_global", "ROW_KINDS",
            "MEASURED_FIELDS"]
 
 _DTYPES = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8_e4m3", "int8": "int8"}
@@ -343,6 +350,41 @@ def fit_norm_pass_rate(unit: Any, rows: Sequence[Row | dict[str, Any]]) -> float
         if body > 1.05 * stream:
             rates.append(2 * op.input_bytes() / body / (s.sm_count * s.clock_hz))
     return statistics.median(rates) if rates else None
+
+
+def fit_softmax_global(unit: Any, rows: Sequence[Row | dict[str, Any]]
+                       ) -> tuple[float, float] | None:
+    """(``cuda_core.softmax_step_ns``, ``softmax_vector_bytes_per_clock``) from softmax rows on
+    PyTorch's global-memory path (``arch.gpu.kernels.softmax_path`` ``global``) whose time the
+    HBM stream does not explain (within 5 %): least squares of the measured time less one
+    launch and the DRAM latency against ``softmax_global_s``'s two terms (latency-bound scalar
+    steps, rate-bound 16-byte steps; module docstring of ``arch.gpu.kernels``). None with
+    fewer than two such rows."""
+    s = unit.spec
+    a: list[list[float]] = []
+    y: list[float] = []
+    for r in rows:
+        d = r.data if isinstance(r, Row) else r
+        if d.get("kind") != "vector" or d.get("op") != "softmax":
+            continue
+        op = row_op(d)
+        if not isinstance(op, Softmax) or softmax_path(op) != "global":
+            continue
+        body = float(d["ms"]) * 1e-3 - s.kernel_launch_s - s.dram_latency_ns * 1e-9
+        stream = (op.input_bytes() + op.output_bytes() + softmax_global_reread_b(s, op)[1]) \
+            / s.memory.sustained_bytes_per_s
+        if body <= 1.05 * stream:
+            continue
+        scalar, vector = softmax_steps(op.cols, op.a_format.bytes_per_element)
+        per_row = op.rows / s.sm_count
+        # body = per_row x [scalar x (dram + 2 step) / 2 + 3 x vector x 16 KiB / (rate x f)]
+        a.append([per_row * scalar, per_row * 3 * vector * SOFTMAX_BLOCK_THREADS * 16
+                  / s.clock_hz])
+        y.append(body - per_row * scalar * s.dram_latency_ns * 1e-9 / 2)
+    if len(a) < 2:
+        return None
+    (step_s, inv_rate), *_ = np.linalg.lstsq(np.array(a), np.array(y), rcond=None)
+    return float(step_s * 1e9), float(1.0 / inv_rate)
 
 
 def energy_prediction(acc: Any, row: dict[str, Any]) -> tuple[float, float, float] | None:

@@ -30,17 +30,21 @@ to back::
 
     prefill: T = call + [fp8 KV: fp8_call]
                  + tokens x (token_ns + K,V bytes per token / cache_write) [x fp8_token_factor]
-                 + max(1, CTAs / SMs) x (cta_us + head_dim x cta_dim_ns) + max(t_sm, t_hbm)
-             t_sm  = max(total tile work / SMs, the largest CTA's work)   (causal imbalance)
-                     per (query, key) pair: 2 head_dim / (MMA rate per SM x mma_efficiency)
-                     + 1 / SFU rate per SM (FA3 overlaps little of the exp at one CTA per SM)
-             work  = 128 x 128 tiles each 128-query CTA visits (diagonal and window-edge
-                     tiles computed whole)
+                 + max(t_sm, t_hbm)
+             t_sm  = max(sum over CTAs of (cta + work x pair) / SMs, cta + largest work x pair)
+             cta   = cta_us + block M x head_dim x cta_tile_ns       (Q load, O / LSE write)
+             pair  = 2 head_dim / (MMA rate per SM x mma_efficiency[_fp8]) + 1 / SFU rate per SM
+                     [x no_overlap_factor where FA3's tile runs without intra-warpgroup overlap]
+             work  = FA3's tiles (fa3_tile: block M x block N by head_dim and format) over the
+                     packed-GQA rows of one KV head (fa3_cta_work), diagonal and window-edge
+                     tiles computed whole; fp8 KV: the e4m3 kernel at the fp8 MMA rate
     decode:  T = decode_call + [fp8_call] + batch x seq_ns
                  + max(1, batch x kv_heads / SMs) x (decode_cta_us + head_dim x cta_dim_ns)
                  + K,V bytes of max(keys seen, min_keys) / BW
 
-Vector kernels (softmax, norms) read their input ``vector_read_passes`` times.
+Vector kernels (softmax, norms) read their input ``vector_read_passes`` times; a softmax
+over wide rows on PyTorch's global-memory kernel (``softmax_path``) is priced by
+``softmax_global_s`` (latency-bound scalar steps, rate-bound 16-byte steps).
 
 Causal masking skips the masked triangle (``Attention.pairs``).
 """
@@ -68,9 +72,12 @@ from archsim.workloads.formats import NumberFormat
 from archsim.workloads.ops import Attention, Norm, Op, Softmax
 
 __all__ = ["attention_tc_format", "paged_attention_time", "paged_attention_parts", "runs_paged",
-           "fa_tile_work", "row_quant_s", "row_quant_fixed_s", "ROW_CHUNK_ELEMS", "AttentionTime", "attention_time",
+           "fa3_tile", "fa3_cta_work", "row_quant_s", "row_quant_fixed_s", "ROW_CHUNK_ELEMS",
+           "AttentionTime", "attention_time",
            "cta_imbalance", "cta_pairs", "vector_read_passes", "estimate_attention",
-           "softmax_reread_s", "unit_attention_time", "NORM_VEC_ELEMS", "norm_kernels",
+           "softmax_reread_s", "softmax_path", "softmax_steps", "softmax_global_s",
+           "softmax_global_reread_b", "SOFTMAX_BLOCK_THREADS", "SOFTMAX_REG_MAX",
+           "unit_attention_time", "NORM_VEC_ELEMS", "norm_kernels",
            "norm_pass_s"]
 
 #: PyTorch keeps a softmax row in registers (one read) up to this many columns
@@ -109,6 +116,90 @@ def norm_pass_s(spec: GpuSpec, op: Op) -> float | None:
     rate = spec.cuda_core.norm_scalar_bytes_per_clock
     assert rate is not None
     return 2.0 * op.input_bytes() / (rate * spec.sm_count * spec.clock_hz)
+
+
+#: PyTorch's softmax over rows wider than _SOFTMAX_PERSISTENT_COLS (``host_softmax`` in
+#: ``SoftMax.cu``, tag C): one block of min(cols, 1024) threads per row (a multiple of the
+#: warp); the row held in registers while ceil(cols / threads) < SOFTMAX_REG_MAX
+#: (``cunn_SoftMaxForwardReg``), else in shared memory when the width is a multiple of the
+#: 16-byte vector and the row fits in the 48 KiB a block may use (``cunn_SoftMaxForwardSmem``),
+#: else three passes over global memory (``cunn_SoftMaxForward``: max, sum of exp, write).
+SOFTMAX_BLOCK_THREADS = 1024
+SOFTMAX_REG_MAX = 10
+_SOFTMAX_SMEM_BYTES = 48 * 1024
+#: resident blocks of 1,024 threads per SM (2,048 threads per SM on sm80/sm90, tag C)
+_SOFTMAX_BLOCKS_PER_SM = 2
+_VECTOR_LOAD_BYTES = 16
+_WARP = 32
+
+
+def softmax_path(op: Softmax) -> str:
+    """Which of PyTorch's softmax kernels a row of ``op.cols`` takes: ``warp`` (up to 1,024
+    columns, the persistent warp softmax), ``register``, ``smem`` or ``global`` (see
+    ``SOFTMAX_BLOCK_THREADS``)."""
+    cols = op.cols
+    if cols <= _SOFTMAX_PERSISTENT_COLS:
+        return "warp"
+    threads = min(SOFTMAX_BLOCK_THREADS, -(-cols // _WARP) * _WARP)
+    if -(-cols // threads) < SOFTMAX_REG_MAX:
+        return "register"
+    bpe = op.a_format.bytes_per_element
+    smem_elems = (_SOFTMAX_SMEM_BYTES - threads // _WARP * 4) / bpe
+    if cols % max(1, int(_VECTOR_LOAD_BYTES // bpe)) == 0 and cols < smem_elems:
+        return "smem"
+    return "global"
+
+
+def softmax_steps(cols: int, bpe: float, threads: int = SOFTMAX_BLOCK_THREADS
+                  ) -> tuple[float, float]:
+    """(scalar steps, 16-byte steps) one thread makes per pass of ``cunn_SoftMaxForward`` over a
+    row of ``cols`` elements, averaged over the rows' alignments (row ``r`` starts ``r x cols``
+    elements in: its first ``shift`` = that offset mod the vector's elements are loaded one by
+    one by one scalar step over ``threads`` elements; then ``floor(rest / (vec x threads))``
+    vector steps; the tail one element per thread per step)."""
+    vec = max(1, int(_VECTOR_LOAD_BYTES // bpe))
+    scalar = vector = 0.0
+    for r in range(vec):
+        shift = (r * cols) % vec
+        size, first = (cols + shift - threads, 1) if shift else (cols, 0)
+        vector += max(0, size) // (vec * threads) / vec
+        scalar += (first + -(-(max(0, size) % (vec * threads)) // threads)) / vec
+    return scalar, vector
+
+
+def softmax_global_s(spec: GpuSpec, op: Op) -> float | None:
+    """Seconds, at the top clock, of the SM side of PyTorch's global-memory softmax
+    (``softmax_path`` ``global``): each SM runs its rows two blocks at a time; per row and pass
+    (max, sum, write) a thread makes :func:`softmax_steps` steps: a scalar step is one
+    round trip (the first pass from DRAM, ``dram_latency_ns``; the re-reads from L2,
+    ``softmax_step_ns``), the two resident blocks overlapping their waits; a 16-byte step moves
+    1,024 x 16 B at ``softmax_vector_bytes_per_clock`` per SM::
+
+        rows / SMs x [ scalar steps x (dram_latency + 2 x softmax_step) / 2
+                       + 3 x vector steps x 16 KiB / (softmax_vector_bytes_per_clock x f) ]
+
+    Overlapped with the HBM stream (the kernel time is the larger). None for any other op or
+    path, or a GPU without the two constants."""
+    c = spec.cuda_core
+    if (not isinstance(op, Softmax) or c.softmax_step_ns is None
+            or c.softmax_vector_bytes_per_clock is None or softmax_path(op) != "global"):
+        return None
+    scalar, vector = softmax_steps(op.cols, op.a_format.bytes_per_element)
+    wait_s = scalar * (spec.dram_latency_ns + 2.0 * c.softmax_step_ns) * 1e-9
+    stream_s = 3.0 * vector * SOFTMAX_BLOCK_THREADS * _VECTOR_LOAD_BYTES \
+        / (c.softmax_vector_bytes_per_clock * spec.clock_hz)
+    return op.rows / spec.sm_count * (wait_s / _SOFTMAX_BLOCKS_PER_SM + stream_s)
+
+
+def softmax_global_reread_b(spec: GpuSpec, op: Op) -> tuple[float, float]:
+    """(bytes re-read from L2, bytes re-read from HBM) by the global softmax's two later
+    passes: from L2 while the rows in flight (two per SM) fit in it, else from HBM; (0, 0)
+    for any op :func:`softmax_global_s` does not price."""
+    if not isinstance(op, Softmax) or softmax_global_s(spec, op) is None:
+        return 0.0, 0.0
+    extra = 2.0 * op.input_bytes()
+    in_flight = _SOFTMAX_BLOCKS_PER_SM * spec.sm_count * op.cols * op.a_format.bytes_per_element
+    return (extra, 0.0) if in_flight <= spec.l2.l2_bytes else (0.0, extra)
 
 
 def vector_read_passes(op: Op) -> int:
@@ -243,24 +334,61 @@ def _imbalance(sizes_t: tuple[int, ...], heads: int, sm_count: int, lpt_max: int
     return max(loads) / balanced
 
 
-def fa_tile_work(op: Attention) -> list[int]:
-    """(query, key) pairs each prefill CTA of one (batch, head) computes at tile granularity:
-    a CTA of up to 128 query rows visits every 128-key tile holding a key one of its rows
-    sees (causal: up to its last row; window: from its first row's window start), and
-    computes those tiles whole (masking is per element, the MMA is per tile)."""
-    q, kv, w, B = op.q_len, op.kv_len, op.window, FA_BLOCK_Q
-    out = []
-    for j in range(-(-q // B)):
-        lo, hi = j * B, min(q, (j + 1) * B)
-        last = kv - q + hi - 1 if op.causal else kv - 1
-        first = max(0, kv - q + lo - w + 1) if w > 0 else 0
-        out.append((hi - lo) * (last // B - first // B + 1) * B)
-    return out
+#: FA3's Hopper tile configurations (``hopper/tile_size.h`` ``tile_size_fwd_sm90``, tag C: read
+#: in FlashAttention's source) for a paged KV cache loaded without TMA (vLLM's 16-token pages
+#: are not a multiple of block N): per (16-bit or fp8 kernel, largest head_dim) -> block M,
+#: block N (causal, window, neither), intra-warpgroup overlap (causal / window).
+_FA3_TILES: dict[bool, tuple[tuple[int, int, tuple[int, int, int], tuple[bool, bool]], ...]] = {
+    False: ((64, 192, (128, 160, 160), (True, False)), (96, 192, (128, 128, 128), (True, True)),
+            (128, 128, (128, 128, 128), (True, True)), (192, 128, (96, 96, 96), (True, True)),
+            (2**30, 128, (80, 64, 80), (True, True))),
+    True: ((64, 192, (160, 160, 160), (True, True)), (96, 192, (128, 128, 128), (True, True)),
+           (128, 128, (160, 160, 160), (True, True)), (192, 128, (160, 128, 160), (True, True)),
+           (2**30, 128, (128, 64, 128), (False, False))),
+}
+
+
+def fa3_tile(head_dim: int, fp8: bool, window: int, causal: bool = True) -> tuple[int, int, bool]:
+    """(block M, block N, intra-warpgroup overlap) of FA3's forward kernel on Hopper with a
+    paged KV cache (``_FA3_TILES``): ``fp8`` = the e4m3 kernel (an fp8 KV cache; vLLM quantises
+    the query to match). A window makes the kernel "local" (FA3 treats causal-with-window as
+    local, not causal)."""
+    for top, bm, bns, overlap in _FA3_TILES[fp8]:
+        if head_dim <= top:
+            kind = 1 if window > 0 else (0 if causal else 2)
+            return bm, bns[kind], overlap[1 if window > 0 else 0]
+    raise AssertionError("unreachable: the last bucket has no upper bound")
+
+
+@lru_cache(maxsize=8192)
+def fa3_cta_work(q_len: int, kv_len: int, group: int, window: int, causal: bool, bm: int,
+                 bn: int) -> tuple[int, int, int]:
+    """(CTAs, total pairs, largest CTA's pairs) of one (sequence, KV head) of FA3 prefill with
+    packed GQA (``pack_gqa``, always on for a paged KV cache without TMA): the ``group`` query
+    heads of one KV head are interleaved into the M dimension (packed row = query x group +
+    head), one CTA per ``bm`` packed rows; a CTA visits every ``bn``-key tile holding a key one
+    of its rows sees (causal: up to its last query; window: from its first query's window
+    start) and computes those tiles whole (masking is per element, the MMA per tile)."""
+    rows_total = q_len * group
+    n = -(-rows_total // bm)
+    total = largest = 0
+    for j in range(n):
+        lo, hi = j * bm, min(rows_total, (j + 1) * bm)
+        q_lo, q_hi = lo // group, (hi - 1) // group
+        last = kv_len - q_len + q_hi if causal else kv_len - 1
+        first = max(0, kv_len - q_len + q_lo - window + 1) if window > 0 else 0
+        w = (hi - lo) * (last // bn - first // bn + 1) * bn
+        total += w
+        largest = max(largest, w)
+    return n, total, largest
 
 
 def _query_format(op: Attention) -> str:
     """Tensor-core format of a paged-KV call's MMAs: the query's, 16-bit (an 8-bit activation
-    model keeps its attention in bf16; fp32 inputs run the fp16 kernels)."""
+    model keeps its attention in bf16; fp32 inputs run the fp16 kernels), or fp8 with an fp8
+    KV cache (FA3's e4m3 kernel needs Q, K and V in one format: vLLM quantises the query)."""
+    if op.kv_bytes_per_element < 2.0:
+        return "fp8_e4m3"
     if op.a_format.name in ("fp16", "fp32"):
         return "fp16"
     return op.a_format.name if op.a_format.bits >= 16 else "bf16"
@@ -268,10 +396,11 @@ def _query_format(op: Attention) -> str:
 
 def paged_attention_parts(spec: GpuSpec, op: Attention) -> AttentionTime:
     """The parts of one framework attention call through a paged-KV FlashAttention backend
-    (module docstring; ``spec.paged_attention``), back to back: ``fixed_s`` (call, per token,
-    per CTA wave), ``sm_s`` (MMAs and exp, prefill) and ``hbm_s`` (the stream); time = fixed
-    + max(sm, hbm). Prefill when ``q_len`` > 16, else split-KV decode. The query is 16-bit
-    (:func:`_query_format`); an fp8 KV cache is one narrower than it.
+    (module docstring; ``spec.paged_attention``), back to back: ``fixed_s`` (call, per token;
+    decode: per CTA wave), ``sm_s`` (prefill: every CTA's fixed time, MMAs and exp over the
+    SMs) and ``hbm_s`` (the stream); time = fixed + max(sm, hbm). Prefill when ``q_len`` > 1,
+    else split-KV decode. The query is 16-bit, or fp8 with an fp8 KV cache
+    (:func:`_query_format`).
 
     Traffic (energy only; the times are the fitted model's): prefill reads Q and the K/V of
     ``kv_len`` keys once and writes O and the new tokens' K/V into the cache; decode reads Q
@@ -281,39 +410,43 @@ def paged_attention_parts(spec: GpuSpec, op: Attention) -> AttentionTime:
         raise ValueError("this GPU has no paged_attention constants")
     sms = spec.sm_count
     bw = spec.memory.sustained_bytes_per_s
-    qf = _query_format(op)
     q_bpe = 2.0
     kv_bpe = op.kv_bytes_per_element
     fp8 = kv_bpe < q_bpe
     fixed = c.fp8_call_us * 1e-6 if fp8 else 0.0
-    dim_s = op.head_dim * c.cta_dim_ns * 1e-9
     tokens = op.batch * op.q_len
     q_b = tokens * op.heads * op.head_dim * q_bpe
     new_kv_b = 2.0 * tokens * op.kv_heads * op.head_dim * kv_bpe
     pairs = float(op.batch * op.heads * op.pairs())
-    if op.q_len <= _DECODE_Q_MAX:
+    if op.q_len <= 1:
         keys = max(op.keys_seen(), c.min_keys)
         stream_b = 2.0 * op.batch * op.kv_heads * keys * op.head_dim * kv_bpe
         ctas = op.batch * op.kv_heads
         fixed += (c.decode_call_us * 1e-6 + op.batch * c.seq_ns * 1e-9
-                  + max(1.0, ctas / sms) * (c.decode_cta_us * 1e-6 + dim_s))
+                  + max(1.0, ctas / sms) * (c.decode_cta_us * 1e-6
+                                            + op.head_dim * c.cta_dim_ns * 1e-9))
         read = q_b + 2.0 * op.batch * op.kv_heads * op.keys_seen() * op.head_dim * kv_bpe
         return AttentionTime(fixed, 0.0, stream_b / bw, read, q_b + new_kv_b, pairs,
                              4.0 * pairs, True)
     f = spec.tensor_clock_mhz * 1e6
-    mma = float(spec.tc_rate_per_sm(qf)) * c.mma_efficiency * f
+    bm, bn, overlap = fa3_tile(op.head_dim, fp8, op.window, op.causal)
+    eff = c.mma_efficiency_fp8 if fp8 else c.mma_efficiency
+    mma = float(spec.tc_rate_per_sm(_query_format(op))) * eff * f
     pair_s = 2.0 * op.head_dim / mma + 1.0 / (spec.cuda_core.sfu_per_sm * f)
-    work = fa_tile_work(op)
-    heads = op.batch * op.heads
-    t_sm = max(sum(work) * heads / sms, max(work)) * pair_s
+    if not overlap:
+        pair_s *= c.no_overlap_factor
+    groups = op.kv_heads if op.heads % op.kv_heads == 0 else op.heads
+    n, total, largest = fa3_cta_work(op.q_len, op.kv_len, op.heads // groups, op.window,
+                                     op.causal, bm, bn)
+    cta_s = c.cta_us * 1e-6 + bm * op.head_dim * c.cta_tile_ns * 1e-9
+    units = op.batch * groups
+    t_sm = max(units * (n * cta_s + total * pair_s) / sms, cta_s + largest * pair_s)
     t_hbm = (2.0 * tokens * op.heads * op.head_dim * q_bpe
              + 2.0 * tokens * op.kv_heads * op.head_dim * kv_bpe) / bw
     kv_tok_b = 2.0 * op.kv_heads * op.head_dim * kv_bpe          # K and V of one token
     tok = (c.token_ns * 1e-9 + kv_tok_b / (c.cache_write_gbps * 1e9)) \
         * (c.fp8_token_factor if fp8 else 1.0)
-    ctas = heads * len(work)
-    fixed += (c.prefill_call_us * 1e-6 + tokens * tok
-              + max(1.0, ctas / sms) * (c.cta_us * 1e-6 + dim_s))
+    fixed += c.prefill_call_us * 1e-6 + tokens * tok
     read = q_b + 2.0 * op.batch * op.kv_heads * op.kv_len * op.head_dim * kv_bpe
     return AttentionTime(fixed, t_sm, t_hbm, read, q_b + new_kv_b, pairs, 4.0 * pairs, False,
                          pair_s * f)
@@ -342,7 +475,7 @@ def softmax_reread_s(spec: GpuSpec, op: Op) -> float:
     ``cuda_core.reduce_pass_bytes_per_clock`` per SM (0 for other ops, rows of at most
     1,024 columns, or a GPU without that rate)."""
     rate = spec.cuda_core.reduce_pass_bytes_per_clock
-    if not rate or not isinstance(op, Softmax):
+    if not rate or not isinstance(op, Softmax) or softmax_global_s(spec, op) is not None:
         return 0.0
     extra = (vector_read_passes(op) - 1) * op.input_bytes()
     return extra / (rate * spec.sm_count * spec.clock_hz)

@@ -14,6 +14,8 @@ weighted combine (``moe_sum``). Constants per kernel and weight format are in
         + G(N = 2 width, K = hidden) + G(N = hidden, K = width)     (non-gated: N = width)
     G   = max(compute, stream)
     compute = 2 x (sum_e ceil(m_e / BM) x BM) x N x K / (SMs x MMA rate x mma_efficiency)
+              [partial_tile_gbps set (CUTLASS per-tensor fp8): an expert's last, partial tile
+               costs N x K x weight bytes / partial_tile_gbps instead of its padded MMAs]
     stream  = (experts hit x N x K x weight bytes + sum_e m_e x (K x act bytes + N x 2))
               / min(BW x stream_efficiency, CTAs x cta_gbps)
     CTAs    = sum_e ceil(m_e / BM) x ceil(N / block_n)
@@ -90,10 +92,18 @@ class MoeTime:
 def _grouped(spec: GpuSpec, k: MoeKernelSpec, loads: tuple[float, ...], n: int, kk: int,
              bm: int, w_bpe: float, a_bpe: float, mma_per_s_sm: float
              ) -> tuple[float, float, float, float]:
-    """(time, compute time, read bytes, write bytes) of one grouped GEMM."""
+    """(time, compute time, read bytes, write bytes) of one grouped GEMM. With
+    ``k.partial_tile_gbps`` an expert's last, partial tile costs its weights at that rate
+    instead of its (padded) MMAs."""
     tiles = sum(math.ceil(m / bm) for m in loads)
     ctas = tiles * math.ceil(n / k.block_n)
-    compute = 2.0 * tiles * bm * n * kk / (spec.sm_count * mma_per_s_sm * k.mma_efficiency)
+    full = tiles
+    partial_s = 0.0
+    if k.partial_tile_gbps is not None:
+        full = sum(math.floor(m / bm + 1e-9) for m in loads)
+        partial_s = (tiles - full) * n * kk * w_bpe / (k.partial_tile_gbps * 1e9)
+    compute = (2.0 * full * bm * n * kk / (spec.sm_count * mma_per_s_sm * k.mma_efficiency)
+               + partial_s)
     read = len(loads) * n * kk * w_bpe + sum(loads) * kk * a_bpe
     write = sum(loads) * n * 2.0
     bw = min(spec.memory.sustained_bytes_per_s * k.stream_efficiency, ctas * k.cta_gbps * 1e9)

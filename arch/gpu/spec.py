@@ -96,6 +96,16 @@ class CudaCoreSpec:
                   "normalisation, each reading the row); issue-bound, overlapped with the HBM "
                   "stream (arch/gpu/kernels.py norm_pass_s). null = such rows priced as the "
                   "vectorised kernel", unit="B/clock", min=0.01)
+    softmax_step_ns: float | None = param(
+        None, doc="one scalar step of PyTorch's global-memory softmax (cunn_SoftMaxForward, one "
+                  "1,024-thread block per row; rows too wide for its register and shared-memory "
+                  "kernels): a 2-byte load per thread from L2 and its use, latency-bound, in "
+                  "the max and sum passes' re-reads (the first pass waits dram_latency_ns per "
+                  "step) (arch/gpu/kernels.py softmax_global_s). null = such rows priced by "
+                  "reduce_pass_bytes_per_clock", unit="ns", min=0)
+    softmax_vector_bytes_per_clock: float | None = param(
+        None, doc="per-SM rate of the 16-byte (vectorised) steps of the global-memory softmax's "
+                  "three passes", unit="B/clock", min=0.01)
 
 
 @dataclass(frozen=True)
@@ -170,15 +180,25 @@ class PagedAttentionSpec:
     cache_write_gbps: float = param(doc="rate of the per-token K/V bytes written into the "
                                         "paged cache (on top of token_ns)", unit="GB/s",
                                     min=0, min_exclusive=True)
-    cta_us: float = param(doc="SM time of one prefill CTA beyond its MMAs (page table walk, "
-                              "pipeline prologue and epilogue), per wave of CTAs", unit="us",
-                          min=0)
-    cta_dim_ns: float = param(doc="per unit of head_dim added to every CTA's fixed time "
-                                  "(prefill and decode: its Q tile load, O and LSE write)",
+    cta_us: float = param(doc="SM time of one prefill CTA (one block-M tile of packed "
+                              "query rows of one KV head) beyond its MMAs: tile scheduler, "
+                              "page-table walk, pipeline prologue", unit="us", min=0)
+    cta_tile_ns: float = param(doc="prefill: per element of a CTA's Q / O tile (block M x "
+                                   "head_dim) added to its SM time (Q load, O and LSE write)",
+                               unit="ns", min=0)
+    cta_dim_ns: float = param(doc="decode: per unit of head_dim added to every (sequence, KV "
+                                  "head) CTA's fixed time (its Q tile load, O and LSE write)",
                               unit="ns", min=0)
-    mma_efficiency: float = param(doc="achieved fraction of the dense MMA rate in the prefill "
-                                      "main loop (FA3 warp-specialised ping-pong)",
+    mma_efficiency: float = param(doc="achieved fraction of the dense 16-bit MMA rate in the "
+                                      "prefill main loop (FA3 warp-specialised ping-pong)",
                                   min=0, max=1, min_exclusive=True)
+    mma_efficiency_fp8: float = param(doc="the same with an fp8 KV cache (FA3's e4m3 kernel: "
+                                          "the query quantised to fp8, V transposed in shared "
+                                          "memory), of the dense fp8 MMA rate",
+                                      min=0, max=1, min_exclusive=True)
+    no_overlap_factor: float = param(doc="prefill: per-pair time multiplier of the FA3 tile "
+                                         "configurations built without intra-warpgroup "
+                                         "overlap (arch/gpu/kernels.py fa3_tile)", min=1)
     seq_ns: float = param(doc="decode: per sequence (block-table and sequence-length reads, "
                               "split scheduling)", unit="ns", min=0)
     decode_cta_us: float = param(doc="decode: SM time of one (sequence, KV head) CTA's "
@@ -188,8 +208,8 @@ class PagedAttentionSpec:
                                 "whatever the context)", min=1)
     fp8_call_us: float = param(0.0, doc="extra fixed work with an fp8 KV cache (the query's "
                                         "fp8 quantisation kernel)", unit="us", min=0)
-    fp8_token_factor: float = param(1.0, doc="token_ns multiplier with an fp8 KV cache "
-                                             "(per-token scale and convert)", min=1)
+    fp8_token_factor: float = param(1.0, doc="prefill: per-token cost multiplier with an fp8 "
+                                             "KV cache (per-token scale and convert)", min=1)
 
 
 @dataclass(frozen=True)
@@ -229,6 +249,12 @@ class MoeKernelSpec:
     stream_efficiency: float = param(1.0, doc="achieved fraction of the sustained HBM rate "
                                               "while streaming expert weights", min=0, max=1,
                                      min_exclusive=True)
+    partial_tile_gbps: float | None = param(None, doc="rate at which an expert's last, "
+                                                     "partial block-M tile (fewer tokens than "
+                                                     "block_m) streams that expert's weights, "
+                                                     "its time instead of the tile's MMAs; "
+                                                     "null = priced like a full tile",
+                                            unit="GB/s", min=0, min_exclusive=True)
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,8 @@ from archsim.arch.gpu.kernels import (
     estimate_attention,
     norm_kernels,
     norm_pass_s,
+    softmax_global_reread_b,
+    softmax_global_s,
     softmax_reread_s,
     unit_attention_time,
     vector_read_passes,
@@ -562,6 +564,16 @@ class TensorCoreGpu(Unit[GpuMapping]):
                                          op.output_bytes(), op.vector_ops(), sfu,
                                          issue_s=passes, l2_reread_b=extra,
                                          launches=norm_kernels(s, op))
+        glob = softmax_global_s(s, op)
+        if glob is not None:
+            # PyTorch's global-memory softmax (docs/gpu.md "Vector ops over odd widths"): its
+            # SM side (latency-bound scalar steps, rate-bound 16-byte steps) overlaps the HBM
+            # stream; the two re-read passes hit L2 while the rows in flight fit, else HBM
+            l2_b, hbm_b = softmax_global_reread_b(s, op)
+            return self._estimate_stream(op, "vector",
+                                         op.input_bytes() + op.weight_bytes() + hbm_b,
+                                         op.output_bytes(), op.vector_ops(), sfu,
+                                         issue_s=glob, l2_reread_b=l2_b)
         serial = softmax_reread_s(s, op)
         if serial:
             # the re-read passes run after the first, issue-bound per SM (calibrated;
@@ -732,9 +744,12 @@ class TensorCoreGpu(Unit[GpuMapping]):
 
             ops = float(op.vector_ops())
             passes = norm_pass_s(s, op)
-            if passes is not None:      # the norm's issue-bound passes hold the SM's lanes
+            if passes is None:
+                passes = softmax_global_s(s, op)
+            if passes is not None:      # issue-/latency-bound passes hold the SM's lanes
                 ops = max(ops, passes * s.clock_hz * s.sm_count * s.cuda_core.fp32_lanes_per_sm)
-            return lower_stream(s, op.name, op.input_bytes() + op.weight_bytes(),
+            reread_hbm = softmax_global_reread_b(s, op)[1] if isinstance(op, Softmax) else 0.0
+            return lower_stream(s, op.name, op.input_bytes() + op.weight_bytes() + reread_hbm,
                                 op.output_bytes(), ops, sfu, clock_hz=f_hz,
                                 serial_s=softmax_reread_s(s, op), launches=norm_kernels(s, op))
         if isinstance(op, Embedding):

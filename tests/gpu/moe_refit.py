@@ -7,13 +7,17 @@ measured over every FIT_STRIDE-th fit row of the class. The block sizes are not 
 CUTLASS: 128 x 128). Needs scipy (not a dependency of archsim: this script is how the
 constants were made; tests/gpu/test_fused_moe.py checks them).
 
-    python3 -m tests.gpu.moe_refit
+    python3 -m tests.gpu.moe_refit [CLASS ...]     # e.g. vllm_moe_cutlass_fp8; default all
+
+The per-tensor fp8 CUTLASS class also fits ``partial_tile_gbps`` (an expert's last, partial
+tile streams its weights at that rate: :data:`PARTIAL_CLASSES`).
 """
 
 from __future__ import annotations
 
 import math
 import statistics
+import sys
 from dataclasses import replace
 
 import numpy as np
@@ -32,6 +36,8 @@ NAMES = ("call_us", "token_ns", "pair_width_b", "pair_hidden_b", "local_width_b"
 UPPER = (500, 100, 100, 100, 100, 100, 100, 1, 1, 2000)
 BLOCKS = {"triton": (64, 16, 64), "cutlass": (128, 128, 128)}
 START = (30.0, 1.0, 5.0, 2.0, 2.0, 1.0, 0.5, 0.5, 0.8, 50.0)
+#: classes whose partial tiles run at their own weight-stream rate (start 600 GB/s, 50..5000)
+PARTIAL_CLASSES = ("vllm_moe_cutlass_fp8",)
 
 
 def _key(cls: str) -> str:
@@ -41,20 +47,24 @@ def _key(cls: str) -> str:
 def fit_class(spec, cls: str, rows: list[dict]) -> MoeKernelSpec:
     bm, bms, bn = BLOCKS[cls.split("_")[2]]
     ops = [(moe_op(d), d["ms"] * 1e-3) for d in rows]
+    partial = cls in PARTIAL_CLASSES
 
     def kspec(x):
-        return MoeKernelSpec(block_m=bm, block_m_small=bms, block_n=bn,
-                             **dict(zip(NAMES, (float(v) for v in x), strict=True)))
+        extra = {"partial_tile_gbps": float(x[-1])} if partial else {}
+        return MoeKernelSpec(block_m=bm, block_m_small=bms, block_n=bn, **extra,
+                             **dict(zip(NAMES, (float(v) for v in x[:len(NAMES)]),
+                                        strict=True)))
 
     def res(x):
         s = replace(spec, fused_moe=FusedMoeSpec(**{_key(cls): kspec(x)}))
         return np.array([math.log(fused_moe_time(s, op).time_s / ms) for op, ms in ops])
 
-    x0 = np.array(START)
-    lo = [0.0] * len(NAMES)
+    x0 = np.array(START + ((600.0,) if partial else ()))
+    lo = [0.0] * len(NAMES) + ([50.0] if partial else [])
     lo[NAMES.index("mma_efficiency")] = lo[NAMES.index("stream_efficiency")] = 0.02
     lo[NAMES.index("cta_gbps")] = 1.0
-    sol = least_squares(res, x0, x_scale=x0, diff_step=1e-3, bounds=(lo, list(UPPER)))
+    up = list(UPPER) + ([5000.0] if partial else [])
+    sol = least_squares(res, x0, x_scale=x0, diff_step=1e-3, bounds=(lo, up))
     return kspec(sol.x)
 
 
@@ -62,7 +72,10 @@ def main() -> None:
     spec = load("gpu/h100").units[0].spec
     rows = [d for _, d in load_kernel_rows(MOE_CSV)]
     fitted = {}
+    only = sys.argv[1:]
     for cls in sorted({kernel_class(d) for d in rows}):
+        if only and cls not in only:
+            continue
         mine = [d for d in rows if kernel_class(d) == cls]
         k = fit_class(spec, cls, [d for d in mine if shape_half(d) == "fit"][::FIT_STRIDE])
         fitted[_key(cls)] = k
@@ -73,8 +86,11 @@ def main() -> None:
             print(f"{cls} {h}: {len(e)} rows, median |err| {statistics.median(e):.3f}")
     for key, k in fitted.items():
         print(f"      {key}:")
-        for n in ("call_us", *NAMES[1:], "block_m", "block_m_small", "block_n"):
+        for n in ("call_us", *NAMES[1:], "partial_tile_gbps", "block_m", "block_m_small",
+                  "block_n"):
             v = getattr(k, n)
+            if v is None:
+                continue
             print(f"        {n}: {0 if v < 1e-3 else float(f'{v:.4g}'):g}")
 
 
