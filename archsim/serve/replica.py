@@ -188,6 +188,7 @@ class Replica:
         self.kv_area = 0.0      # integral of used blocks over time (block-seconds)
         self.iterations = 0
         self.decode_keys = 0
+        self.prefilling: list[State] = []
 
     # ---- queues ------------------------------------------------------------------------------
     def outstanding(self) -> int:
@@ -326,15 +327,20 @@ class Replica:
     def decodes(self) -> tuple[list[State], float]:
         """Running requests that decode this iteration, growing their KV by a block where
         needed and preempting from the back when the cache is full. Also sets
-        ``self.decode_keys`` (sum of keys attended by the decodes). Hot loop: kept lean."""
+        ``self.decode_keys`` (sum of keys attended by the decodes) and ``self.prefilling``
+        (the running requests still prefilling, in order: what a chunked policy continues,
+        found in the same pass). Hot loop: kept lean."""
         dec: list[State] = []
+        pre: list[State] = []
         keys = 0
         bs = self.kv.block_size
         kv = self.kv
         cap = self.key_cap
         append = dec.append
+        self.prefilling = pre
         for i, s in enumerate(self.running):      # fast path: no preemption needed
             if s.done < s.target:                 # still prefilling (chunked)
+                pre.append(s)
                 continue
             need = s.prompt + s.g                 # tokens in the cache after this step
             if need > (s.blocks + s.shared) * bs:
@@ -347,13 +353,16 @@ class Replica:
         return dec, 0.0
 
     def _decodes_slow(self, i: int, dec: list[State], keys: int) -> tuple[list[State], float]:
-        """:meth:`decodes` from index ``i`` on, preempting from the back of ``running``."""
+        """:meth:`decodes` from index ``i`` on, preempting from the back of ``running`` (a
+        request is preempted only after every one before it was visited, so the
+        ``prefilling`` list stays that of the requests left running)."""
         swap_t = 0.0
         bs = self.kv.block_size
         running = self.running
         while i < len(running):
             s = running[i]
             if s.done < s.target:
+                self.prefilling.append(s)
                 i += 1
                 continue
             need = s.prompt + s.g
