@@ -359,7 +359,7 @@ def _reuse(hit: tuple[Assignment | None, str, str], op: Op
     if a is None:
         return (None, "") if priced_for in why else (None, why)
     e = a.estimate
-    if any(priced_for in t for t in (e.mapping, e.reason, e.dataflow)):
+    if priced_for in e.mapping or priced_for in e.reason or priced_for in e.dataflow:
         return None, ""
     return Assignment(op, a.unit, a.mapping, e.renamed(op.name), a.energy_j), ""
 

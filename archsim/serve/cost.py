@@ -305,6 +305,7 @@ class IterationCost:
         # expert all-to-alls and the pipeline's stage-to-stage sends (arch.collective)
         self.cluster = single_node(acc, tp * pp) if pp > 1 or ep > 1 else None
         self._memo: dict[tuple[Any, ...], Cost] = {}
+        self._pow2: dict[int, int] = {}
         # overlap inside one device (mapper.overlap; docs/serving.md): the dense group's ops
         # as a chain of (kind, seconds, role) per evaluated point, the overlapped block times
         self.overlap = overlap = overlap or Overlap()
@@ -514,7 +515,9 @@ class IterationCost:
         if n == 0:
             return Cost()
         kind = self._attn[kind]
-        bg = 1 << max(0, int(round(math.log2(n))))
+        bg = self._pow2.get(n)
+        if bg is None:          # the power of two nearest n (in log), once per n
+            bg = self._pow2[n] = 1 << max(0, int(round(math.log2(n))))
         cbar = max(1.0, keys / n - 1)
         cg = self._nearest(self._ctx, cbar)
         base = self._eval("attn", "decode", bg, None, cg, kind)

@@ -338,14 +338,14 @@ class Replica:
         cap = self.key_cap
         append = dec.append
         self.prefilling = pre
-        for i, s in enumerate(self.running):      # fast path: no preemption needed
+        for s in self.running:                    # fast path: no preemption needed
             if s.done < s.target:                 # still prefilling (chunked)
                 pre.append(s)
                 continue
             need = s.prompt + s.g                 # tokens in the cache after this step
             if need > (s.blocks + s.shared) * bs:
-                if not kv.alloc(1):
-                    return self._decodes_slow(i, dec, keys)
+                if not kv.alloc(1):               # (states compare by identity)
+                    return self._decodes_slow(self.running.index(s), dec, keys)
                 s.blocks += 1
             append(s)
             keys += need if need < cap else cap
