@@ -127,6 +127,17 @@ class Estimate:
     def dram_bytes(self) -> float:
         return self.dram_read_bytes + self.dram_write_bytes
 
+    def renamed(self, op_name: str) -> Estimate:
+        """This estimate under another op's name, every other field shared (the estimate of
+        an identical op: ``mapper.map_workload``'s reuse). Equal to
+        ``dataclasses.replace(self, op_name=op_name)``, without re-running ``__init__``
+        (nothing else changes, so there is nothing to re-check): a network's repeated
+        layers are renamed hundreds of times per evaluation."""
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new.__dict__["op_name"] = op_name
+        return new
+
 
 def infeasible(op: Op, unit: str, reason: str, clock_hz: float = 1.0) -> Estimate:
     """An Estimate that says ``op`` cannot run on ``unit`` and why."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
+import functools
 import math
 import re
 import types
@@ -150,9 +151,16 @@ def field_bounds(f: dataclasses.Field, tp: Any = None) -> tuple[float | None, fl
 
 
 def spec_fields(cls: type) -> list[tuple[dataclasses.Field, Any]]:
-    """(field, resolved type) pairs of a spec dataclass, in declaration order."""
+    """(field, resolved type) pairs of a spec dataclass, in declaration order (resolved
+    once per class: every config load, every sweep point, builds its specs)."""
+    return list(_spec_fields(cls))
+
+
+@functools.cache
+def _spec_fields(cls: type) -> tuple[tuple[dataclasses.Field, Any], ...]:
     hints = typing.get_type_hints(cls)
-    return [(f, hints[f.name]) for f in dataclasses.fields(cls) if f.init and not f.name.startswith("_")]
+    return tuple((f, hints[f.name]) for f in dataclasses.fields(cls)
+                 if f.init and not f.name.startswith("_"))
 
 
 def describe_type(tp: Any) -> str:

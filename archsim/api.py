@@ -410,22 +410,37 @@ def with_format_hint(exc: MappingError, acc: Accelerator) -> MappingError:
 
 class _EnergyCache:
     """Energy of one op's estimate, computed once per distinct (unit, cycles, actions):
-    networks repeat the same layer shapes many times (ResNet-50: 174 ops, 38 distinct)."""
+    networks repeat the same layer shapes many times (ResNet-50: 174 ops, 38 distinct).
+    Each unit's components are resolved once (``energy.prices``); an estimate whose action
+    table was priced before (identical ops share it) is found by identity first."""
 
     def __init__(self, comps: dict[str, list[Any]], tech: Any) -> None:
         self.comps = comps
         self.tech = tech
         self.memo: dict[tuple, float] = {}
+        self.prices: dict[str, energy.EnergyPrices] = {}
+        self.seen: dict[tuple, tuple[float, Any]] = {}   # keeps each action table alive
 
     def __call__(self, unit: Unit, est: Estimate, cycles: int | None = None) -> float:
         cycles = est.cycles if cycles is None else cycles
+        ident = (unit.name, cycles, est.clock_hz, id(est.actions))
+        hit = self.seen.get(ident)
+        if hit is not None and hit[1] is est.actions:
+            return hit[0]
         key = (unit.name, cycles, est.clock_hz, tuple(sorted(est.actions.items())))
         e = self.memo.get(key)
         if e is None:
-            e = energy.evaluate(self.comps[unit.name], est.actions, cycles / est.clock_hz,
-                                self.tech).total_j
+            e = self.unit_prices(unit.name).evaluate(est.actions, cycles / est.clock_hz).total_j
             self.memo[key] = e
+        self.seen[ident] = (e, est.actions)
         return e
+
+    def unit_prices(self, name: str) -> energy.EnergyPrices:
+        """The ``energy.prices`` of unit ``name``'s components (resolved on first use)."""
+        p = self.prices.get(name)
+        if p is None:
+            p = self.prices[name] = energy.prices(self.comps[name], self.tech)
+        return p
 
 
 def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
@@ -510,7 +525,13 @@ def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
         if before_simulation is not None:   # e.g. the CLI's "compiling kernels" note
             before_simulation()
     simulated: dict[tuple[Any, ...], int] = {}
-    for a in sched.assignments:
+    # the per-op numbers that depend on the op alone, once per workload (the schedule's
+    # assignments follow ``wl.ops()``)
+    facts = wl.derived("api.op_facts", lambda: tuple(
+        (op.macs(), op.flops(), op.describe(), op.is_matrix,
+         op.effective_macs() if op.is_matrix else 0.0) for op in wl.ops()))
+    for a, (op_macs, op_flops, shape, is_matrix, eff_macs) in zip(sched.assignments, facts,
+                                                                  strict=True):
         est = a.estimate
         cycles = est.cycles
         if fidelity == "cycle":
@@ -523,15 +544,15 @@ def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
         if a.unit.name not in used:
             used.append(a.unit.name)
         op = a.op
-        if op.is_matrix:
-            ideal_s[a.unit.name] = ideal_s.get(a.unit.name, 0.0) + op.effective_macs() / (
+        if is_matrix:
+            ideal_s[a.unit.name] = ideal_s.get(a.unit.name, 0.0) + eff_macs / (
                 a.unit.peak_macs_per_cycle(op) * a.unit.clock_hz)
-        macs += op.macs()
-        flops += op.flops()
+        macs += op_macs
+        flops += op_flops
         dram += est.dram_bytes
-        rows.append(OpResult(op.name, op.kind, a.unit.name, est.dataflow, op.describe(), cycles,
+        rows.append(OpResult(op.name, op.kind, a.unit.name, est.dataflow, shape, cycles,
                              lat, e_op, (est.utilization * est.cycles / cycles) if cycles else 0.0,
-                             est.bound, op.macs(), est.dram_bytes, est.mapping,
+                             est.bound, op_macs, est.dram_bytes, est.mapping,
                              {k: float(est.details[k]) for k in REPORTED_DETAILS
                               if k in est.details}, layer=op.layer, pass_=op.pass_,
                              block=op.block, role=op.role))
@@ -539,8 +560,11 @@ def evaluate(acc: Accelerator, wl: Workload, fidelity: str = "analytical",
     moved = _transfer_actions(acc, comps, sched, transfers, total_actions)
     dram += moved
     all_comps = [c for u in acc.units for c in comps[u.name]]
-    # Leakage runs for the whole latency on every unit (idle units leak too).
-    erep = energy.evaluate(all_comps, total_actions, latency, tech)
+    # Leakage runs for the whole latency on every unit (idle units leak too). One unit: its
+    # components are the design's, already resolved for the per-op energies.
+    prices = (op_energy.unit_prices(acc.units[0].name) if len(acc.units) == 1
+              else energy.prices(all_comps, tech))
+    erep = prices.evaluate(total_actions, latency)
     arep = energy.area(all_comps, tech)
     n_dev = wl.devices           # tensor parallelism: every device runs one shard
     e_total, e_break = erep.total_j * n_dev, {k: v * n_dev for k, v in erep.breakdown_j.items()}
@@ -730,6 +754,6 @@ def input_hash(acc: Accelerator, wl: Workload, fidelity: str, objective: str) ->
                          "version": VERSION, "workload": [wl.name, wl.phase, wl.batch, wl.seq,
                                                           wl.context]},
                         sort_keys=True, default=str).encode())
-    for op in wl.ops():
-        h.update(repr(op).encode())
+    # every op's repr in order (the same bytes as hashing them one by one), once per workload
+    h.update(wl.derived("api.op_reprs", lambda: b"".join(repr(op).encode() for op in wl.ops())))
     return h.hexdigest()[:16]

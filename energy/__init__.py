@@ -8,6 +8,8 @@ Public API::
 
 * ``Component(name, cls, count=1, attrs={...}, technology=None)`` - one block.
 * ``evaluate(components, action_counts, latency_s, technology=Technology())`` -> ``EnergyReport``.
+* ``prices(components, technology)`` -> ``EnergyPrices``: ``evaluate`` for one fixed set of
+  components, resolved once (``.evaluate(action_counts, latency_s)``).
 * ``area(components, technology=Technology())`` -> ``AreaReport``.
 * ``scale(value, quantity, from_node_nm, to_node_nm, from_vdd_v=None, to_vdd_v=None)`` -
   the one technology-scaling function (Stillmaker & Baas 2017).
@@ -19,6 +21,7 @@ from archsim.energy.classes import COMPONENT_CLASSES, ComponentClass, register_c
 from archsim.energy.component import Component, FrozenMap, Technology
 from archsim.energy.report import (
     AreaReport,
+    EnergyPrices,
     EnergyReport,
     allowed_actions,
     area,
@@ -26,6 +29,7 @@ from archsim.energy.report import (
     energy_per_action_pj,
     evaluate,
     leakage_per_instance_w,
+    prices,
     validate,
 )
 from archsim.energy.scaling import nominal_vdd_v, scale
@@ -35,6 +39,7 @@ __all__ = [
     "AreaReport",
     "Component",
     "ComponentClass",
+    "EnergyPrices",
     "EnergyReport",
     "FrozenMap",
     "Technology",
@@ -45,6 +50,7 @@ __all__ = [
     "evaluate",
     "leakage_per_instance_w",
     "nominal_vdd_v",
+    "prices",
     "register_component_class",
     "scale",
     "validate",

@@ -17,6 +17,8 @@ __all__ = [
     "EnergyReport",
     "AreaReport",
     "evaluate",
+    "EnergyPrices",
+    "prices",
     "area",
     "validate",
     "allowed_actions",
@@ -199,38 +201,77 @@ def evaluate(
     Raises:
         ValueError: unknown class/attribute/action/component name, negative count or latency.
     """
-    if isinstance(latency_s, bool) or not isinstance(latency_s, (int, float)) or not (latency_s >= 0) or math.isinf(latency_s):
-        raise ValueError(f"latency_s: expected a finite number >= 0, got {latency_s!r}")
+    return prices(components, technology).evaluate(action_counts, latency_s)
+
+
+@dataclass(frozen=True)
+class EnergyPrices:
+    """:func:`evaluate` for one fixed set of components and technology: each component
+    resolved and its leakage (W, all instances) worked out once, each (component, action)
+    energy looked up once. A network evaluation prices many ops' action counts on the
+    same unit; the reports are the same bit for bit as :func:`evaluate`'s (which is this).
+    Build with :func:`prices`.
+
+    Attributes:
+        by_name: component name -> component, in input order.
+        leakage_w: component name -> leakage per instance x instances (W).
+        technology: the process for components whose ``technology`` is None.
+    """
+
+    by_name: Mapping[str, Component]
+    leakage_w: Mapping[str, float]
+    technology: Technology
+    _pj: dict[tuple[str, str], float] = field(default_factory=dict, repr=False, compare=False)
+
+    def evaluate(self, action_counts: Mapping[tuple[str, str], float],
+                 latency_s: float) -> EnergyReport:
+        """The :class:`EnergyReport` of ``action_counts`` over ``latency_s`` (as
+        :func:`evaluate`, with the same errors)."""
+        if isinstance(latency_s, bool) or not isinstance(latency_s, (int, float)) or not (latency_s >= 0) or math.isinf(latency_s):
+            raise ValueError(f"latency_s: expected a finite number >= 0, got {latency_s!r}")
+        by_name = self.by_name
+        dyn_pj: dict[str, float] = {name: 0.0 for name in by_name}
+        for key, count in action_counts.items():
+            e = self._pj.get(key)
+            if e is None:   # a key seen before passed these checks
+                if not (isinstance(key, tuple) and len(key) == 2):
+                    raise ValueError(f"action_counts key {key!r}: expected (component name, action name)")
+                if key[0] not in by_name:
+                    raise ValueError(
+                        f"action_counts: unknown component {key[0]!r} (action {key[1]!r}); known: {', '.join(by_name) or '(none)'}"
+                    )
+            name, action = key
+            if isinstance(count, bool) or not isinstance(count, (int, float)) or not (count >= 0) or math.isinf(count):
+                raise ValueError(f"{_where(by_name[name])}: action {action!r} count must be a finite number >= 0, got {count!r}")
+            if e is None:
+                e = self._pj[key] = energy_per_action_pj(by_name[name], action, self.technology)
+            dyn_pj[name] += float(count) * e
+        dyn_j = {name: pj * _PJ_TO_J for name, pj in dyn_pj.items()}
+        leak_j = {name: w * float(latency_s) for name, w in self.leakage_w.items()}
+        breakdown = {name: dyn_j[name] + leak_j[name] for name in by_name}
+        dynamic = math.fsum(dyn_j.values())
+        leakage = math.fsum(leak_j.values())
+        return EnergyReport(
+            total_j=dynamic + leakage,
+            dynamic_j=dynamic,
+            leakage_j=leakage,
+            breakdown_j=breakdown,
+            dynamic_breakdown_j=dyn_j,
+            leakage_breakdown_j=leak_j,
+            latency_s=float(latency_s),
+        )
+
+
+def prices(components: Iterable[Component],
+           technology: Technology = DEFAULT_TECHNOLOGY) -> EnergyPrices:
+    """The :class:`EnergyPrices` of ``components`` under ``technology``.
+
+    Raises:
+        ValueError: unknown class/attribute or duplicate name.
+    """
     by_name = _index(components)
-    dyn_pj: dict[str, float] = {name: 0.0 for name in by_name}
-    for key, count in action_counts.items():
-        if not (isinstance(key, tuple) and len(key) == 2):
-            raise ValueError(f"action_counts key {key!r}: expected (component name, action name)")
-        name, action = key
-        if name not in by_name:
-            raise ValueError(
-                f"action_counts: unknown component {name!r} (action {action!r}); known: {', '.join(by_name) or '(none)'}"
-            )
-        if isinstance(count, bool) or not isinstance(count, (int, float)) or not (count >= 0) or math.isinf(count):
-            raise ValueError(f"{_where(by_name[name])}: action {action!r} count must be a finite number >= 0, got {count!r}")
-        e = energy_per_action_pj(by_name[name], action, technology)
-        dyn_pj[name] += float(count) * e
-    dyn_j = {name: pj * _PJ_TO_J for name, pj in dyn_pj.items()}
-    leak_j = {
-        name: leakage_per_instance_w(c, technology) * c.count * float(latency_s) for name, c in by_name.items()
-    }
-    breakdown = {name: dyn_j[name] + leak_j[name] for name in by_name}
-    dynamic = math.fsum(dyn_j.values())
-    leakage = math.fsum(leak_j.values())
-    return EnergyReport(
-        total_j=dynamic + leakage,
-        dynamic_j=dynamic,
-        leakage_j=leakage,
-        breakdown_j=breakdown,
-        dynamic_breakdown_j=dyn_j,
-        leakage_breakdown_j=leak_j,
-        latency_s=float(latency_s),
-    )
+    leak = {name: leakage_per_instance_w(c, technology) * c.count for name, c in by_name.items()}
+    return EnergyPrices(MappingProxyType(by_name), MappingProxyType(leak), technology)
 
 
 def area(components: Iterable[Component], technology: Technology = DEFAULT_TECHNOLOGY) -> AreaReport:

@@ -128,7 +128,9 @@ def _timing(order: Sequence[int], unit_of: Sequence[int], dur: Sequence[float],
     for i in order:
         u = unit_of[i]
         ready = 0.0
-        cross = sorted(((end[p], p, b) for p, b in preds[i] if unit_of[p] != u))
+        cross = [(end[p], p, b) for p, b in preds[i] if unit_of[p] != u]
+        if len(cross) > 1:
+            cross.sort()
         for p, _b in preds[i]:
             if unit_of[p] == u:
                 ready = max(ready, end[p])

@@ -114,7 +114,7 @@ def _candidates(op: Op, unit: Unit, objective: str, search: bool, oc: Any,
             return None, (f"none of its dataflows {', '.join(unit.dataflows()) or '-'} is "
                           f"allowed by the constraints ({oc.where()})")
     needs_search = oc is not None and oc.needs_search
-    nest = unit.loop_nest(op) is not None
+    nest = (search or needs_search) and unit.loop_nest(op) is not None
     if needs_search and not nest:
         return None, f"factor / loop-order constraints need a loop-nest unit ({oc.where()})"
     mappings: list[Any]
@@ -270,9 +270,13 @@ def map_workload(acc: Accelerator, workload: Workload, objective: str = "latency
     priced: dict[tuple[Any, ...], tuple[Assignment | None, str, str]] = {}
     if reuse_estimates is None:
         reuse_estimates = reuse_searches
+    # identical ops (equal op_signature) share a group: the index of the first of them.
+    # Worked out once per workload (a sweep maps one workload on many designs).
+    groups = workload.derived("mapper.signature_groups", lambda: _signature_groups(ops)) \
+        if reuse_estimates else None
     for n_done, op in enumerate(ops, 1):
         oc = cons.for_op(op) if cons is not None else None
-        sig = op_signature(op) if reuse_estimates else None
+        sig = groups[n_done - 1] if groups is not None else None
         got: list[Assignment] = []
         reasons = []
         for i, unit in enumerate(acc.units):
@@ -302,15 +306,20 @@ def map_workload(acc: Accelerator, workload: Workload, objective: str = "latency
             progress(n_done, len(ops))
     if problems:
         raise _op_problems(problems)
-    index = {op.name: i for i, op in enumerate(ops)}
-    edges = tuple((index[a], index[b], float(d.get("bytes", 0.0)))
-                  for a, b, d in workload.graph.edges(data=True))
+    edges = workload.derived("mapper.edges", lambda: _edges(workload, ops))
     options = [[Option(unit_index[a.unit.name], a.estimate.latency_s, a.energy_j) for a in c]
                for c in cand]
     plan = list_schedule([op.name for op in ops], options, edges, objective, link,
                          len(acc.units), _dram_j_per_byte(acc) if link.copies else None)
     assignments = tuple(cand[i][c] for i, c in enumerate(plan.choice))
     return Schedule(assignments, plan.start_s, plan.end_s, plan.transfers, link, plan, edges)
+
+
+def _edges(workload: Workload, ops: list[Op]) -> tuple[tuple[int, int, float], ...]:
+    """``(producer index, consumer index, bytes)`` of every edge, indices into ``ops``."""
+    index = {op.name: i for i, op in enumerate(ops)}
+    return tuple((index[a], index[b], float(d.get("bytes", 0.0)))
+                 for a, b, d in workload.graph.edges(data=True))
 
 
 #: Op fields that label an op in its network but never change what it costs: its name and
@@ -326,6 +335,12 @@ def op_signature(op: Op) -> tuple[Any, ...]:
     names the op only in ``op_name``)."""
     return (type(op), tuple((f, getattr(op, f)) for f in op.__dataclass_fields__
                             if f not in _LABEL_FIELDS))
+
+
+def _signature_groups(ops: list[Op]) -> tuple[int, ...]:
+    """Per op, the index of the first op with the same :func:`op_signature`."""
+    first: dict[tuple[Any, ...], int] = {}
+    return tuple(first.setdefault(op_signature(op), i) for i, op in enumerate(ops))
 
 
 def _constraint_key(oc: Any) -> Any:
@@ -344,9 +359,9 @@ def _reuse(hit: tuple[Assignment | None, str, str], op: Op
     if a is None:
         return (None, "") if priced_for in why else (None, why)
     e = a.estimate
-    if any(priced_for in t for t in (e.mapping, e.reason, e.dataflow)):
+    if priced_for in e.mapping or priced_for in e.reason or priced_for in e.dataflow:
         return None, ""
-    return Assignment(op, a.unit, a.mapping, replace(e, op_name=op.name), a.energy_j), ""
+    return Assignment(op, a.unit, a.mapping, e.renamed(op.name), a.energy_j), ""
 
 
 def _constraints(constraints: Any, acc: Accelerator) -> Any:

@@ -8,9 +8,9 @@ results are reproducible.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
 import networkx as nx
 
@@ -30,6 +30,8 @@ SPARSE_WEIGHT_ROLES = frozenset({"qkv", "proj", "ffn_up", "ffn_gate", "ffn_down"
                                  "expert_gate", "expert_up", "expert_down"})
 
 PHASES = ("prefill", "decode", "train", "inference")
+
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -65,11 +67,14 @@ class Workload:
     tied: frozenset[str] = frozenset()
     devices: int = 1
     held_bytes: float = 0.0
+    _derived: dict[Hashable, Any] = field(default_factory=dict, init=False, repr=False,
+                                          compare=False)
 
     def add(self, op: Op, after: Iterable[Op | str] = ()) -> Op:
         """Add ``op`` with edges from each op (or op name) in ``after``; returns ``op``."""
         if op.name in self.graph:
             raise WorkloadError(Problem(f"duplicate op name {op.name!r}", self.name))
+        self._derived.clear()
         self.graph.add_node(op.name, op=op, index=len(self._order))
         self._order.append(op.name)
         for dep in after:
@@ -81,11 +86,33 @@ class Workload:
             self.graph.add_edge(dname, op.name, bytes=src.output_bytes())
         return op
 
+    def derived(self, key: Hashable, make: Callable[[], _T]) -> _T:
+        """``make()``, computed once per state of the graph: a value derived from the ops and
+        edges alone (their order, a per-op table), stored under ``key`` and reused until the
+        graph changes. A sweep or a serving run evaluates one workload on many designs, so
+        what depends only on the workload is worked out once (``ops``, ``resident_bytes``,
+        the mapper's op signatures). ``add`` forgets every stored value; so does a graph
+        whose node count changed behind ``add``'s back (ops and their edges are added by
+        ``add`` alone). ``make`` must read only the graph and what ``key`` names (a value
+        that also depends on, say, ``phase`` puts the phase in its key)."""
+        stamp = len(self.graph)
+        if self._derived.get("_stamp") != stamp:
+            self._derived.clear()
+            self._derived["_stamp"] = stamp
+        if key not in self._derived:
+            self._derived[key] = make()
+        value: _T = self._derived[key]
+        return value
+
     def ops(self) -> list[Op]:
-        """Ops in deterministic topological order."""
+        """Ops in deterministic topological order (a new list; the order is worked out once
+        per graph, :meth:`derived`)."""
+        return list(self.derived("ops", self._topological_ops))
+
+    def _topological_ops(self) -> tuple[Op, ...]:
         idx = nx.get_node_attributes(self.graph, "index")
         order = nx.lexicographical_topological_sort(self.graph, key=lambda n: idx[n])
-        return [self.graph.nodes[n]["op"] for n in order]
+        return tuple(self.graph.nodes[n]["op"] for n in order)
 
     def __iter__(self) -> Iterator[Op]:
         return iter(self.ops())
@@ -284,8 +311,12 @@ class Workload:
           optimiser states) plus the forward activations kept for the backward pass (every
           forward op's output);
         * the largest single op's activations (inputs and outputs).
-        """
 
+        Worked out once per (graph, phase, tied ops): :meth:`derived`.
+        """
+        return self.derived(("resident_bytes", self.phase, self.tied), self._resident_bytes)
+
+    def _resident_bytes(self) -> float:
         total = peak = 0.0
         for op in self.ops():
             act = op.input_bytes() + op.output_bytes()

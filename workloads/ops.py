@@ -437,13 +437,23 @@ class Conv2d(Op):
         """The im2col GEMM of this convolution (per group, groups folded into ``batch``).
 
         fwd: M = N*P*Q, N = K/g, K = C/g*R*S; bwd_data and bwd_weight follow ``Gemm.as_pass``.
+        Built once per (convolution, pass) and kept on the op (it is frozen, so the GEMM
+        never changes): every unit's estimate of the convolution starts from it.
         """
+        pass_ = pass_ or self.pass_
+        memo = self.__dict__.setdefault("_as_gemm", {})
+        if pass_ not in memo:
+            memo[pass_] = self._im2col_gemm(pass_)
+        gemm: Gemm = memo[pass_]
+        return gemm
+
+    def _im2col_gemm(self, pass_: str) -> Gemm:
         g = Gemm(name=self.name, m=self.n * self.p * self.q, n=self.k // self.groups,
                  k=(self.c // self.groups) * self.r * self.s, batch=self.groups,
                  a_format=self.a_format, w_format=self.w_format, acc_format=self.acc_format,
                  w_sparsity=self.w_sparsity, layer=self.layer, block=self.block,
                  role=self.role)
-        return g.as_pass(pass_ or self.pass_)
+        return g.as_pass(pass_)
 
     def describe(self) -> str:
         dw = " dw" if self.depthwise else ""

@@ -155,9 +155,24 @@ def parse_yaml_text(text: str, filename: str | None = None) -> tuple[Any, list[P
     return data, loader.problems
 
 
+#: ``parse_value`` results that are immutable scalars, by text (a sweep sets the same few
+#: values on every point; lists and mappings are parsed afresh, callers may change them).
+_SCALARS: dict[str, Any] = {}
+_SCALAR_TYPES = (int, float, str, bool, type(None))
+
+
 def parse_value(text: str) -> Any:
     """Parse one ``--set`` value the way the config files are parsed (YAML flow syntax with
     the same number rules: ``1e3`` is a float); text that is not valid YAML stays a string."""
+    if text in _SCALARS:
+        return _SCALARS[text]
+    value = _parse_value(text)
+    if isinstance(value, _SCALAR_TYPES) and len(_SCALARS) < 65536:
+        _SCALARS[text] = value
+    return value
+
+
+def _parse_value(text: str) -> Any:
     loader = _StrictLoader(text)
     loader.problems = []
     loader.filename = "--set"

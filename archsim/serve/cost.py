@@ -90,11 +90,27 @@ class Cost:
     dram_bytes: float = 0.0
 
     def __add__(self, o: Cost) -> Cost:
-        return Cost(self.time_s + o.time_s, self.energy_j + o.energy_j, self.flops + o.flops,
-                    self.dram_bytes + o.dram_bytes)
+        return _cost(self.time_s + o.time_s, self.energy_j + o.energy_j, self.flops + o.flops,
+                     self.dram_bytes + o.dram_bytes)
 
     def scale(self, k: float) -> Cost:
-        return Cost(self.time_s * k, self.energy_j * k, self.flops * k, self.dram_bytes * k)
+        return _cost(self.time_s * k, self.energy_j * k, self.flops * k, self.dram_bytes * k)
+
+
+_new = object.__new__
+
+
+def _cost(time_s: float, energy_j: float, flops: float, dram_bytes: float) -> Cost:
+    """``Cost(time_s, energy_j, flops, dram_bytes)`` without the frozen dataclass's
+    ``__init__`` (four ``object.__setattr__`` calls): the serving loop adds and scales a
+    few costs per simulated iteration, hundreds of thousands of times per run."""
+    c = _new(Cost)
+    d = c.__dict__
+    d["time_s"] = time_s
+    d["energy_j"] = energy_j
+    d["flops"] = flops
+    d["dram_bytes"] = dram_bytes
+    return c
 
 
 @dataclass
@@ -292,6 +308,7 @@ class IterationCost:
         # expert all-to-alls and the pipeline's stage-to-stage sends (arch.collective)
         self.cluster = single_node(acc, tp * pp) if pp > 1 or ep > 1 else None
         self._memo: dict[tuple[Any, ...], Cost] = {}
+        self._pow2: dict[int, int] = {}
         # overlap inside one device (mapper.overlap; docs/serving.md): the dense group's ops
         # as a chain of (kind, seconds, role) per evaluated point, the overlapped block times
         self.overlap = overlap = overlap or Overlap()
@@ -299,6 +316,7 @@ class IterationCost:
         self._stages: dict[int, list[tuple[str, int]]] = {}
         self._ov_memo: dict[tuple[Any, ...], float] = {}
         self._sms = getattr(getattr(acc.units[0], "spec", None), "sm_count", 0) or 0
+        self._overlapping = overlap.active        # read every iteration
         if overlap.active:
             if pp > 1 or ep > 1:
                 raise ConfigError(Problem(f"{overlap.label()}: overlap inside one device is "
@@ -512,7 +530,9 @@ class IterationCost:
         if n == 0:
             return Cost()
         kind = self._attn[kind]
-        bg = 1 << max(0, int(round(math.log2(n))))
+        bg = self._pow2.get(n)
+        if bg is None:          # the power of two nearest n (in log), once per n
+            bg = self._pow2[n] = 1 << max(0, int(round(math.log2(n))))
         cbar = max(1.0, keys / n - 1)
         cg = self._nearest(self._ctx, cbar)
         base = self._eval("attn", "decode", bg, None, cg, kind)
@@ -550,24 +570,34 @@ class IterationCost:
                               / _window_keys(sg, w))
         return base.scale(c * s / (sg * sg))
 
-    def _block(self, b: Batch, kind: str = "") -> Cost:
+    def _block(self, b: Batch, kind: str = "", tokens: int | None = None) -> Cost:
         """One block of the iteration (of ``kind``, ``self.kinds``): its dense ops over all
-        tokens, every request's attention (the kind's attention window's); with an overlap,
-        its time is the overlapped schedule's (:meth:`_overlapped`), its energy the same."""
+        tokens (``tokens``: ``b.tokens``, if known), every request's attention (the kind's
+        attention window's); with an overlap, its time is the overlapped schedule's
+        (:meth:`_overlapped`), its energy the same. (A zero cost is never added: ``x + 0.0
+        == x``, so the sums are those of adding every term.)"""
+        tokens = b.tokens if tokens is None else tokens
         dec = self.decode_attention(b.decodes, b.decode_keys, kind)
         if b.select_keys:       # top-k: the selection pass, one min/max pair per block
             dec = dec + self.decode_attention(b.decodes, b.select_keys, kind)
-        chunks = Cost()
+        chunks: Cost | None = None
         for c, p in b.chunks:
-            chunks = chunks + self.chunk_attention(c, p, kind)
-        block = self._tokens("dense", b.tokens, kind) + dec + chunks
+            a = self.chunk_attention(c, p, kind)
+            chunks = a if chunks is None else chunks + a
+        block = self._tokens("dense", tokens, kind)
+        if b.decodes:
+            block = block + dec
+        if chunks is not None:
+            block = block + chunks
         remat = (self.remat_projection(b.decode_keys) if self.kv.remat and b.decodes
-                 else Cost())
-        if self.overlap.active:
-            t = self._overlapped(b.tokens, dec.time_s, chunks.time_s, kind) + remat.time_s
-            block = block + remat
+                 else None)
+        if self._overlapping:
+            t = self._overlapped(tokens, dec.time_s, chunks.time_s if chunks else 0.0, kind)
+            if remat is not None:
+                t += remat.time_s
+                block = block + remat
             return Cost(t, block.energy_j, block.flops, block.dram_bytes)
-        return block + remat
+        return block + remat if remat is not None else block
 
     def _dense_chain(self, m: int, kind: str) -> list[tuple[str, float, str]]:
         """The dense group's ops over ``m`` tokens as a chain, interpolated on the token
@@ -636,7 +666,7 @@ class IterationCost:
             return out
         out = self._tokens("embed", t)
         for kind, n in self._stage_blocks(0):
-            out = out + self._block(b, kind).scale(n)
+            out = out + self._block(b, kind, t).scale(n)
         if b.emit:
             out = out + self._tokens("head", b.emit)
         return out

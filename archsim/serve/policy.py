@@ -113,7 +113,7 @@ class Sarathi(Policy):
         dec, t = rep.decodes()
         budget = rep.max_tokens - len(dec)
         chunks: list[tuple[State, int]] = []
-        for s in rep.running:
+        for s in rep.prefilling:     # the running requests still prefilling, in order
             if budget <= 0:
                 break
             if s.done < s.target:

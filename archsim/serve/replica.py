@@ -213,6 +213,7 @@ class Replica:
         self.kv_area = 0.0      # integral of used blocks over time (block-seconds)
         self.iterations = 0
         self.decode_keys = 0
+        self.prefilling: list[State] = []
 
     # ---- queues ------------------------------------------------------------------------------
     def outstanding(self) -> int:
@@ -359,22 +360,28 @@ class Replica:
     def decodes(self) -> tuple[list[State], float]:
         """Running requests that decode this iteration, growing their KV by a block where
         needed and preempting from the back when the cache is full. Also sets
-        ``self.decode_keys`` (sum of keys attended by the decodes). Hot loop: kept lean."""
+        ``self.decode_keys`` (sum of keys attended by the decodes) and ``self.prefilling``
+        (the running requests still prefilling, in order: what a chunked policy continues,
+        found in the same pass). Hot loop: kept lean."""
         if self.hybrid:
+            self.prefilling = []
             return self._decodes_slow(0, [], 0)
         dec: list[State] = []
+        pre: list[State] = []
         keys = 0
         bs = self.kv.block_size
         kv = self.kv
         cap = self.key_cap
         append = dec.append
-        for i, s in enumerate(self.running):      # fast path: no preemption needed
+        self.prefilling = pre
+        for s in self.running:                    # fast path: no preemption needed
             if s.done < s.target:                 # still prefilling (chunked)
+                pre.append(s)
                 continue
             need = s.prompt + s.g                 # tokens in the cache after this step
             if need > (s.blocks + s.shared) * bs:
-                if not kv.alloc(1):
-                    return self._decodes_slow(i, dec, keys)
+                if not kv.alloc(1):               # (states compare by identity)
+                    return self._decodes_slow(self.running.index(s), dec, keys)
                 s.blocks += 1
             append(s)
             keys += need if need < cap else cap
@@ -382,13 +389,16 @@ class Replica:
         return dec, 0.0
 
     def _decodes_slow(self, i: int, dec: list[State], keys: int) -> tuple[list[State], float]:
-        """:meth:`decodes` from index ``i`` on, preempting from the back of ``running``."""
+        """:meth:`decodes` from index ``i`` on, preempting from the back of ``running`` (a
+        request is preempted only after every one before it was visited, so the
+        ``prefilling`` list stays that of the requests left running)."""
         swap_t = 0.0
         bs = self.kv.block_size
         running = self.running
         while i < len(running):
             s = running[i]
             if s.done < s.target:
+                self.prefilling.append(s)
                 i += 1
                 continue
             need = s.prompt + s.g
