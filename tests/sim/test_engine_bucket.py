@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from archsim.sim import TaskGraph, TaskGraphBuilder, run
 from archsim.sim.engine import _inst_list, _kernel, _pack
-from archsim.sim.engine_bucket import MAX_BUCKETS, bucket_count, kernel_bucket
+from archsim.sim.engine_bucket import MAX_BUCKETS, bucket_count, kernel_bucket, pack_bucket
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_engine import reference_run  # noqa: E402
@@ -50,19 +50,24 @@ def _graph(seed: int, n: int, max_dur: int, n_ops: int = 1, priority: int = 0) -
 
 
 def _both(tg: TaskGraph, record: bool):
-    """(bucket result, heap result) on the same packed table."""
+    """(bucket result, heap result) of the same graph, both as (makespan, finished,
+    events, busy, start, end, op_start, op_end)."""
     T, R = tg.num_tasks, tg.num_resources
     eff = tg.duration.astype(np.int64).copy()
     bw = tg.kind > 0
     rate = (tg.bytes_per_cycle * tg.efficiency)[tg.resource[bw]]
     eff[bw] = np.ceil(tg.mem_bytes[bw] / rate - 1e-9).astype(np.int64)
+    succ_ptr, succ_idx = tg.successors
+    tt, rcount, busy = pack_bucket(tg.resource, eff, tg.dep_ptr, succ_ptr, R,
+                                   np.zeros((), np.int32))
+    makespan, finished, start, end, op_s, op_e = kernel_bucket(
+        tt, succ_idx, tg.op_index, rcount, tg.resource_capacity, len(tg.op_names),
+        bucket_count(int(eff.max())), record)
+    a = (makespan, finished, finished, busy, start, end, op_s, op_e)
     wide = len(tg.op_names) > 1 or bool(np.any(tg.priority != 0))
-    args = (tg.resource, eff, np.zeros(T, np.bool_), tg.priority, tg.op_index, tg.dep_ptr,
-            tg.dep_idx, np.zeros((), np.int32), 6 if wide else 4, R)
-    tt, succ, rcount = _pack(*args)
-    a = kernel_bucket(tt, succ, rcount, tg.resource_capacity, len(tg.op_names),
-                      bucket_count(int(eff.max())), record)
-    tt, succ, rcount = _pack(*args)
+    tt, succ, rcount = _pack(tg.resource, eff, np.zeros(T, np.bool_), tg.priority,
+                             tg.op_index, tg.dep_ptr, tg.dep_idx, np.zeros((), np.int32),
+                             6 if wide else 4, R)
     z = np.zeros(1, np.int64)
     b = _kernel(tt, succ, tg.resource_capacity, np.full(R, -1, np.int64), len(tg.op_names),
                 z, z, z, _inst_list([]), np.ones(1, np.int64), np.ones(1, np.int64), record)
