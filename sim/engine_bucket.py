@@ -18,7 +18,8 @@ Used when the graph has no DRAM resource, every task has the same priority and e
 * Software prefetches hide the remaining misses: a task's successor list when it
   starts (it is read when it finishes, ~20 events later), the task-table rows of the
   successors of the task started 2 starts ago (their in-degree is decremented when it
-  finishes), and the resource queue 16 entries ahead. Distances tuned on
+  finishes; the first four successor slots, read branch-free), and the resource queue
+  16 entries ahead. Distances tuned on
   ``benchmarks/bench_sim.py`` (1M tasks: ~190 -> ~70 ns per event with the above).
 * With ``record``, finishes are logged in order and scattered to per-task arrays after
   the loop (sequential stores in the loop instead of two random ones per event).
@@ -98,7 +99,7 @@ def kernel_bucket(tt, succ, op_index, rcount, res_cap, n_ops, W, record):
     Args:
         tt: flat task table; its in-degree entries are consumed.
         succ: successors in CSR order (``tt[4 * t + 3]:tt[4 * t + 7]``), followed by at
-            least 2 padding entries in ``[0, T]`` (read by the prefetches).
+            least 4 padding entries in ``[0, T]`` (read by the prefetches).
         op_index: op of each task (read only when ``n_ops > 1``).
         rcount: tasks per resource.
         res_cap: slots per resource.
@@ -237,10 +238,12 @@ def kernel_bucket(tt, succ, op_index, rcount, res_cap, n_ops, W, record):
             ring[_U(ri & (_RING - 1))] = lo
             k = ring[_U((ri - _PF_LAG) & (_RING - 1))]
             ri += 1
-            # first two successors, branch-free (succ is padded: reading past a
-            # short list only prefetches an unrelated row)
+            # first four successors, branch-free (succ is padded: reading past a
+            # short list prefetches the rows of the next task's successors)
             prefetch(tt, 4 * succ[_U(k)])
             prefetch(tt, 4 * succ[_U(k + 1)])
+            prefetch(tt, 4 * succ[_U(k + 2)])
+            prefetch(tt, 4 * succ[_U(k + 3)])
         if pending == 0:
             break  # every task finished (or a dependency cycle left some unreachable)
         # ---- next event: the first non-empty bucket at or after now (circularly)

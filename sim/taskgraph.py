@@ -93,7 +93,7 @@ class TaskGraph:
         ``succ_idx[succ_ptr[t]:succ_ptr[t+1]]`` (the transposed dependency CSR).
 
         Computed once per graph: :meth:`validate` (run by ``build``) needs it for the DAG
-        check and :func:`sim.run` reuses it. ``succ_idx`` carries 2 zero entries past
+        check and :func:`sim.run` reuses it. ``succ_idx`` carries 4 zero entries past
         ``succ_ptr[T]`` (the engine's prefetches may read them). The dependency arrays
         must not be changed after the first use.
         """
@@ -174,7 +174,7 @@ class TaskGraph:
 @njit(cache=True)
 def successors_csr(dep_ptr, dep_idx):
     """Transpose the predecessor CSR into (succ_ptr, succ_idx), successors ascending;
-    ``succ_idx`` ends with 2 zero padding entries."""
+    ``succ_idx`` ends with 4 zero padding entries."""
     T = dep_ptr.shape[0] - 1
     succ_ptr = np.zeros(T + 1, np.int64)
     for k in range(dep_idx.shape[0]):
@@ -182,7 +182,7 @@ def successors_csr(dep_ptr, dep_idx):
     for t in range(T):
         succ_ptr[t + 1] += succ_ptr[t]
     fill = succ_ptr[:-1].copy()
-    succ_idx = np.zeros(dep_idx.shape[0] + 2, np.int32)
+    succ_idx = np.zeros(dep_idx.shape[0] + 4, np.int32)
     for t in range(T):
         for k in range(dep_ptr[t], dep_ptr[t + 1]):
             p = dep_idx[k]
