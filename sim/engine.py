@@ -510,10 +510,14 @@ def run(tg: TaskGraph, dram_configs: Sequence[DramSpec] = (), *,
             np.asarray(pd_fs + [1], np.int64), record_task_times)
     if finished != T:
         raise SimInputError(f"only {finished} of {T} tasks finished (dependency cycle?)")
-    # action totals do not depend on timing: one vectorised pass
-    acts = np.zeros((len(tg.component_names), len(tg.action_names)), np.float64)
+    # action totals do not depend on timing: one vectorised pass (bincount adds in input
+    # order in float64, as np.add.at does: the same sums bit for bit, ~2x faster)
+    n_comp, n_act = len(tg.component_names), len(tg.action_names)
+    acts = np.zeros((n_comp, n_act), np.float64)
     if tg.act_count.size:
-        np.add.at(acts, (tg.act_component, tg.act_action), tg.act_count)
+        flat = tg.act_component.astype(np.int64) * n_act + tg.act_action
+        acts = np.bincount(flat, weights=tg.act_count,
+                           minlength=n_comp * n_act).reshape(n_comp, n_act)
     ncmd = K.N_CMD
     cmds = np.zeros((R, ncmd), np.int64)
     extra = np.zeros((5, R), np.int64)
