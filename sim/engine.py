@@ -145,7 +145,8 @@ def _ceil_scale(x, num, den):
 # Measured on benchmarks/bench_sim.py (1M tasks): separate int64 arrays 350 ns/task,
 # one 64-byte row 190, this 16-byte row ~140-190 (noisy shared machine). Graphs without
 # DRAM and with one priority run in the calendar-queue loop of sim/engine_bucket.py
-# (~75 ns/task on the same graph), which reads the same table.
+# (~50-60 CPU-ns per task on the same graph), which packs its own flat table of the same
+# four columns (sim.engine_bucket.pack_bucket) from the successors the DAG check built.
 @njit(cache=True)
 def _pack(resource, eff_dur, is_dram, priority, op_index, dep_ptr, dep_idx, wtype, width,
           n_res):
@@ -513,7 +514,7 @@ def run(tg: TaskGraph, dram_configs: Sequence[DramSpec] = (), *,
     # action totals do not depend on timing: one vectorised pass (bincount adds in input
     # order in float64, as np.add.at does: the same sums bit for bit, ~2x faster)
     n_comp, n_act = len(tg.component_names), len(tg.action_names)
-    acts = np.zeros((n_comp, n_act), np.float64)
+    acts: np.ndarray = np.zeros((n_comp, n_act), np.float64)
     if tg.act_count.size:
         flat = tg.act_component.astype(np.int64) * n_act + tg.act_action
         acts = np.bincount(flat, weights=tg.act_count,
