@@ -493,11 +493,16 @@ def run(tg: TaskGraph, dram_configs: Sequence[DramSpec] = (), *,
     dep_ptr = np.ascontiguousarray(tg.dep_ptr, np.int64)
     if max_dur < MAX_BUCKETS and uniform and not (any_mem and is_dram.any()):
         # the common case: calendar queue (sim/engine_bucket.py), same results
+        # big arrays allocated by numpy: huge pages (see taskgraph.successors_csr)
         succ_ptr, succ_idx = tg.successors
-        tt, rcount, busy = pack_bucket(res, eff, dep_ptr, succ_ptr, R, wtype)
-        makespan, finished, start, end, op_s, op_e = kernel_bucket(
+        tt = np.empty(4 * (T + 1), wtype.dtype)
+        rcount, busy = pack_bucket(res, eff, dep_ptr, succ_ptr, R, tt)
+        start = np.empty(T if record_task_times else 1, np.int64)
+        end = np.empty(T if record_task_times else 1, np.int64)
+        makespan, finished, op_s, op_e = kernel_bucket(
             tt, succ_idx, np.ascontiguousarray(tg.op_index, np.int32), rcount, cap,
-            len(tg.op_names), bucket_count(max_dur), record_task_times)
+            len(tg.op_names), bucket_count(max_dur), record_task_times,
+            np.empty(4 * (T + 1), wtype.dtype), start, end)
         events = finished
     else:
         # priority and op columns only when used (fewer bytes per task, see _pack)

@@ -56,24 +56,25 @@ def bucket_count(max_duration: int) -> int:
 
 
 @njit(cache=True)
-def pack_bucket(resource, eff_dur, dep_ptr, succ_ptr, n_res, wtype):
-    """Task table of :func:`kernel_bucket`, tasks per resource and busy cycles.
+def pack_bucket(resource, eff_dur, dep_ptr, succ_ptr, n_res, tt):
+    """Fill the task table ``tt`` of :func:`kernel_bucket`; tasks and busy cycles per
+    resource.
 
     Args:
         resource, eff_dur: per task (-1: no resource; duration in cycles).
         dep_ptr: predecessor CSR offsets (in-degree = ``dep_ptr[t + 1] - dep_ptr[t]``).
         succ_ptr: successor CSR offsets (:attr:`sim.taskgraph.TaskGraph.successors`).
         n_res: number of resources.
-        wtype: 0-d array of the table dtype (int32 unless a value needs int64).
+        tt: output, ``4 * (T + 1)`` entries (int32 unless a value needs int64):
+            ``tt[4 * t + c]`` with c = 0 in-degree, 1 resource, 2 duration, 3 first
+            successor index (row T holds ``succ_ptr[T]``, so the last successor of t is
+            ``tt[4 * t + 7]``).
 
     Returns:
-        ``(tt, rcount, busy)``: ``tt[4 * t + c]`` with c = 0 in-degree, 1 resource,
-        2 duration, 3 first successor index (row T holds ``succ_ptr[T]``, so the last
-        successor of t is ``tt[4 * t + 7]``); tasks per resource; per resource the sum
-        of its tasks' durations (= their busy slot-cycles: no DRAM on this path).
+        ``(rcount, busy)``: tasks per resource; per resource the sum of its tasks'
+        durations (= their busy slot-cycles: no DRAM on this path).
     """
     T = resource.shape[0]
-    tt = np.empty(4 * (T + 1), wtype.dtype)
     rcount = np.zeros(n_res + 1, np.int64)  # index r + 1 (0: tasks without a resource)
     busy = np.zeros(n_res + 1, np.int64)
     for t in range(T):
@@ -89,11 +90,11 @@ def pack_bucket(resource, eff_dur, dep_ptr, succ_ptr, n_res, wtype):
     tt[4 * T + 1] = 0
     tt[4 * T + 2] = 0
     tt[4 * T + 3] = succ_ptr[T]
-    return tt, rcount[1:], busy[1:]
+    return rcount[1:], busy[1:]
 
 
 @njit(cache=True)
-def kernel_bucket(tt, succ, op_index, rcount, res_cap, n_ops, W, record):
+def kernel_bucket(tt, succ, op_index, rcount, res_cap, n_ops, W, record, qbuf, start, end):
     """Event loop over the task table ``tt`` of :func:`pack_bucket`.
 
     Args:
@@ -105,11 +106,16 @@ def kernel_bucket(tt, succ, op_index, rcount, res_cap, n_ops, W, record):
         res_cap: slots per resource.
         n_ops: number of ops.
         W: bucket count, a power of two > every duration in the table.
-        record: return per-task start / end cycles.
+        record: fill per-task start / end cycles.
+        qbuf: work array of ``tt``'s dtype, at least 4 x (tasks with a resource + 1)
+            entries (the resource queues).
+        start, end: outputs, T entries each when ``record`` (else unused).
+
+    The big arrays come from the caller: numpy allocates them (huge pages, see
+    :func:`sim.taskgraph.successors_csr`).
 
     Returns:
-        ``(makespan, finished, start, end, op_start, op_end)`` as in
-        :func:`sim.engine._kernel` (``start`` / ``end`` of length 1 unless ``record``).
+        ``(makespan, finished, op_start, op_end)`` as in :func:`sim.engine._kernel`.
     """
     T = tt.shape[0] // 4 - 1
     wide = n_ops > 1
@@ -122,7 +128,6 @@ def kernel_bucket(tt, succ, op_index, rcount, res_cap, n_ops, W, record):
         qh[r] = acc
         acc += rcount[r]
     qt = qh.copy()
-    qbuf = np.empty(4 * (acc + 1), tt.dtype)
     qop = np.empty(acc + 1 if wide else 1, np.int64)
     free = res_cap.astype(np.int64)
     op_start = np.full(n_ops, -1, np.int64)
@@ -284,13 +289,9 @@ def kernel_bucket(tt, succ, op_index, rcount, res_cap, n_ops, W, record):
         # one op: the first root starts at 0 (its resource is free), the last finish is now
         op_start[0] = 0
         op_end[0] = now
-    start = np.zeros(1, np.int64)
-    end = np.zeros(1, np.int64)
     if record:
-        start = np.empty(T, np.int64)  # every entry is written (else run() raises)
-        end = np.empty(T, np.int64)
-        for k in range(T):  # finish order -> per task
-            start[lg_task[k]] = lg_start[k]
+        for k in range(T):  # finish order -> per task (every task finished, else run()
+            start[lg_task[k]] = lg_start[k]  # raises)
             end[lg_task[k]] = lg_end[k]
     makespan = now if finished > 0 else 0
-    return makespan, finished, start, end, op_start, op_end
+    return makespan, finished, op_start, op_end

@@ -58,11 +58,13 @@ def _both(tg: TaskGraph, record: bool):
     rate = (tg.bytes_per_cycle * tg.efficiency)[tg.resource[bw]]
     eff[bw] = np.ceil(tg.mem_bytes[bw] / rate - 1e-9).astype(np.int64)
     succ_ptr, succ_idx = tg.successors
-    tt, rcount, busy = pack_bucket(tg.resource, eff, tg.dep_ptr, succ_ptr, R,
-                                   np.zeros((), np.int32))
-    makespan, finished, start, end, op_s, op_e = kernel_bucket(
+    tt = np.empty(4 * (T + 1), np.int32)
+    rcount, busy = pack_bucket(tg.resource, eff, tg.dep_ptr, succ_ptr, R, tt)
+    start = np.zeros(T if record else 1, np.int64)
+    end = np.zeros(T if record else 1, np.int64)
+    makespan, finished, op_s, op_e = kernel_bucket(
         tt, succ_idx, tg.op_index, rcount, tg.resource_capacity, len(tg.op_names),
-        bucket_count(int(eff.max())), record)
+        bucket_count(int(eff.max())), record, np.empty(4 * (T + 1), np.int32), start, end)
     a = (makespan, finished, finished, busy, start, end, op_s, op_e)
     wide = len(tg.op_names) > 1 or bool(np.any(tg.priority != 0))
     tt, succ, rcount = _pack(tg.resource, eff, np.zeros(T, np.bool_), tg.priority,
