@@ -9,8 +9,9 @@ adds engine figures for other graph shapes (10k / 100k random tasks, a 1M chain,
 in 1000 fan-in joins). Numbers are printed, never asserted (see STYLE.md).
 
 Targets (issue #3): engine >= 10 M events/s on the 1,000,000-task random graph below,
-DRAM >= 5 M commands/s; issue 30: engine >= 20 M events per CPU-second (now 18-19 M on
-the 1M graph at load 5-7, 24-27 M on 10k / 100k tasks; ``sim/STATUS.md``). Measured on the shared 2-core dev VM (AMD EPYC, other jobs on
+DRAM >= 5 M commands/s; issue 30: engine >= 20 M events per CPU-second (now 20.2-20.7 M
+on the 1M graph at load 2.5, 18-19 M at load 5-7, 24-27 M on 10k / 100k tasks;
+``sim/STATUS.md``). Measured on the shared 2-core dev VM (AMD EPYC, other jobs on
 the host, +-20 %; best of 3 runs); history and analysis in ``sim/STATUS.md``:
 
     figure                       f441d13            4416798          now
