@@ -36,7 +36,7 @@ from numba import njit, typed
 
 from archsim.sim import dram_kernel as K
 from archsim.sim.dram import DramSpec, dram_preset, resolve
-from archsim.sim.engine_bucket import MAX_BUCKETS, bucket_count, kernel_bucket
+from archsim.sim.engine_bucket import MAX_BUCKETS, bucket_count, kernel_bucket, pack_bucket
 from archsim.sim.errors import SimInputError
 from archsim.sim.taskgraph import MODEL_BANDWIDTH, MODEL_DRAM, TaskGraph
 
@@ -145,7 +145,8 @@ def _ceil_scale(x, num, den):
 # Measured on benchmarks/bench_sim.py (1M tasks): separate int64 arrays 350 ns/task,
 # one 64-byte row 190, this 16-byte row ~140-190 (noisy shared machine). Graphs without
 # DRAM and with one priority run in the calendar-queue loop of sim/engine_bucket.py
-# (~75 ns/task on the same graph), which reads the same table.
+# (~50-60 CPU-ns per task on the same graph), which packs its own flat table of the same
+# four columns (sim.engine_bucket.pack_bucket) from the successors the DAG check built.
 @njit(cache=True)
 def _pack(resource, eff_dur, is_dram, priority, op_index, dep_ptr, dep_idx, wtype, width,
           n_res):
@@ -388,6 +389,21 @@ def _kernel(tt, succ, res_cap, res_inst, n_ops, mem_addr, burst_n, is_write, ins
     return makespan, finished, events, busy, start, end, op_start, op_end
 
 
+@njit(cache=True)
+def _graph_facts(kind, duration, priority):
+    """(any memory task, longest duration, all priorities equal) in one pass."""
+    any_mem = False
+    max_dur = 0
+    p0 = priority[0] if priority.shape[0] else 0
+    uniform = True
+    for t in range(kind.shape[0]):
+        any_mem |= kind[t] > 0
+        if duration[t] > max_dur:
+            max_dur = duration[t]
+        uniform &= priority[t] == p0
+    return any_mem, max_dur, uniform
+
+
 _EMPTY_INST_TYPE = None
 
 
@@ -423,17 +439,20 @@ def run(tg: TaskGraph, dram_configs: Sequence[DramSpec] = (), *,
     """
     T, R = tg.num_tasks, tg.num_resources
     model = tg.resource_model
-    res = np.ascontiguousarray(tg.resource)
-    mem = tg.kind > 0
+    res = np.ascontiguousarray(tg.resource, np.int32)
+    any_mem, max_dur, uniform = _graph_facts(np.ascontiguousarray(tg.kind, np.int8),
+                                             np.ascontiguousarray(tg.duration, np.int64),
+                                             np.ascontiguousarray(tg.priority, np.int32))
     res_inst = np.full(R, -1, np.int64)
     insts: list[Any] = []
     pe_fs: list[int] = []
     pd_fs: list[int] = []
-    eff = np.ascontiguousarray(tg.duration)
+    eff = np.ascontiguousarray(tg.duration, np.int64)
     is_dram = np.zeros(T, np.bool_)
     burst_n = addr = is_write = np.zeros(1, np.int64)
-    if mem.any():
+    if any_mem:
         # memory tasks: bandwidth durations and DRAM streams (bursts, aligned address)
+        mem = tg.kind > 0
         rmodel = np.where(res >= 0, model[np.maximum(res, 0)] if R else -1, -1)
         eff = eff.astype(np.int64)  # copy
         bw = mem & (rmodel == MODEL_BANDWIDTH)
@@ -465,32 +484,46 @@ def run(tg: TaskGraph, dram_configs: Sequence[DramSpec] = (), *,
         burst_n[sel] = np.where(tg.mem_bytes[sel] > 0, last - first + 1, 0)
         eff[sel] = 0
         addr[sel] = first * bb  # align the stream start to its first burst
+    if any_mem:
+        max_dur = int(eff.max()) if T else 0
     # table type: int32 unless an id, an edge count or a duration needs int64
-    max_dur = int(eff.max()) if T else 0
     big = tg.dep_idx.size >= 2**31 - 1 or T >= 2**31 - 1 or max_dur >= 2**31 - 1
     wtype = np.zeros((), np.int64 if big else np.int32)
-    # priority and op columns only when used (fewer bytes per task, see _pack)
-    wide = len(tg.op_names) > 1 or bool(np.any(tg.priority != 0))
-    tt, succ, rcount = _pack(res, eff, is_dram, np.ascontiguousarray(tg.priority),
-                             np.ascontiguousarray(tg.op_index), tg.dep_ptr,
-                             np.ascontiguousarray(tg.dep_idx), wtype, 6 if wide else 4, R)
-    cap = np.ascontiguousarray(tg.resource_capacity)
-    if (not is_dram.any() and max_dur < MAX_BUCKETS
-            and (T == 0 or int(tg.priority.min()) == int(tg.priority.max()))):
+    cap = np.ascontiguousarray(tg.resource_capacity, np.int32)
+    dep_ptr = np.ascontiguousarray(tg.dep_ptr, np.int64)
+    if max_dur < MAX_BUCKETS and uniform and not (any_mem and is_dram.any()):
         # the common case: calendar queue (sim/engine_bucket.py), same results
-        makespan, finished, events, busy, start, end, op_s, op_e = kernel_bucket(
-            tt, succ, rcount, cap, len(tg.op_names), bucket_count(max_dur), record_task_times)
+        # big arrays allocated by numpy: huge pages (see taskgraph.successors_csr)
+        succ_ptr, succ_idx = tg.successors
+        tt = np.empty(4 * (T + 1), wtype.dtype)
+        rcount, busy = pack_bucket(res, eff, dep_ptr, succ_ptr, R, tt)
+        start = np.empty(T if record_task_times else 1, np.int64)
+        end = np.empty(T if record_task_times else 1, np.int64)
+        makespan, finished, op_s, op_e = kernel_bucket(
+            tt, succ_idx, np.ascontiguousarray(tg.op_index, np.int32), rcount, cap,
+            len(tg.op_names), bucket_count(max_dur), record_task_times,
+            np.empty(4 * (T + 1), wtype.dtype), start, end)
+        events = finished
     else:
+        # priority and op columns only when used (fewer bytes per task, see _pack)
+        wide = len(tg.op_names) > 1 or bool(np.any(tg.priority != 0))
+        tt, succ, rcount = _pack(res, eff, is_dram, np.ascontiguousarray(tg.priority),
+                                 np.ascontiguousarray(tg.op_index), dep_ptr,
+                                 np.ascontiguousarray(tg.dep_idx), wtype, 6 if wide else 4, R)
         makespan, finished, events, busy, start, end, op_s, op_e = _kernel(
             tt, succ, cap, res_inst, len(tg.op_names), addr, burst_n, is_write,
             _inst_list(insts), np.asarray(pe_fs + [1], np.int64),
             np.asarray(pd_fs + [1], np.int64), record_task_times)
     if finished != T:
         raise SimInputError(f"only {finished} of {T} tasks finished (dependency cycle?)")
-    # action totals do not depend on timing: one vectorised pass
-    acts = np.zeros((len(tg.component_names), len(tg.action_names)), np.float64)
+    # action totals do not depend on timing: one vectorised pass (bincount adds in input
+    # order in float64, as np.add.at does: the same sums bit for bit, ~2x faster)
+    n_comp, n_act = len(tg.component_names), len(tg.action_names)
+    acts: np.ndarray = np.zeros((n_comp, n_act), np.float64)
     if tg.act_count.size:
-        np.add.at(acts, (tg.act_component, tg.act_action), tg.act_count)
+        flat = tg.act_component.astype(np.int64) * n_act + tg.act_action
+        acts = np.bincount(flat, weights=tg.act_count,
+                           minlength=n_comp * n_act).reshape(n_comp, n_act)
     ncmd = K.N_CMD
     cmds = np.zeros((R, ncmd), np.int64)
     extra = np.zeros((5, R), np.int64)

@@ -18,10 +18,21 @@ Used when the graph has no DRAM resource, every task has the same priority and e
 * Software prefetches hide the remaining misses: a task's successor list when it
   starts (it is read when it finishes, ~20 events later), the task-table rows of the
   successors of the task started 2 starts ago (their in-degree is decremented when it
-  finishes), and the resource queue 16 entries ahead. Distances tuned on
+  finishes; the first four successor slots, read branch-free), and the resource queue
+  16 entries ahead. Distances tuned on
   ``benchmarks/bench_sim.py`` (1M tasks: ~190 -> ~70 ns per event with the above).
 * With ``record``, finishes are logged in order and scattered to per-task arrays after
   the loop (sequential stores in the loop instead of two random ones per event).
+* Flat arrays with constant row widths (``tt[4 * t + c]``, ``ev[8 * slot + c]``) and
+  unsigned indices (``_U``): Numba then emits neither a stride multiply (a 2-D array's
+  row width is a run-time value) nor the negative-index wrap-around fix-up on each
+  access, and the loop keeps its state in registers (the 2-D version spilled the array
+  shapes to the stack): 38 -> 31 ns per event in cache (10k tasks).
+* Nothing per event that follows from the durations alone: with no DRAM a task holds
+  its slot exactly its duration, so busy cycles are summed while packing
+  (:func:`pack_bucket`), and starts / finishes leave in time order, so an op's first
+  start is set once and its last finish is a plain store (single-op graphs: the
+  makespan, after the loop).
 """
 
 from __future__ import annotations
@@ -29,13 +40,14 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from archsim.sim.intrinsics import ctz, prefetch, prefetch2
+from archsim.sim.intrinsics import ctz, prefetch
 
 #: largest bucket count (a graph with a longer duration uses the heap loop)
 MAX_BUCKETS = 1 << 16
 _PF_LAG = 2  # prefetch successor rows of the task started this many starts ago
 _PF_QUEUE = 16  # prefetch the resource queue this many entries ahead
 _RING = 16  # ring of recent successor ranges (power of two > _PF_LAG)
+_U = np.uintp  # array index type: unsigned, so Numba adds no wrap-around fix-up
 
 
 def bucket_count(max_duration: int) -> int:
@@ -44,52 +56,96 @@ def bucket_count(max_duration: int) -> int:
 
 
 @njit(cache=True)
-def kernel_bucket(tt, succ, rcount, res_cap, n_ops, W, record):
-    """Event loop over the task table ``tt`` (layout in :func:`sim.engine._pack`).
+def pack_bucket(resource, eff_dur, dep_ptr, succ_ptr, n_res, tt):
+    """Fill the task table ``tt`` of :func:`kernel_bucket`; tasks and busy cycles per
+    resource.
 
     Args:
-        tt: (T + 1, 4 or 6) task table; column 0 (in-degree) is consumed.
-        succ: successors in CSR order (``tt[t, 3]:tt[t + 1, 3]``), followed by at
-            least 2 padding entries in ``[0, T]`` (read by the prefetches).
-        rcount: tasks per resource.
-        res_cap: slots per resource.
-        n_ops: number of ops (column 5 of a 6-column table, else op 0).
-        W: bucket count, a power of two > every duration in ``tt[:, 2]``.
-        record: return per-task start / end cycles.
+        resource, eff_dur: per task (-1: no resource; duration in cycles).
+        dep_ptr: predecessor CSR offsets (in-degree = ``dep_ptr[t + 1] - dep_ptr[t]``).
+        succ_ptr: successor CSR offsets (:attr:`sim.taskgraph.TaskGraph.successors`).
+        n_res: number of resources.
+        tt: output, ``4 * (T + 1)`` entries (int32 unless a value needs int64):
+            ``tt[4 * t + c]`` with c = 0 in-degree, 1 resource, 2 duration, 3 first
+            successor index (row T holds ``succ_ptr[T]``, so the last successor of t is
+            ``tt[4 * t + 7]``).
 
     Returns:
-        (makespan, finished, events, busy, start, end, op_start, op_end) as in
-        :func:`sim.engine._kernel`.
+        ``(rcount, busy)``: tasks per resource; per resource the sum of its tasks'
+        durations (= their busy slot-cycles: no DRAM on this path).
     """
-    T = tt.shape[0] - 1
-    wide = tt.shape[1] > 4  # op column exists
+    T = resource.shape[0]
+    rcount = np.zeros(n_res + 1, np.int64)  # index r + 1 (0: tasks without a resource)
+    busy = np.zeros(n_res + 1, np.int64)
+    for t in range(T):
+        r = resource[t]
+        d = eff_dur[t]
+        tt[4 * t] = dep_ptr[t + 1] - dep_ptr[t]
+        tt[4 * t + 1] = r
+        tt[4 * t + 2] = d
+        tt[4 * t + 3] = succ_ptr[t]
+        rcount[r + 1] += 1
+        busy[r + 1] += d
+    tt[4 * T] = 0
+    tt[4 * T + 1] = 0
+    tt[4 * T + 2] = 0
+    tt[4 * T + 3] = succ_ptr[T]
+    return rcount[1:], busy[1:]
+
+
+@njit(cache=True)
+def kernel_bucket(tt, succ, op_index, rcount, res_cap, n_ops, W, record, qbuf, start, end):
+    """Event loop over the task table ``tt`` of :func:`pack_bucket`.
+
+    Args:
+        tt: flat task table; its in-degree entries are consumed.
+        succ: successors in CSR order (``tt[4 * t + 3]:tt[4 * t + 7]``), followed by at
+            least 4 padding entries in ``[0, T]`` (read by the prefetches).
+        op_index: op of each task (read only when ``n_ops > 1``).
+        rcount: tasks per resource.
+        res_cap: slots per resource.
+        n_ops: number of ops.
+        W: bucket count, a power of two > every duration in the table.
+        record: fill per-task start / end cycles.
+        qbuf: work array of ``tt``'s dtype, at least 4 x (tasks with a resource + 1)
+            entries (the resource queues).
+        start, end: outputs, T entries each when ``record`` (else unused).
+
+    The big arrays come from the caller: numpy allocates them (huge pages, see
+    :func:`sim.taskgraph.successors_csr`).
+
+    Returns:
+        ``(makespan, finished, op_start, op_end)`` as in :func:`sim.engine._kernel`.
+    """
+    T = tt.shape[0] // 4 - 1
+    wide = n_ops > 1
     R = res_cap.shape[0]
     # per-resource FIFO queues as segments of one array (each task queues at most
-    # once); an entry carries (task, duration, succ_lo, succ_hi, op)
+    # once); an entry carries (task, duration, succ_lo, succ_hi), its op in qop
     qh = np.empty(R, np.int64)
     acc = 0
     for r in range(R):
         qh[r] = acc
         acc += rcount[r]
     qt = qh.copy()
-    qbuf = np.empty((max(acc, 1), 5 if wide else 4), tt.dtype)
-    free = res_cap.astype(np.int64).copy()
-    busy = np.zeros(R, np.int64)
+    qop = np.empty(acc + 1 if wide else 1, np.int64)
+    free = res_cap.astype(np.int64)
     op_start = np.full(n_ops, -1, np.int64)
     op_end = np.full(n_ops, -1, np.int64)
     lg_task = np.empty(T if record else 1, tt.dtype)
     lg_start = np.empty(T if record else 1, np.int64)
     lg_end = np.empty(T if record else 1, np.int64)
     # calendar: bucket b = time & mask holds a FIFO list of event slots (bh head, bt
-    # tail, linked through column 5); bit b of bm is set while bucket b is non-empty
+    # tail, linked through field 3); bit b of bm is set while bucket b is non-empty
     mask = W - 1
     wmask = (W >> 6) - 1
     bh = np.full(W, -1, np.int64)
     bt = np.zeros(W, np.int64)
     bm = np.zeros(W >> 6, np.int64)
-    # event slots (task, start, resource, succ_lo, succ_hi, next, op); freed slots are
-    # reused first (a free list through column 5), so the live ones stay in cache
-    ev = np.empty((T + 1, 8), np.int64)
+    # event slots ev[8 * slot + c]: (resource, succ_lo, succ_hi, next, task, start, op);
+    # freed slots are reused first (a free list through field 3), so the live ones stay
+    # in cache
+    ev = np.empty(8 * (T + 1), np.int64)
     fhead = -1
     nslot = 0
     ring = np.zeros(_RING, np.int64)
@@ -108,130 +164,134 @@ def kernel_bucket(tt, succ, rcount, res_cap, n_ops, W, record):
         while True:
             op = 0
             if head_r >= 0:
-                # a finish freed a slot of r (already reserved): its queue head starts
+                # a finish freed a slot of r (kept reserved): its queue head starts
                 r = head_r
                 head_r = -1
-                q = qh[r]
-                qh[r] = q + 1
-                prefetch2(qbuf, q + _PF_QUEUE, 0)
-                task = qbuf[q, 0]
-                d = qbuf[q, 1]
-                lo = qbuf[q, 2]
-                hi = qbuf[q, 3]
+                q = qh[_U(r)]
+                qh[_U(r)] = q + 1
+                prefetch(qbuf, 4 * (q + _PF_QUEUE))
+                task = qbuf[_U(4 * q)]
+                d = qbuf[_U(4 * q + 1)]
+                lo = qbuf[_U(4 * q + 2)]
+                hi = qbuf[_U(4 * q + 3)]
                 if wide:
-                    op = qbuf[q, 4]
+                    op = qop[_U(q)]
             else:
                 if k_lo < k_hi:
-                    task = succ[k_lo]
+                    task = succ[_U(k_lo)]
                     k_lo += 1
-                    tt[task, 0] -= 1
-                    if tt[task, 0] != 0:
+                    c = tt[_U(4 * task)] - 1
+                    tt[_U(4 * task)] = c
+                    if c != 0:
                         continue
                 elif t0 < T:
                     task = t0
                     t0 += 1
-                    if tt[task, 0] != 0:
+                    if tt[_U(4 * task)] != 0:
                         continue
                 else:
                     break
-                r = tt[task, 1]
-                d = tt[task, 2]
-                lo = tt[task, 3]
-                hi = tt[task + 1, 3]
+                r = tt[_U(4 * task + 1)]
+                d = tt[_U(4 * task + 2)]
+                lo = tt[_U(4 * task + 3)]
+                hi = tt[_U(4 * task + 7)]
                 if wide:
-                    op = tt[task, 5]
+                    op = op_index[_U(task)]
                 if r >= 0:
-                    if free[r] <= 0 or qh[r] < qt[r]:
-                        q = qt[r]
-                        qt[r] = q + 1
-                        qbuf[q, 0] = task
-                        qbuf[q, 1] = d
-                        qbuf[q, 2] = lo
-                        qbuf[q, 3] = hi
+                    # a free slot implies an empty queue (a freed slot goes to the head)
+                    if free[_U(r)] <= 0:
+                        q = qt[_U(r)]
+                        qt[_U(r)] = q + 1
+                        qbuf[_U(4 * q)] = task
+                        qbuf[_U(4 * q + 1)] = d
+                        qbuf[_U(4 * q + 2)] = lo
+                        qbuf[_U(4 * q + 3)] = hi
                         if wide:
-                            qbuf[q, 4] = op
+                            qop[_U(q)] = op
                         continue
-                    free[r] -= 1
+                    free[_U(r)] -= 1
             # ---- start: push the finish event at now + d (0 <= d < W)
             if fhead >= 0:
                 slot = fhead
-                fhead = ev[slot, 5]
+                fhead = ev[_U(8 * slot + 3)]
             else:
                 slot = nslot
                 nslot += 1
-            ev[slot, 0] = task
-            ev[slot, 1] = now
-            ev[slot, 2] = r
-            ev[slot, 3] = lo
-            ev[slot, 4] = hi
-            ev[slot, 5] = -1
-            ev[slot, 6] = op
+            e = 8 * slot
+            ev[_U(e)] = r
+            ev[_U(e + 1)] = lo
+            ev[_U(e + 2)] = hi
+            ev[_U(e + 3)] = -1
+            if record:
+                ev[_U(e + 4)] = task
+                ev[_U(e + 5)] = now
+            if wide:
+                ev[_U(e + 6)] = op
+                if op_start[_U(op)] < 0:  # starts come in time order: the first is the min
+                    op_start[_U(op)] = now
             b = (now + d) & mask
-            if bh[b] < 0:
-                bh[b] = slot
-                bm[b >> 6] |= np.int64(1) << (b & 63)
+            if bh[_U(b)] < 0:
+                bh[_U(b)] = slot
+                bm[_U(b >> 6)] |= np.int64(1) << (b & 63)
             else:
-                ev[bt[b], 5] = slot
-            bt[b] = slot
+                ev[_U(8 * bt[_U(b)] + 3)] = slot
+            bt[_U(b)] = slot
             # prefetch this task's successor list, and the rows of the successors of
             # the task started _PF_LAG starts ago (its list has arrived by now)
             pending += 1
             prefetch(succ, lo)
-            ring[ri & (_RING - 1)] = lo
-            k = ring[(ri - _PF_LAG) & (_RING - 1)]
+            ring[_U(ri & (_RING - 1))] = lo
+            k = ring[_U((ri - _PF_LAG) & (_RING - 1))]
             ri += 1
-            # first two successors, branch-free (succ is padded: reading past a
-            # short list only prefetches an unrelated row)
-            prefetch2(tt, succ[k], 0)
-            prefetch2(tt, succ[k + 1], 0)
+            # first four successors, branch-free (succ is padded: reading past a
+            # short list prefetches the rows of the next task's successors)
+            prefetch(tt, 4 * succ[_U(k)])
+            prefetch(tt, 4 * succ[_U(k + 1)])
+            prefetch(tt, 4 * succ[_U(k + 2)])
+            prefetch(tt, 4 * succ[_U(k + 3)])
         if pending == 0:
             break  # every task finished (or a dependency cycle left some unreachable)
         # ---- next event: the first non-empty bucket at or after now (circularly)
         cur = now & mask
         w = cur >> 6
-        x = bm[w] & (np.int64(-1) << (cur & 63))
+        x = bm[_U(w)] & (np.int64(-1) << (cur & 63))
         while x == 0:
             w = (w + 1) & wmask
-            x = bm[w]
+            x = bm[_U(w)]
         b = (w << 6) | ctz(x)
         now += (b - cur) & mask
-        slot = bh[b]
-        nx = ev[slot, 5]
-        bh[b] = nx
+        slot = bh[_U(b)]
+        e = 8 * slot
+        nx = ev[_U(e + 3)]
+        bh[_U(b)] = nx
         if nx < 0:
-            bm[w] &= ~(np.int64(1) << (b & 63))
-        task = ev[slot, 0]
-        st_ = ev[slot, 1]
-        r = ev[slot, 2]
-        k_lo = ev[slot, 3]
-        k_hi = ev[slot, 4]
-        op = ev[slot, 6]
-        ev[slot, 5] = fhead
-        fhead = slot
-        pending -= 1
+            bm[_U(w)] &= ~(np.int64(1) << (b & 63))
+        r = ev[_U(e)]
+        k_lo = ev[_U(e + 1)]
+        k_hi = ev[_U(e + 2)]
         # ---- task finish
         if record:
-            lg_task[finished] = task
-            lg_start[finished] = st_
-            lg_end[finished] = now
+            lg_task[_U(finished)] = ev[_U(e + 4)]
+            lg_start[_U(finished)] = ev[_U(e + 5)]
+            lg_end[_U(finished)] = now
+        if wide:
+            op_end[_U(ev[_U(e + 6)])] = now  # finishes come in time order: the last is the max
+        ev[_U(e + 3)] = fhead
+        fhead = slot
+        pending -= 1
         finished += 1
-        if op_start[op] < 0 or st_ < op_start[op]:
-            op_start[op] = st_
-        if now > op_end[op]:
-            op_end[op] = now
         if r >= 0:
-            busy[r] += now - st_
-            free[r] += 1
-            if qh[r] < qt[r]:
-                free[r] -= 1
-                head_r = r
-    start = np.zeros(1, np.int64)
-    end = np.zeros(1, np.int64)
+            if qh[_U(r)] < qt[_U(r)]:
+                head_r = r  # the freed slot goes to the queue head
+            else:
+                free[_U(r)] += 1
+    if not wide and finished > 0:
+        # one op: the first root starts at 0 (its resource is free), the last finish is now
+        op_start[0] = 0
+        op_end[0] = now
     if record:
-        start = np.empty(T, np.int64)  # every entry is written (else run() raises)
-        end = np.empty(T, np.int64)
-        for k in range(T):  # finish order -> per task
-            start[lg_task[k]] = lg_start[k]
+        for k in range(T):  # finish order -> per task (every task finished, else run()
+            start[lg_task[k]] = lg_start[k]  # raises)
             end[lg_task[k]] = lg_end[k]
     makespan = now if finished > 0 else 0
-    return makespan, finished, finished, busy, start, end, op_start, op_end
+    return makespan, finished, op_start, op_end

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from archsim.sim import TaskGraph, TaskGraphBuilder, run
 from archsim.sim.engine import _inst_list, _kernel, _pack
-from archsim.sim.engine_bucket import MAX_BUCKETS, bucket_count, kernel_bucket
+from archsim.sim.engine_bucket import MAX_BUCKETS, bucket_count, kernel_bucket, pack_bucket
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_engine import reference_run  # noqa: E402
@@ -50,19 +50,26 @@ def _graph(seed: int, n: int, max_dur: int, n_ops: int = 1, priority: int = 0) -
 
 
 def _both(tg: TaskGraph, record: bool):
-    """(bucket result, heap result) on the same packed table."""
+    """(bucket result, heap result) of the same graph, both as (makespan, finished,
+    events, busy, start, end, op_start, op_end)."""
     T, R = tg.num_tasks, tg.num_resources
     eff = tg.duration.astype(np.int64).copy()
     bw = tg.kind > 0
     rate = (tg.bytes_per_cycle * tg.efficiency)[tg.resource[bw]]
     eff[bw] = np.ceil(tg.mem_bytes[bw] / rate - 1e-9).astype(np.int64)
+    succ_ptr, succ_idx = tg.successors
+    tt = np.empty(4 * (T + 1), np.int32)
+    rcount, busy = pack_bucket(tg.resource, eff, tg.dep_ptr, succ_ptr, R, tt)
+    start = np.zeros(T if record else 1, np.int64)
+    end = np.zeros(T if record else 1, np.int64)
+    makespan, finished, op_s, op_e = kernel_bucket(
+        tt, succ_idx, tg.op_index, rcount, tg.resource_capacity, len(tg.op_names),
+        bucket_count(int(eff.max())), record, np.empty(4 * (T + 1), np.int32), start, end)
+    a = (makespan, finished, finished, busy, start, end, op_s, op_e)
     wide = len(tg.op_names) > 1 or bool(np.any(tg.priority != 0))
-    args = (tg.resource, eff, np.zeros(T, np.bool_), tg.priority, tg.op_index, tg.dep_ptr,
-            tg.dep_idx, np.zeros((), np.int32), 6 if wide else 4, R)
-    tt, succ, rcount = _pack(*args)
-    a = kernel_bucket(tt, succ, rcount, tg.resource_capacity, len(tg.op_names),
-                      bucket_count(int(eff.max())), record)
-    tt, succ, rcount = _pack(*args)
+    tt, succ, rcount = _pack(tg.resource, eff, np.zeros(T, np.bool_), tg.priority,
+                             tg.op_index, tg.dep_ptr, tg.dep_idx, np.zeros((), np.int32),
+                             6 if wide else 4, R)
     z = np.zeros(1, np.int64)
     b = _kernel(tt, succ, tg.resource_capacity, np.full(R, -1, np.int64), len(tg.op_names),
                 z, z, z, _inst_list([]), np.ones(1, np.int64), np.ones(1, np.int64), record)
@@ -103,3 +110,88 @@ def test_long_durations_use_the_heap_loop() -> None:
     b.add_compute(s, 4, deps=[x])
     stats = run(b.build())
     assert stats.task_end.tolist() == [MAX_BUCKETS + 5, 3, MAX_BUCKETS + 9]
+
+
+# ----------------------------------------------------------- every output vs the reference
+@st.composite
+def calendar_graphs(draw: st.DrawFn) -> TaskGraph:
+    """Random DAGs that take the calendar path (one priority, no DRAM): several ops,
+    capacities 1-3, pure delays and zero-time joins, bandwidth memories, ids not in
+    topological order, fan-outs up to 8 (past the 4 prefetched successor slots),
+    durations up to 300 (the calendar wraps around) and per-task actions."""
+    n_res = draw(st.integers(1, 4))
+    T = draw(st.integers(1, 80))
+    b = TaskGraphBuilder()
+    res = [b.add_server(f"s{i}", draw(st.integers(1, 3))) for i in range(n_res)]
+    mem = b.add_bandwidth_memory("mem", draw(st.sampled_from([1.0, 3.5, 16.0])),
+                                 draw(st.sampled_from([1.0, 0.8])), draw(st.integers(1, 2)))
+    n_ops = draw(st.integers(1, 4))
+    for i in range(n_ops):
+        b.add_op(f"op{i}")
+    comp, acts = b.component("pe"), [b.action("mac"), b.action("rd")]
+    prio = draw(st.integers(-3, 3))
+    max_dur = draw(st.sampled_from([1, 5, 40, 300]))
+    perm = draw(st.permutations(range(T)))  # task id of topological position k
+    inv = {p: i for i, p in enumerate(perm)}
+    for tid in range(T):
+        k = inv[tid]
+        deps = [perm[d] for d in draw(st.lists(st.integers(0, max(k - 1, 0)), max_size=8,
+                                                 unique=True))] if k else []
+        choice = draw(st.integers(-1, n_res))
+        op = draw(st.integers(0, n_ops - 1))
+        actions = [(comp, a, draw(st.floats(0, 1e6))) for a in
+                   draw(st.lists(st.sampled_from(acts), max_size=2))]
+        if choice == n_res:
+            b.add_read(mem, draw(st.integers(0, 4 * max_dur)), deps=deps, op=op,
+                       priority=prio, actions=actions)
+        else:
+            r = -1 if choice < 0 else res[choice]
+            b.add_task(r, draw(st.integers(0, max_dur)), deps=deps, op=op, priority=prio,
+                       actions=actions)
+    return b.build()
+
+
+@settings(max_examples=150, deadline=None)
+@given(calendar_graphs())
+def test_every_output_of_the_calendar_path_matches_the_reference(tg: TaskGraph) -> None:
+    # expected values come from the pure-Python reference engine (task times) and plain
+    # Python sums over its tasks: busy = sum(end - start) per resource, op window =
+    # (min start, max end) per op, actions summed in task order
+    makespan, start, end = reference_run(tg)
+    T, R = tg.num_tasks, tg.num_resources
+    busy = [0] * R
+    op_s = [-1] * len(tg.op_names)
+    op_e = [-1] * len(tg.op_names)
+    for t in range(T):
+        r, o = int(tg.resource[t]), int(tg.op_index[t])
+        if r >= 0:
+            busy[r] += int(end[t] - start[t])
+        op_s[o] = int(start[t]) if op_s[o] < 0 else min(op_s[o], int(start[t]))
+        op_e[o] = max(op_e[o], int(end[t]))
+    totals = np.zeros((len(tg.component_names), len(tg.action_names)))
+    for k in range(tg.act_count.size):
+        totals[tg.act_component[k], tg.act_action[k]] += tg.act_count[k]
+    for record in (True, False):
+        stats = run(tg, record_task_times=record)
+        assert stats.makespan_cycles == makespan
+        assert stats.events == T
+        assert stats.busy_cycles.tolist() == busy
+        assert stats.op_start_cycles.tolist() == op_s
+        assert stats.op_end_cycles.tolist() == op_e
+        np.testing.assert_array_equal(stats.action_totals, totals)
+        if record:
+            np.testing.assert_array_equal(stats.task_start, start)
+            np.testing.assert_array_equal(stats.task_end, end)
+
+
+@settings(max_examples=60, deadline=None)
+@given(calendar_graphs())
+def test_successors_are_the_transposed_dependencies(tg: TaskGraph) -> None:
+    succ_ptr, succ_idx = tg.successors
+    T = tg.num_tasks
+    expected: list[list[int]] = [[] for _ in range(T)]
+    for t in range(T):  # ascending t: each list comes out ascending
+        for p in tg.dep_idx[tg.dep_ptr[t]:tg.dep_ptr[t + 1]]:
+            expected[int(p)].append(t)
+    assert [succ_idx[succ_ptr[t]:succ_ptr[t + 1]].tolist() for t in range(T)] == expected
+    assert succ_idx[succ_ptr[T]:].tolist() == [0, 0, 0, 0]  # padding read by prefetches
