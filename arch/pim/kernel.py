@@ -70,15 +70,6 @@ def _refresh_if_due(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cs, cnt,
 @njit(cache=True)
 def run_channel(inst, cs, cnt, ch, nrefi, rlat, app_rows, app_bursts, reps, seg_wrgb,
                 seg_steps, seg_mpn, macs_per_row):
-    """Unpack ``inst`` once (passing the tuple per call is slow) and run the stream."""
-    return _run(inst.p, inst.tab, inst.con_ptr, inst.con, inst.nx, inst.hist, inst.hist_n,
-                inst.bst, inst.stats, cs, cnt, ch, nrefi, rlat, app_rows, app_bursts, reps,
-                seg_wrgb, seg_steps, seg_mpn, macs_per_row)
-
-
-@njit(cache=True)
-def _run(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cs, cnt, ch, nrefi, rlat,
-         app_rows, app_bursts, reps, seg_wrgb, seg_steps, seg_mpn, macs_per_row):
     """Issue one channel's stream (see module docstring); returns the channel's end cycle.
 
     Args:
@@ -91,6 +82,11 @@ def _run(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cs, cnt, ch, nrefi,
             MAC commands per neuron.
         macs_per_row: MAC commands per all-bank activation.
     """
+    # the arrays of inst, unpacked once (one function: a wrapper that unpacks and calls
+    # would compile the stream's machine code a second time)
+    p, tab, con_ptr, con, nx, hist, hist_n, bst, stats = (
+        inst.p, inst.tab, inst.con_ptr, inst.con, inst.nx, inst.hist, inst.hist_n, inst.bst,
+        inst.stats)
     # Commands and constant operands as typed int64 locals: a literal argument would make
     # Numba compile K.issue/K.earliest once per distinct literal (9 signatures, ~20 s cold).
     Z, ONE = np.int64(0), np.int64(1)
