@@ -142,6 +142,12 @@ def imax(a, b):
 
 
 @njit(cache=True, inline="always")
+def imin(a, b):
+    """min of two ints (see :func:`imax`)."""
+    return a if a <= b else b
+
+
+@njit(cache=True, inline="always")
 def decode(p, tab, addr):
     """Split a byte address into (channel, rank, bankgroup, bank, row, column-burst)."""
     pow2 = p[P_POW2] != 0
@@ -365,6 +371,7 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
     C, RK, G, B = p[P_CH], p[P_RK], p[P_BG], p[P_BA]
     Q, BB = p[P_QDEPTH], p[P_BB]
     l1, l2, l3 = tab[T_LVL, 1], tab[T_LVL, 2], tab[T_LVL, 3]
+    kb = RK * G * 4  # gf[kb:]: the candidates' keys during a decision
     refresh = p[P_REFRESH] != 0
     closed = p[P_POLICY] == 1
     pow2 = p[P_POW2] != 0
@@ -644,14 +651,26 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
                         gf[o + 1] = imax(f1, nx[n2, 1] * 4 + 2)
                         gf[o + 2] = imax(f2, nx[n2, 2] * 4 + 1)
                         gf[o + 3] = imax(f3, nx[n2, 3] * 4 + 1)
+                # the smallest (key, age) in three passes without a loop-carried compare
+                # chain: the smallest key (keys kept in gf[kb:]), the smallest age among
+                # the candidates with that key, the candidate with both (ages are unique)
                 bj = -1
-                for j in range(chs[ch, H_NCAND]):
+                nc = chs[ch, H_NCAND]
+                mk = INF
+                for j in range(nc):
                     key = imax(gf[cand[ch, CA_G, j]], cand[ch, CA_B, j])
-                    age = cand[ch, CA_AGE, j]
-                    better = (key < bkey) | ((key == bkey) & (age < bage))
-                    bkey = key if better else bkey
-                    bage = age if better else bage
-                    bj = j if better else bj
+                    gf[kb + j] = key
+                    mk = imin(mk, key)
+                if mk <= bkey:
+                    ma = INF
+                    for j in range(nc):
+                        ma = imin(ma, cand[ch, CA_AGE, j] if gf[kb + j] == mk else INF)
+                    if mk < bkey or ma < bage:
+                        bkey, bage = mk, ma
+                        for j in range(nc):
+                            if gf[kb + j] == mk and cand[ch, CA_AGE, j] == ma:
+                                bj = j
+                                break
                 if bj >= 0:
                     bcmd = cand[ch, CA_G, bj] & 3
                     bslot = cand[ch, CA_SLOT, bj]
