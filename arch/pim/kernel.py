@@ -34,7 +34,11 @@ from archsim.sim import dram_presets as _cmds
 C_ACT, C_PRE, C_WR, C_REF, C_PREA = _cmds.ACT, _cmds.PRE, _cmds.WR, _cmds.REF, _cmds.PREA
 C_ACTAB, C_MACAB, C_WRGB, C_RDMAC = _cmds.ACTAB, _cmds.MACAB, _cmds.WRGB, _cmds.RDMAC
 F_OPEN, F_REF, F_END, F_SB = 0, 1, 2, 3
-N_FIELDS = 4
+# F_SUBOK 1: cs[ch, F_SUB + c] holds the largest nx[., c] over the bank groups and banks of
+# rank 0 of ch, the part of a rank-wide command's earliest time that needs a pass over
+# every bank (_earliest_rank); cleared when a command writes rows below rank level
+F_SUBOK, F_SUB = 4, 5
+N_FIELDS = F_SUB + _cmds.N_COMMANDS
 # counters
 N_ROWMISS, N_REFRESH, N_MACAB, N_ACTAB = 0, 1, 2, 3
 N_COUNTERS = 4
@@ -47,6 +51,38 @@ def _go(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cmd, ch, bg, ba, row
     t = K.earliest_at(p, tab, nx, cmd, ch, Z, bg, ba)
     K.issue(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cmd, ch, Z, bg, ba, row, t)
     return t
+
+
+@njit(cache=True)
+def _bank_maxima(p, tab, nx, cs, ch):
+    """Fill ``cs[ch, F_SUB + c]`` (every command c) with the largest bank-group and bank
+    row of rank 0 of ``ch``; mark it valid."""
+    rk = ch * p[K.P_RK]
+    G, B = p[K.P_BG], p[K.P_BA]
+    lo2 = tab[K.T_LVL, 2] + rk * G
+    lo3 = tab[K.T_LVL, 3] + rk * G * B
+    for c in range(K.N_CMD):
+        m = nx[lo2, c]
+        for k in range(lo2 + 1, lo2 + G):
+            m = K.imax(m, nx[k, c])
+        for k in range(lo3, lo3 + G * B):
+            m = K.imax(m, nx[k, c])
+        cs[ch, F_SUB + c] = m
+    cs[ch, F_SUBOK] = 1
+
+
+@njit(cache=True, inline="always")
+def _earliest_rank(p, tab, nx, cs, cmd, ch):
+    """``K.earliest`` of a rank-wide command on rank 0 of ``ch``: the channel and rank
+    rows and the cached maximum over the rank's bank-group and bank rows (recomputed
+    after a command wrote below rank level). Same value, without a pass over every bank
+    per command."""
+    if tab[K.T_SCOPE, cmd] != 1:  # (every PIM command is rank-wide in sim.dram_presets)
+        return K.earliest_at(p, tab, nx, cmd, ch, np.int64(0), np.int64(0), np.int64(0))
+    if cs[ch, F_SUBOK] == 0:
+        _bank_maxima(p, tab, nx, cs, ch)
+    return K.imax(K.imax(nx[ch, cmd], nx[tab[K.T_LVL, 1] + ch * p[K.P_RK], cmd]),
+                  cs[ch, F_SUB + cmd])
 
 
 @njit(cache=True)
@@ -63,6 +99,7 @@ def _refresh_if_due(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cs, cnt,
         cs[ch, F_SB] = 0
     _go(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, IREF, ch, Z, Z, Z)
     cs[ch, F_REF] += nrefi
+    cs[ch, F_SUBOK] = 0
     cnt[N_REFRESH] += 1
     return True
 
@@ -95,6 +132,17 @@ def run_channel(inst, cs, cnt, ch, nrefi, rlat, app_rows, app_bursts, reps, seg_
     IWRGB, IRDMAC = np.int64(C_WRGB), np.int64(C_RDMAC)
     banks = p[K.P_BG] * p[K.P_BA]
     nba = p[K.P_BA]
+    # low[c] 1: a c command writes timing rows below rank level (then the cached bank
+    # maxima of _earliest_rank are stale); MACAB, the bulk of the stream, is issued inline
+    # when its rows are all at channel or rank level without a rolling window
+    low = np.zeros(K.N_CMD, np.int64)
+    mac_fast = tab[K.T_SCOPE, C_MACAB] == 1
+    for c in range(K.N_CMD):
+        for k in range(con_ptr[c], con_ptr[c + 1]):
+            if con[K.K_LEVEL, k] >= 2:
+                low[c] = 1
+            if c == C_MACAB and (con[K.K_LEVEL, k] >= 2 or con[K.K_WIN, k] > 1):
+                mac_fast = False
     # ---- KV-cache append: single-bank row writes, one batch = one row per bank --------
     if app_rows > 0:
         if cs[ch, F_OPEN] >= 0:
@@ -123,6 +171,7 @@ def run_channel(inst, cs, cnt, ch, nrefi, rlat, app_rows, app_bursts, reps, seg_
                 t = K.earliest_at(p, tab, nx, IPRE, ch, Z, bg, ba)
                 K.issue(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, IPRE, ch, Z, bg, ba, Z, t)
             cs[ch, F_SB] = 0
+            cs[ch, F_SUBOK] = 0  # the batch wrote bank rows
             done += nb
             end = t + p[K.P_WLAT]
             if end > cs[ch, F_END]:
@@ -134,39 +183,59 @@ def run_channel(inst, cs, cnt, ch, nrefi, rlat, app_rows, app_bursts, reps, seg_
         for s in range(nseg):
             for _ in range(seg_wrgb[s]):
                 while True:
-                    t = K.earliest_at(p, tab, nx, IWRGB, ch, Z, Z, Z)
-                    if not _refresh_if_due(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cs, cnt, ch, t, nrefi):
+                    t = _earliest_rank(p, tab, nx, cs, IWRGB, ch)
+                    if not (t >= cs[ch, F_REF] and _refresh_if_due(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cs, cnt, ch, t, nrefi)):
                         break
                 K.issue(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, IWRGB, ch, Z, Z, Z, Z, t)
+                if low[IWRGB]:
+                    cs[ch, F_SUBOK] = 0
             for _step in range(seg_steps[s]):
                 for _m in range(seg_mpn[s]):
                     row = pos // macs_per_row
                     while True:
                         if cs[ch, F_OPEN] != row:
                             if cs[ch, F_OPEN] >= 0:
-                                tp = K.earliest_at(p, tab, nx, IPREA, ch, Z, Z, Z)
+                                tp = _earliest_rank(p, tab, nx, cs, IPREA, ch)
                                 K.issue(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, IPREA, ch, Z, Z, Z, Z, tp)
+                                if low[IPREA]:
+                                    cs[ch, F_SUBOK] = 0
                                 cs[ch, F_OPEN] = -1
-                            ta = K.earliest_at(p, tab, nx, IACTAB, ch, Z, Z, Z)
-                            if _refresh_if_due(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cs, cnt, ch, ta, nrefi):
+                            ta = _earliest_rank(p, tab, nx, cs, IACTAB, ch)
+                            if ta >= cs[ch, F_REF] and _refresh_if_due(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cs, cnt, ch, ta, nrefi):
                                 continue
                             K.issue(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, IACTAB, ch, Z, Z, Z, row, ta)
+                            if low[IACTAB]:
+                                cs[ch, F_SUBOK] = 0
                             cs[ch, F_OPEN] = row
                             cnt[N_ACTAB] += 1
                             cnt[N_ROWMISS] += 1
-                        t = K.earliest_at(p, tab, nx, IMACAB, ch, Z, Z, Z)
-                        if _refresh_if_due(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cs, cnt, ch, t, nrefi):
+                        t = _earliest_rank(p, tab, nx, cs, IMACAB, ch)
+                        if t >= cs[ch, F_REF] and _refresh_if_due(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cs, cnt, ch, t, nrefi):
                             continue
                         break
-                    K.issue(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, IMACAB, ch, Z, Z, Z, row, t)
+                    if mac_fast:  # K.issue of a rank-wide command with rank-level rows
+                        n1 = tab[K.T_LVL, 1] + ch * p[K.P_RK]
+                        for k in range(con_ptr[C_MACAB], con_ptr[C_MACAB + 1]):
+                            node = ch if con[K.K_LEVEL, k] == 0 else n1
+                            nxt = con[K.K_NEXT, k]
+                            nx[node, nxt] = K.imax(nx[node, nxt], t + con[K.K_LAT, k])
+                        for c in range(K.N_CMD):
+                            nx[ch, c] = K.imax(nx[ch, c], t + 1)
+                        stats[C_MACAB] += 1
+                    else:
+                        K.issue(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, IMACAB, ch, Z, Z, Z, row, t)
+                        if low[C_MACAB]:
+                            cs[ch, F_SUBOK] = 0
                     cnt[N_MACAB] += 1
                     pos += 1
                 while True:
-                    t = K.earliest_at(p, tab, nx, IRDMAC, ch, Z, Z, Z)
-                    if not _refresh_if_due(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cs, cnt, ch, t, nrefi):
+                    t = _earliest_rank(p, tab, nx, cs, IRDMAC, ch)
+                    if not (t >= cs[ch, F_REF] and _refresh_if_due(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cs, cnt, ch, t, nrefi)):
                         break
                     # refresh closed the row: results stay in the units' registers
                 K.issue(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, IRDMAC, ch, Z, Z, Z, Z, t)
+                if low[IRDMAC]:
+                    cs[ch, F_SUBOK] = 0
                 end = t + rlat
                 if end > cs[ch, F_END]:
                     cs[ch, F_END] = end
