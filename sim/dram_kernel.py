@@ -2,9 +2,16 @@
 
 Everything here reads plain arrays that :func:`sim.dram.resolve` builds once in Python
 (tables resolved, state zeroed) and stores in a :class:`DramInst` named tuple. Entry
-points (:func:`advance`, :func:`run_trace`, :func:`earliest_inst`, :func:`issue_inst`,
-:func:`activate`, :func:`next_time_inst`) unpack it once; internal helpers take the
-arrays explicitly. Times are DRAM clock cycles (tCK), int64.
+points take it and unpack it once: the controller :func:`core` (modes NEXT / ADVANCE /
+ACTIVATE / TRACE; the event engine calls it through :func:`core_of`, :func:`run_trace`
+is plain Python calling the same compiled signature), :func:`earliest_inst`,
+:func:`issue_inst`; internal helpers take the arrays explicitly. Times are DRAM clock
+cycles (tCK), int64.
+
+Cold start (issue 30): Numba links a jitted callee's IR into every caller and generates
+its machine code again there, so each wrapper level around the ~10 CPU-s controller cost
+~1 CPU-s; there are none now (the engine calls ``core`` directly, one signature), and an
+engine loop compiled for graphs without DRAM never compiles it (``core_of``).
 
 Node numbering: level 0 = channels ``[0, C)``, level 1 = ranks, level 2 = bank groups,
 level 3 = banks, each flattened (``bank = ((ch * RK + ra) * G + bg) * B + ba``) and
@@ -24,7 +31,9 @@ most two candidates each) instead of every request. The candidates are cached pe
 channel in a compact array (``cand``) with the bank-level part of their earliest time;
 a bank's entries are recomputed only when its own state or bank row changes (``dbl``),
 and a decision builds the shared part (now, channel, rank and bank-group rows) once per
-(bank group, command) in ``gf``, then scans the candidates with two loads each. A new
+(bank group, command) in ``gf``, then scans the candidates with two loads each (three
+short passes without a loop-carried compare chain: smallest key, kept in ``gf``'s tail;
+smallest age among those; the candidate with both). A new
 request that changes no candidate changes nothing; one that does only competes with the
 channel's cached decision (unless that decision is on its bank or involved a refresh).
 A tournament tree over the channels finds the next command in O(log C) and only changed
@@ -37,7 +46,7 @@ choices equal those of the plain rescanning controller (``tests/sim/sim_legacy_d
 on random traces.
 
 The module is over 700 lines on purpose: the controller's hot path is one function
-(``_core``), because in Numba a call that passes several arrays costs more than the work,
+(:func:`core`), because in Numba a call that passes several arrays costs more than the work,
 and its state layout (the field indices below) is documented next to it.
 
 :func:`issue` / :func:`issue_inst` update timing and open rows only, not the controller's
@@ -867,7 +876,7 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
 # ----------------------------------------------------------------------- entry points
 # Every entry point passes the mode and the scalar operands as typed int64 (np.int64(...)),
 # never as literals: Numba compiles a callee once per distinct literal argument, and
-# ``_core`` costs ~10 CPU-s to compile (tests/sim/test_one_signature.py).
+# ``core`` costs ~8 CPU-s to compile (tests/sim/test_one_signature.py).
 @njit(cache=True)
 def earliest_inst(inst, cmd, ch, ra, bg, ba):
     """:func:`earliest` on a :class:`DramInst`."""

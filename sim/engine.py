@@ -13,9 +13,11 @@ Semantics (the pure-Python reference in ``tests/sim`` implements the same rules)
    leave in priority order, then FIFO. A finish frees the slot (the queue head starts),
    then successors whose last predecessor this was become ready (ascending task id).
 
-Two event loops give the same results: :func:`_kernel` (binary heap, every graph) and
-:func:`sim.engine_bucket.kernel_bucket` (calendar queue; graphs without DRAM whose tasks
-share one priority and whose durations are below ``MAX_BUCKETS``), chosen by :func:`run`.
+Two event loops give the same results: :func:`_loop` (binary heap, every graph; compiled
+as :func:`_kernel` for graphs with DRAM resources and :func:`_kernel_plain` without, which
+never compiles the DRAM controller) and :func:`sim.engine_bucket.kernel_bucket` (calendar
+queue; graphs without DRAM whose tasks share one priority and whose durations are below
+``MAX_BUCKETS``), chosen by :func:`run`.
 
 DRAM time: the DRAM runs in its own tCK; an engine cycle ``t`` maps to DRAM cycle
 ``ceil(t * Pe / Pd)`` for arrivals and a completion at DRAM cycle ``c`` to engine cycle
