@@ -383,7 +383,7 @@ def resolve(spec: DramSpec, ring_capacity: int = 64) -> K.DramInst:
         q=q, chs=chs, ring=ring, misc=misc, stats=np.zeros(K.N_STATS, np.int64), bk=bk,
         chb=np.zeros((C, RK * G * B), np.int64), sched=sched,
         cand=np.zeros((C, K.N_CAF, 2 * RK * G * B), np.int64),
-        dbl=np.zeros((C, RK * G * B), np.int64), gf=np.zeros(RK * G * 4 + 2 * RK * G * B, np.int64),
+        dbl=np.zeros((C, RK * G * B), np.int64), gf=np.zeros(RK * G * 4, np.int64),
         treet=np.full(2 * cp, K.INF, np.int64),
     )
 

@@ -31,9 +31,7 @@ most two candidates each) instead of every request. The candidates are cached pe
 channel in a compact array (``cand``) with the bank-level part of their earliest time;
 a bank's entries are recomputed only when its own state or bank row changes (``dbl``),
 and a decision builds the shared part (now, channel, rank and bank-group rows) once per
-(bank group, command) in ``gf``, then scans the candidates with two loads each (three
-short passes without a loop-carried compare chain: smallest key, kept in ``gf``'s tail;
-smallest age among those; the candidate with both). A new
+(bank group, command) in ``gf``, then scans the candidates with two loads each. A new
 request that changes no candidate changes nothing; one that does only competes with the
 channel's cached decision (unless that decision is on its bank or involved a refresh).
 A tournament tree over the channels finds the next command in O(log C) and only changed
@@ -148,12 +146,6 @@ def imax(a, b):
     (``ol_max`` is not inlined in a function this large: ~50 calls in the controller,
     measured with perf); this one is inlined at the Numba IR level."""
     return a if a >= b else b
-
-
-@njit(cache=True, inline="always")
-def imin(a, b):
-    """min of two ints (see :func:`imax`)."""
-    return a if a <= b else b
 
 
 @njit(cache=True, inline="always")
@@ -316,15 +308,28 @@ def _bank_earliest(tab, nx, cmd, ch, rk, gn, bank):
                 imax(nx[tab[T_LVL, 2] + gn, cmd], nx[tab[T_LVL, 3] + bank, cmd]))
 
 
+@njit(cache=True, inline="always")
+def _rank_earliest(tab, nx, cmd, ch, rk, G, B):
+    """:func:`earliest` of a rank-scope command (REF) on flat rank ``rk``: the channel and
+    rank rows and every bank-group and bank row of the rank."""
+    t = imax(nx[ch, cmd], nx[tab[T_LVL, 1] + rk, cmd])
+    lo = tab[T_LVL, 2] + rk * G
+    for k in range(lo, lo + G):
+        t = imax(t, nx[k, cmd])
+    lo = tab[T_LVL, 3] + rk * G * B
+    for k in range(lo, lo + G * B):
+        t = imax(t, nx[k, cmd])
+    return t
+
+
 @njit(cache=True)
 def _refresh_pick(p, tab, nx, bst, ch, r, now):
     """Refresh work of rank ``r`` (due): PRE of the first open bank with the smallest
     earliest time, else REF; returns (time, cmd, bankgroup, bank)."""
     G, B = p[P_BG], p[P_BA]
     rk = ch * p[P_RK] + r
-    # (REF, rank-wide, through the out-of-line earliest_at with typed operands: the
-    # inlined earliest would double this helper's compile time)
-    Z, IREF = np.int64(0), np.int64(C_REF)
+    # (earliest's two cases written out: the inlined earliest, with its loops for every
+    # scope, would double this helper's compile time)
     bt, bcmd, bg_, ba_ = INF, -1, 0, 0
     any_open = False
     for g in range(G):
@@ -336,7 +341,7 @@ def _refresh_pick(p, tab, nx, bst, ch, r, now):
                 if e < bt:
                     bt, bcmd, bg_, ba_ = e, C_PRE, g, b
     if not any_open:
-        bt, bcmd, bg_, ba_ = imax(earliest_at(p, tab, nx, IREF, ch, r, Z, Z), now), C_REF, 0, 0
+        bt, bcmd, bg_, ba_ = imax(_rank_earliest(tab, nx, C_REF, ch, rk, G, B), now), C_REF, 0, 0
     return bt, bcmd, bg_, ba_
 
 
@@ -380,7 +385,6 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
     C, RK, G, B = p[P_CH], p[P_RK], p[P_BG], p[P_BA]
     Q, BB = p[P_QDEPTH], p[P_BB]
     l1, l2, l3 = tab[T_LVL, 1], tab[T_LVL, 2], tab[T_LVL, 3]
-    kb = RK * G * 4  # gf[kb:]: the candidates' keys during a decision
     refresh = p[P_REFRESH] != 0
     closed = p[P_POLICY] == 1
     pow2 = p[P_POW2] != 0
@@ -660,26 +664,14 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
                         gf[o + 1] = imax(f1, nx[n2, 1] * 4 + 2)
                         gf[o + 2] = imax(f2, nx[n2, 2] * 4 + 1)
                         gf[o + 3] = imax(f3, nx[n2, 3] * 4 + 1)
-                # the smallest (key, age) in three passes without a loop-carried compare
-                # chain: the smallest key (keys kept in gf[kb:]), the smallest age among
-                # the candidates with that key, the candidate with both (ages are unique)
                 bj = -1
-                nc = chs[ch, H_NCAND]
-                mk = INF
-                for j in range(nc):
+                for j in range(chs[ch, H_NCAND]):
                     key = imax(gf[cand[ch, CA_G, j]], cand[ch, CA_B, j])
-                    gf[kb + j] = key
-                    mk = imin(mk, key)
-                if mk <= bkey:
-                    ma = INF
-                    for j in range(nc):
-                        ma = imin(ma, cand[ch, CA_AGE, j] if gf[kb + j] == mk else INF)
-                    if mk < bkey or ma < bage:
-                        bkey, bage = mk, ma
-                        for j in range(nc):
-                            if gf[kb + j] == mk and cand[ch, CA_AGE, j] == ma:
-                                bj = j
-                                break
+                    age = cand[ch, CA_AGE, j]
+                    better = (key < bkey) | ((key == bkey) & (age < bage))
+                    bkey = key if better else bkey
+                    bage = age if better else bage
+                    bj = j if better else bj
                 if bj >= 0:
                     bcmd = cand[ch, CA_G, bj] & 3
                     bslot = cand[ch, CA_SLOT, bj]
