@@ -18,11 +18,11 @@ cycle rule keeps the channel's commands ordered). All-bank refresh: when a comma
 issue at or after the channel's refresh due time, open rows are closed (PREA), REF is
 issued and the interrupted row is re-activated (a row miss).
 
-Speed (issue 30; ``benchmarks/bench_pim.py``: 4.1 -> 13.8 M commands per CPU-second on a
-GPT-2 XL token, same cycles): a rank-wide command's earliest time needs the largest row of
-every bank group and bank of the rank; those maxima are cached per channel
-(``_earliest_rank``) and recomputed only after a command wrote rows below rank level;
-MACAB is issued inline when its table rows are all at channel or rank level;
+Speed (issue 30; ``benchmarks/bench_pim.py``, GPT-2 XL token, same cycles: see
+docs/pim.md): MACAB's earliest time (rank-wide) needs the largest row of every bank group
+and bank of the rank; those maxima are cached per channel (``_bank_maxima``) and
+recomputed only after a command wrote rows below rank level; MACAB is timed and issued
+inline when its table rows are all at channel or rank level;
 ``tests/pim/test_stream_cache.py`` replays the same program through ``sim.dram.DramState``.
 
 Per-channel state ``cs[ch, :]``: F_OPEN (all-bank open row or -1), F_REF (refresh due),
@@ -44,7 +44,8 @@ C_ACTAB, C_MACAB, C_WRGB, C_RDMAC = _cmds.ACTAB, _cmds.MACAB, _cmds.WRGB, _cmds.
 F_OPEN, F_REF, F_END, F_SB = 0, 1, 2, 3
 # F_SUBOK 1: cs[ch, F_SUB + c] holds the largest nx[., c] over the bank groups and banks of
 # rank 0 of ch, the part of a rank-wide command's earliest time that needs a pass over
-# every bank (_earliest_rank); cleared when a command writes rows below rank level
+# every bank (MACAB, inline in run_channel); cleared when a command writes rows below
+# rank level
 F_SUBOK, F_SUB = 4, 5
 N_FIELDS = F_SUB + _cmds.N_COMMANDS
 # counters
@@ -61,7 +62,7 @@ def _go(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cmd, ch, bg, ba, row
     return t
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _bank_maxima(p, tab, nx, cs, ch):
     """Fill ``cs[ch, F_SUB + c]`` (every command c) with the largest bank-group and bank
     row of rank 0 of ``ch``; mark it valid."""
@@ -77,20 +78,6 @@ def _bank_maxima(p, tab, nx, cs, ch):
             m = K.imax(m, nx[k, c])
         cs[ch, F_SUB + c] = m
     cs[ch, F_SUBOK] = 1
-
-
-@njit(cache=True, inline="always")
-def _earliest_rank(p, tab, nx, cs, cmd, ch):
-    """``K.earliest`` of a rank-wide command on rank 0 of ``ch``: the channel and rank
-    rows and the cached maximum over the rank's bank-group and bank rows (recomputed
-    after a command wrote below rank level). Same value, without a pass over every bank
-    per command."""
-    if tab[K.T_SCOPE, cmd] != 1:  # (every PIM command is rank-wide in sim.dram_presets)
-        return K.earliest_at(p, tab, nx, cmd, ch, np.int64(0), np.int64(0), np.int64(0))
-    if cs[ch, F_SUBOK] == 0:
-        _bank_maxima(p, tab, nx, cs, ch)
-    return K.imax(K.imax(nx[ch, cmd], nx[tab[K.T_LVL, 1] + ch * p[K.P_RK], cmd]),
-                  cs[ch, F_SUB + cmd])
 
 
 @njit(cache=True)
@@ -141,10 +128,11 @@ def run_channel(inst, cs, cnt, ch, nrefi, rlat, app_rows, app_bursts, reps, seg_
     banks = p[K.P_BG] * p[K.P_BA]
     nba = p[K.P_BA]
     # low[c] 1: a c command writes timing rows below rank level (then the cached bank
-    # maxima of _earliest_rank are stale); MACAB, the bulk of the stream, is issued inline
-    # when its rows are all at channel or rank level without a rolling window
+    # maxima are stale); MACAB, the bulk of the stream, is timed and issued inline when
+    # its rows are all at channel or rank level without a rolling window
     low = np.zeros(K.N_CMD, np.int64)
     mac_fast = tab[K.T_SCOPE, C_MACAB] == 1
+    n1 = tab[K.T_LVL, 1] + ch * p[K.P_RK]  # the nx row of rank 0 of ch
     for c in range(K.N_CMD):
         for k in range(con_ptr[c], con_ptr[c + 1]):
             if con[K.K_LEVEL, k] >= 2:
@@ -191,7 +179,7 @@ def run_channel(inst, cs, cnt, ch, nrefi, rlat, app_rows, app_bursts, reps, seg_
         for s in range(nseg):
             for _ in range(seg_wrgb[s]):
                 while True:
-                    t = _earliest_rank(p, tab, nx, cs, IWRGB, ch)
+                    t = K.earliest_at(p, tab, nx, IWRGB, ch, Z, Z, Z)
                     if not (t >= cs[ch, F_REF] and _refresh_if_due(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cs, cnt, ch, t, nrefi)):
                         break
                 K.issue(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, IWRGB, ch, Z, Z, Z, Z, t)
@@ -203,12 +191,12 @@ def run_channel(inst, cs, cnt, ch, nrefi, rlat, app_rows, app_bursts, reps, seg_
                     while True:
                         if cs[ch, F_OPEN] != row:
                             if cs[ch, F_OPEN] >= 0:
-                                tp = _earliest_rank(p, tab, nx, cs, IPREA, ch)
+                                tp = K.earliest_at(p, tab, nx, IPREA, ch, Z, Z, Z)
                                 K.issue(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, IPREA, ch, Z, Z, Z, Z, tp)
                                 if low[IPREA]:
                                     cs[ch, F_SUBOK] = 0
                                 cs[ch, F_OPEN] = -1
-                            ta = _earliest_rank(p, tab, nx, cs, IACTAB, ch)
+                            ta = K.earliest_at(p, tab, nx, IACTAB, ch, Z, Z, Z)
                             if ta >= cs[ch, F_REF] and _refresh_if_due(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cs, cnt, ch, ta, nrefi):
                                 continue
                             K.issue(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, IACTAB, ch, Z, Z, Z, row, ta)
@@ -217,12 +205,17 @@ def run_channel(inst, cs, cnt, ch, nrefi, rlat, app_rows, app_bursts, reps, seg_
                             cs[ch, F_OPEN] = row
                             cnt[N_ACTAB] += 1
                             cnt[N_ROWMISS] += 1
-                        t = _earliest_rank(p, tab, nx, cs, IMACAB, ch)
+                        if mac_fast:  # K.earliest of MACAB (rank-wide), bank part cached
+                            if cs[ch, F_SUBOK] == 0:
+                                _bank_maxima(p, tab, nx, cs, ch)
+                            t = K.imax(K.imax(nx[ch, C_MACAB], nx[n1, C_MACAB]),
+                                       cs[ch, F_SUB + C_MACAB])
+                        else:
+                            t = K.earliest_at(p, tab, nx, IMACAB, ch, Z, Z, Z)
                         if t >= cs[ch, F_REF] and _refresh_if_due(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cs, cnt, ch, t, nrefi):
                             continue
                         break
                     if mac_fast:  # K.issue of a rank-wide command with rank-level rows
-                        n1 = tab[K.T_LVL, 1] + ch * p[K.P_RK]
                         for k in range(con_ptr[C_MACAB], con_ptr[C_MACAB + 1]):
                             node = ch if con[K.K_LEVEL, k] == 0 else n1
                             nxt = con[K.K_NEXT, k]
@@ -237,7 +230,7 @@ def run_channel(inst, cs, cnt, ch, nrefi, rlat, app_rows, app_bursts, reps, seg_
                     cnt[N_MACAB] += 1
                     pos += 1
                 while True:
-                    t = _earliest_rank(p, tab, nx, cs, IRDMAC, ch)
+                    t = K.earliest_at(p, tab, nx, IRDMAC, ch, Z, Z, Z)
                     if not (t >= cs[ch, F_REF] and _refresh_if_due(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cs, cnt, ch, t, nrefi)):
                         break
                     # refresh closed the row: results stay in the units' registers
