@@ -2,9 +2,16 @@
 
 Everything here reads plain arrays that :func:`sim.dram.resolve` builds once in Python
 (tables resolved, state zeroed) and stores in a :class:`DramInst` named tuple. Entry
-points (:func:`advance`, :func:`run_trace`, :func:`earliest_inst`, :func:`issue_inst`,
-:func:`activate`, :func:`next_time_inst`) unpack it once; internal helpers take the
-arrays explicitly. Times are DRAM clock cycles (tCK), int64.
+points take it and unpack it once: the controller :func:`core` (modes NEXT / ADVANCE /
+ACTIVATE / TRACE; the event engine calls it through :func:`core_of`, :func:`run_trace`
+is plain Python calling the same compiled signature), :func:`earliest_inst`,
+:func:`issue_inst`; internal helpers take the arrays explicitly. Times are DRAM clock
+cycles (tCK), int64.
+
+Cold start (issue 30): Numba links a jitted callee's IR into every caller and generates
+its machine code again there, so each wrapper level around the ~10 CPU-s controller cost
+~1 CPU-s; there are none now (the engine calls ``core`` directly, one signature), and an
+engine loop compiled for graphs without DRAM never compiles it (``core_of``).
 
 Node numbering: level 0 = channels ``[0, C)``, level 1 = ranks, level 2 = bank groups,
 level 3 = banks, each flattened (``bank = ((ch * RK + ra) * G + bg) * B + ba``) and
@@ -37,7 +44,7 @@ choices equal those of the plain rescanning controller (``tests/sim/sim_legacy_d
 on random traces.
 
 The module is over 700 lines on purpose: the controller's hot path is one function
-(``_core``), because in Numba a call that passes several arrays costs more than the work,
+(:func:`core`), because in Numba a call that passes several arrays costs more than the work,
 and its state layout (the field indices below) is documented next to it.
 
 :func:`issue` / :func:`issue_inst` update timing and open rows only, not the controller's
@@ -50,7 +57,8 @@ from __future__ import annotations
 from collections import namedtuple
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import overload
 
 from archsim.sim import dram_presets as _cmds
 
@@ -290,23 +298,50 @@ def issue(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cmd, ch, ra, bg, b
 MODE_NEXT, MODE_ADVANCE, MODE_ACTIVATE, MODE_TRACE = 0, 1, 2, 3
 
 
+@njit(cache=True, inline="always")
+def _bank_earliest(tab, nx, cmd, ch, rk, gn, bank):
+    """:func:`earliest` of a bank-scope command (ACT, PRE, RD, WR) on flat rank ``rk``,
+    bank group ``gn`` and bank ``bank``: the channel, rank, group and bank rows. (Without
+    the wide-command loops of ``earliest``, whose inlined copies dominate the compile
+    time of a small helper.)"""
+    return imax(imax(nx[ch, cmd], nx[tab[T_LVL, 1] + rk, cmd]),
+                imax(nx[tab[T_LVL, 2] + gn, cmd], nx[tab[T_LVL, 3] + bank, cmd]))
+
+
+@njit(cache=True, inline="always")
+def _rank_earliest(tab, nx, cmd, ch, rk, G, B):
+    """:func:`earliest` of a rank-scope command (REF) on flat rank ``rk``: the channel and
+    rank rows and every bank-group and bank row of the rank."""
+    t = imax(nx[ch, cmd], nx[tab[T_LVL, 1] + rk, cmd])
+    lo = tab[T_LVL, 2] + rk * G
+    for k in range(lo, lo + G):
+        t = imax(t, nx[k, cmd])
+    lo = tab[T_LVL, 3] + rk * G * B
+    for k in range(lo, lo + G * B):
+        t = imax(t, nx[k, cmd])
+    return t
+
+
 @njit(cache=True)
 def _refresh_pick(p, tab, nx, bst, ch, r, now):
     """Refresh work of rank ``r`` (due): PRE of the first open bank with the smallest
     earliest time, else REF; returns (time, cmd, bankgroup, bank)."""
     G, B = p[P_BG], p[P_BA]
     rk = ch * p[P_RK] + r
+    # (earliest's two cases written out: the inlined earliest, with its loops for every
+    # scope, would double this helper's compile time)
     bt, bcmd, bg_, ba_ = INF, -1, 0, 0
     any_open = False
     for g in range(G):
         for b in range(B):
-            if bst[B_OPEN, (rk * G + g) * B + b] >= 0:
+            bank = (rk * G + g) * B + b
+            if bst[B_OPEN, bank] >= 0:
                 any_open = True
-                e = imax(earliest(p, tab, nx, C_PRE, ch, r, g, b), now)
+                e = imax(_bank_earliest(tab, nx, C_PRE, ch, rk, rk * G + g, bank), now)
                 if e < bt:
                     bt, bcmd, bg_, ba_ = e, C_PRE, g, b
     if not any_open:
-        bt, bcmd, bg_, ba_ = imax(earliest(p, tab, nx, C_REF, ch, r, 0, 0), now), C_REF, 0, 0
+        bt, bcmd, bg_, ba_ = imax(_rank_earliest(tab, nx, C_REF, ch, rk, G, B), now), C_REF, 0, 0
     return bt, bcmd, bg_, ba_
 
 
@@ -319,19 +354,19 @@ def _closed_pick(p, tab, nx, bst, ch, now):
     for r in range(RK):
         for g in range(G):
             for b in range(B):
-                bank = ((ch * RK + r) * G + g) * B + b
+                gn = (ch * RK + r) * G + g
+                bank = gn * B + b
                 if bst[B_OPEN, bank] >= 0 and bst[B_HITS, bank] == 0:
-                    e = imax(earliest(p, tab, nx, C_PRE, ch, r, g, b), now)
+                    e = imax(_bank_earliest(tab, nx, C_PRE, ch, ch * RK + r, gn, bank), now)
                     if e < bt:
                         bt, br, bg_, ba_ = e, r, g, b
     return bt, br, bg_, ba_
 
 
 @njit(cache=True)
-def _core(p, tab, con_ptr, con, nx, hist, hist_n, bst, ref_due, q, chs, ring, misc, stats,
-          bk, chb, sched, cand, dbl, gf, treet, mode, until, sid_in, now_in, s_addr, s_left, s_out,
-          s_write, s_end, done_buf, arrival):
-    """The controller. ``mode``:
+def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_end, done_buf,
+         arrival):
+    """The controller of :class:`DramInst` ``inst``. ``mode``:
 
     * MODE_NEXT: return the earliest pending command time (deciding dirty channels);
     * MODE_ADVANCE: issue every command with time < ``until``; return #streams done
@@ -341,6 +376,12 @@ def _core(p, tab, con_ptr, con, nx, hist, hist_n, bst, ref_due, q, chs, ring, mi
     * MODE_TRACE: run streams ``0..len(arrival)-1`` (one burst each, ``arrival``
       sorted) to completion; return #streams done.
     """
+    p, tab, con_ptr, con, nx, hist, hist_n = (inst.p, inst.tab, inst.con_ptr, inst.con,
+                                              inst.nx, inst.hist, inst.hist_n)
+    bst, ref_due, q, chs, ring, misc, stats = (inst.bst, inst.ref_due, inst.q, inst.chs,
+                                               inst.ring, inst.misc, inst.stats)
+    bk, chb, sched, cand, dbl, gf, treet = (inst.bk, inst.chb, inst.sched, inst.cand,
+                                            inst.dbl, inst.gf, inst.treet)
     C, RK, G, B = p[P_CH], p[P_RK], p[P_BG], p[P_BA]
     Q, BB = p[P_QDEPTH], p[P_BB]
     l1, l2, l3 = tab[T_LVL, 1], tab[T_LVL, 2], tab[T_LVL, 3]
@@ -827,7 +868,7 @@ def _core(p, tab, con_ptr, con, nx, hist, hist_n, bst, ref_due, q, chs, ring, mi
 # ----------------------------------------------------------------------- entry points
 # Every entry point passes the mode and the scalar operands as typed int64 (np.int64(...)),
 # never as literals: Numba compiles a callee once per distinct literal argument, and
-# ``_core`` costs ~10 CPU-s to compile (tests/sim/test_one_signature.py).
+# ``core`` costs ~8 CPU-s to compile (tests/sim/test_one_signature.py).
 @njit(cache=True)
 def earliest_inst(inst, cmd, ch, ra, bg, ba):
     """:func:`earliest` on a :class:`DramInst`."""
@@ -841,48 +882,40 @@ def issue_inst(inst, cmd, ch, ra, bg, ba, row, t):
           inst.bst, inst.stats, cmd, ch, ra, bg, ba, row, t)
 
 
-@njit(cache=True)
-def _core_inst(inst, mode, until, sid, now, s_addr, s_left, s_out, s_write, s_end, done_buf,
-               arrival):
-    return _core(inst.p, inst.tab, inst.con_ptr, inst.con, inst.nx, inst.hist, inst.hist_n,
-                 inst.bst, inst.ref_due, inst.q, inst.chs, inst.ring, inst.misc, inst.stats,
-                 inst.bk, inst.chb, inst.sched, inst.cand, inst.dbl, inst.gf, inst.treet, mode, until, sid,
-                 now, s_addr, s_left, s_out, s_write, s_end, done_buf, arrival)
+def core_of(insts, i, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_end,
+            done_buf, arrival):
+    """:func:`core` on ``insts[i]``; 0 when ``insts`` is None (an engine loop compiled for
+    graphs without DRAM). Under JIT the None case compiles to the constant (overload
+    below), so such a loop never compiles or links the controller (~10 CPU-s cold)."""
+    if insts is None:
+        return 0
+    return core(insts[i], mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_end,
+                done_buf, arrival)
 
 
-@njit(cache=True)
-def next_time_inst(inst):
-    """Earliest pending command time of a :class:`DramInst` (INF when idle)."""
-    z = np.zeros(1, np.int64)
-    zero = np.int64(0)
-    return _core_inst(inst, np.int64(MODE_NEXT), zero, zero, zero, z, z, z, z, z, z, z[:0])
+@overload(core_of, inline="always")
+def _core_of_typed(insts, i, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write,
+                   s_end, done_buf, arrival):
+    if isinstance(insts, types.NoneType):
+        def no_dram(insts, i, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write,
+                    s_end, done_buf, arrival):
+            return np.int64(0)
+        return no_dram
+
+    def with_dram(insts, i, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write,
+                  s_end, done_buf, arrival):
+        return core(insts[i], mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write,
+                    s_end, done_buf, arrival)
+    return with_dram
 
 
-@njit(cache=True)
-def activate(inst, sid, s_addr, s_left, s_out, s_write, now):
-    """Append stream ``sid`` to the active streams and feed; returns False if full."""
-    z = np.zeros(1, np.int64)
-    return _core_inst(inst, np.int64(MODE_ACTIVATE), np.int64(0), np.int64(sid),
-                      np.int64(now), s_addr, s_left, s_out, s_write, z, z, z[:0]) != 0
-
-
-@njit(cache=True)
-def advance(inst, until, s_addr, s_left, s_out, s_write, s_end, done_buf):
-    """Issue every command with issue time < ``until``; returns #streams completed.
-
-    Completed stream ids (all bursts issued; last data at ``s_end[id]``) are written to
-    ``done_buf[0:n]``.
-    """
-    zero = np.int64(0)
-    return _core_inst(inst, np.int64(MODE_ADVANCE), np.int64(until), zero, zero, s_addr,
-                      s_left, s_out, s_write, s_end, done_buf, s_end[:0])
-
-
-@njit(cache=True)
 def run_trace(inst, addr, is_write, arrival, s_end):
-    """Run a request trace (one burst each, arrivals sorted); fills ``s_end``."""
+    """Run a request trace (one burst each, arrivals sorted) through :func:`core`; fills
+    ``s_end``. Plain Python: it calls the engine's own compiled signature of ``core``
+    (int64 1-D arrays), so a trace compiles nothing beyond it."""
     n = addr.shape[0]
     zero = np.int64(0)
-    return _core_inst(inst, np.int64(MODE_TRACE), zero, zero, zero, addr.copy(), np.zeros(n, np.int64),
-                      np.zeros(n, np.int64), is_write.astype(np.int64), s_end,
-                      np.zeros(max(n, 1), np.int64), arrival)
+    return core(inst, np.int64(MODE_TRACE), zero, zero, zero,
+                np.array(addr, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64),
+                np.array(is_write, np.int64), s_end, np.zeros(max(n, 1), np.int64),
+                np.ascontiguousarray(arrival, np.int64))

@@ -13,9 +13,11 @@ Semantics (the pure-Python reference in ``tests/sim`` implements the same rules)
    leave in priority order, then FIFO. A finish frees the slot (the queue head starts),
    then successors whose last predecessor this was become ready (ascending task id).
 
-Two event loops give the same results: :func:`_kernel` (binary heap, every graph) and
-:func:`sim.engine_bucket.kernel_bucket` (calendar queue; graphs without DRAM whose tasks
-share one priority and whose durations are below ``MAX_BUCKETS``), chosen by :func:`run`.
+Two event loops give the same results: :func:`_loop` (binary heap, every graph; compiled
+as :func:`_kernel` for graphs with DRAM resources and :func:`_kernel_plain` without, which
+never compiles the DRAM controller) and :func:`sim.engine_bucket.kernel_bucket` (calendar
+queue; graphs without DRAM whose tasks share one priority and whose durations are below
+``MAX_BUCKETS``), chosen by :func:`run`.
 
 DRAM time: the DRAM runs in its own tCK; an engine cycle ``t`` maps to DRAM cycle
 ``ceil(t * Pe / Pd)`` for arrivals and a completion at DRAM cycle ``c`` to engine cycle
@@ -192,10 +194,13 @@ def _pack(resource, eff_dur, is_dram, priority, op_index, dep_ptr, dep_idx, wtyp
     return tt, succ, rcount[1:]
 
 
-@njit(cache=True)
-def _kernel(tt, succ, res_cap, res_inst, n_ops, mem_addr, burst_n, is_write, insts,
-            pe_fs, pd_fs, record):
-    """Event loop over the task table (semantics in the module docstring)."""
+@njit(cache=True, inline="always")
+def _loop(tt, succ, res_cap, res_inst, n_ops, mem_addr, burst_n, is_write, insts, ni,
+          pe_fs, pd_fs, record):
+    """Event loop over the task table (semantics in the module docstring). ``insts``: the
+    ``ni`` DRAM instances (typed List), or None for a graph without DRAM (then the DRAM
+    controller is not compiled: :func:`sim.dram_kernel.core_of`). Inlined into its two
+    compiled entry points, :func:`_kernel` and :func:`_kernel_plain`."""
     T = tt.shape[0] - 1
     wide = tt.shape[1] > 4  # priority and op columns exist
     R = res_cap.shape[0]
@@ -220,7 +225,6 @@ def _kernel(tt, succ, res_cap, res_inst, n_ops, mem_addr, burst_n, is_write, ins
     op_start = np.full(n_ops, -1, np.int64)
     op_end = np.full(n_ops, -1, np.int64)
     # DRAM streams (indexed by task id) and wake-ups (kept outside the heap)
-    ni = len(insts)
     ns = T if ni > 0 else 1
     s_addr = np.zeros(ns, np.int64)
     s_left = np.zeros(ns, np.int64)
@@ -229,6 +233,11 @@ def _kernel(tt, succ, res_cap, res_inst, n_ops, mem_addr, burst_n, is_write, ins
     s_end = np.zeros(ns, np.int64)
     s_start = np.zeros(ns, np.int64)
     done_buf = np.zeros(ns, np.int64)
+    # K.core's mode and unused operands as typed int64 (one compiled signature of core)
+    m_act, m_next, m_adv = np.int64(K.MODE_ACTIVATE), np.int64(K.MODE_NEXT), np.int64(
+        K.MODE_ADVANCE)
+    zero = np.int64(0)
+    no_arrival = s_end[:0]
     wake_t = np.full(max(ni, 1), INF_T, np.int64)
     pending_wake = np.zeros(max(ni, 1), np.int64)
     any_wake = False
@@ -296,7 +305,8 @@ def _kernel(tt, succ, res_cap, res_inst, n_ops, mem_addr, burst_n, is_write, ins
                     a = _ceil_scale(now, pe_fs[i], pd_fs[i])
                     s_end[task] = a
                     s_start[task] = now
-                    K.activate(insts[i], task, s_addr, s_left, s_out, s_write, a)
+                    K.core_of(insts, i, m_act, zero, np.int64(task), a, s_addr, s_left,
+                              s_out, s_write, s_end, done_buf, no_arrival)
                     pending_wake[i] = 1
                     any_wake = True
                     continue
@@ -316,7 +326,8 @@ def _kernel(tt, succ, res_cap, res_inst, n_ops, mem_addr, burst_n, is_write, ins
             for i in range(ni):
                 if pending_wake[i] != 0:
                     pending_wake[i] = 0
-                    nt = K.next_time_inst(insts[i])
+                    nt = K.core_of(insts, i, m_next, zero, zero, zero, s_addr, s_left,
+                                   s_out, s_write, s_end, done_buf, no_arrival)
                     et = INF_T
                     if nt < K.INF:
                         et = (nt * pd_fs[i]) // pe_fs[i]
@@ -346,8 +357,8 @@ def _kernel(tt, succ, res_cap, res_inst, n_ops, mem_addr, burst_n, is_write, ins
                 now = wt
                 i = wi
                 until = _ceil_scale(now + 1, pe_fs[i], pd_fs[i])
-                nd = K.advance(insts[i], until, s_addr, s_left, s_out, s_write, s_end,
-                               done_buf)
+                nd = K.core_of(insts, i, m_adv, until, zero, zero, s_addr, s_left, s_out,
+                               s_write, s_end, done_buf, no_arrival)
                 for j in range(nd):
                     task = done_buf[j]
                     et = _ceil_scale(s_end[task], pd_fs[i], pe_fs[i])
@@ -404,10 +415,28 @@ def _graph_facts(kind, duration, priority):
     return any_mem, max_dur, uniform
 
 
+@njit(cache=True)
+def _kernel(tt, succ, res_cap, res_inst, n_ops, mem_addr, burst_n, is_write, insts,
+            pe_fs, pd_fs, record):
+    """:func:`_loop` with DRAM resources (``insts``: typed List of DramInst)."""
+    return _loop(tt, succ, res_cap, res_inst, n_ops, mem_addr, burst_n, is_write, insts,
+                 len(insts), pe_fs, pd_fs, record)
+
+
+@njit(cache=True)
+def _kernel_plain(tt, succ, res_cap, n_ops, record):
+    """:func:`_loop` for a graph without DRAM: compiles no DRAM controller (a cold first
+    run of such a graph, e.g. a PIM layer's channel tasks, skips ~10 CPU-s)."""
+    z = np.zeros(1, np.int64)
+    return _loop(tt, succ, res_cap, z, n_ops, z, z, z, None, 0, z, z, record)
+
+
 _EMPTY_INST_TYPE = None
 
 
 def _inst_list(insts: list) -> typed.List:
+    """The DRAM instances as a Numba typed List (:func:`run` passes a non-empty one:
+    graphs without DRAM run :func:`_kernel_plain`)."""
     global _EMPTY_INST_TYPE
     if insts:
         lst = typed.List()
@@ -510,10 +539,14 @@ def run(tg: TaskGraph, dram_configs: Sequence[DramSpec] = (), *,
         tt, succ, rcount = _pack(res, eff, is_dram, np.ascontiguousarray(tg.priority),
                                  np.ascontiguousarray(tg.op_index), dep_ptr,
                                  np.ascontiguousarray(tg.dep_idx), wtype, 6 if wide else 4, R)
-        makespan, finished, events, busy, start, end, op_s, op_e = _kernel(
-            tt, succ, cap, res_inst, len(tg.op_names), addr, burst_n, is_write,
-            _inst_list(insts), np.asarray(pe_fs + [1], np.int64),
-            np.asarray(pd_fs + [1], np.int64), record_task_times)
+        if not insts:       # no DRAM: the loop without the DRAM controller compiled
+            makespan, finished, events, busy, start, end, op_s, op_e = _kernel_plain(
+                tt, succ, cap, len(tg.op_names), record_task_times)
+        else:
+            makespan, finished, events, busy, start, end, op_s, op_e = _kernel(
+                tt, succ, cap, res_inst, len(tg.op_names), addr, burst_n, is_write,
+                _inst_list(insts), np.asarray(pe_fs + [1], np.int64),
+                np.asarray(pd_fs + [1], np.int64), record_task_times)
     if finished != T:
         raise SimInputError(f"only {finished} of {T} tasks finished (dependency cycle?)")
     # action totals do not depend on timing: one vectorised pass (bincount adds in input

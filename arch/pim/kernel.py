@@ -18,8 +18,16 @@ cycle rule keeps the channel's commands ordered). All-bank refresh: when a comma
 issue at or after the channel's refresh due time, open rows are closed (PREA), REF is
 issued and the interrupted row is re-activated (a row miss).
 
+Speed (issue 30; ``benchmarks/bench_pim.py``, GPT-2 XL token, same cycles: see
+docs/pim.md): MACAB's earliest time (rank-wide) needs the largest row of every bank group
+and bank of the rank; those maxima are cached per channel (``_bank_maxima``) and
+recomputed only after a command wrote rows below rank level; MACAB is timed and issued
+inline when its table rows are all at channel or rank level;
+``tests/pim/test_stream_cache.py`` replays the same program through ``sim.dram.DramState``.
+
 Per-channel state ``cs[ch, :]``: F_OPEN (all-bank open row or -1), F_REF (refresh due),
-F_END (latest data completion). Counters ``cnt``: see ``N_*`` indices.
+F_END (latest data completion), F_SB (single-bank rows open), F_SUBOK / F_SUB (the cached
+bank maxima). Counters ``cnt``: see ``N_*`` indices.
 """
 
 from __future__ import annotations
@@ -34,7 +42,12 @@ from archsim.sim import dram_presets as _cmds
 C_ACT, C_PRE, C_WR, C_REF, C_PREA = _cmds.ACT, _cmds.PRE, _cmds.WR, _cmds.REF, _cmds.PREA
 C_ACTAB, C_MACAB, C_WRGB, C_RDMAC = _cmds.ACTAB, _cmds.MACAB, _cmds.WRGB, _cmds.RDMAC
 F_OPEN, F_REF, F_END, F_SB = 0, 1, 2, 3
-N_FIELDS = 4
+# F_SUBOK 1: cs[ch, F_SUB + c] holds the largest nx[., c] over the bank groups and banks of
+# rank 0 of ch, the part of a rank-wide command's earliest time that needs a pass over
+# every bank (MACAB, inline in run_channel); cleared when a command writes rows below
+# rank level
+F_SUBOK, F_SUB = 4, 5
+N_FIELDS = F_SUB + _cmds.N_COMMANDS
 # counters
 N_ROWMISS, N_REFRESH, N_MACAB, N_ACTAB = 0, 1, 2, 3
 N_COUNTERS = 4
@@ -47,6 +60,24 @@ def _go(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cmd, ch, bg, ba, row
     t = K.earliest_at(p, tab, nx, cmd, ch, Z, bg, ba)
     K.issue(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cmd, ch, Z, bg, ba, row, t)
     return t
+
+
+@njit(cache=True, inline="always")
+def _bank_maxima(p, tab, nx, cs, ch):
+    """Fill ``cs[ch, F_SUB + c]`` (every command c) with the largest bank-group and bank
+    row of rank 0 of ``ch``; mark it valid."""
+    rk = ch * p[K.P_RK]
+    G, B = p[K.P_BG], p[K.P_BA]
+    lo2 = tab[K.T_LVL, 2] + rk * G
+    lo3 = tab[K.T_LVL, 3] + rk * G * B
+    for c in range(K.N_CMD):
+        m = nx[lo2, c]
+        for k in range(lo2 + 1, lo2 + G):
+            m = K.imax(m, nx[k, c])
+        for k in range(lo3, lo3 + G * B):
+            m = K.imax(m, nx[k, c])
+        cs[ch, F_SUB + c] = m
+    cs[ch, F_SUBOK] = 1
 
 
 @njit(cache=True)
@@ -63,6 +94,7 @@ def _refresh_if_due(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cs, cnt,
         cs[ch, F_SB] = 0
     _go(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, IREF, ch, Z, Z, Z)
     cs[ch, F_REF] += nrefi
+    cs[ch, F_SUBOK] = 0
     cnt[N_REFRESH] += 1
     return True
 
@@ -70,15 +102,6 @@ def _refresh_if_due(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cs, cnt,
 @njit(cache=True)
 def run_channel(inst, cs, cnt, ch, nrefi, rlat, app_rows, app_bursts, reps, seg_wrgb,
                 seg_steps, seg_mpn, macs_per_row):
-    """Unpack ``inst`` once (passing the tuple per call is slow) and run the stream."""
-    return _run(inst.p, inst.tab, inst.con_ptr, inst.con, inst.nx, inst.hist, inst.hist_n,
-                inst.bst, inst.stats, cs, cnt, ch, nrefi, rlat, app_rows, app_bursts, reps,
-                seg_wrgb, seg_steps, seg_mpn, macs_per_row)
-
-
-@njit(cache=True)
-def _run(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cs, cnt, ch, nrefi, rlat,
-         app_rows, app_bursts, reps, seg_wrgb, seg_steps, seg_mpn, macs_per_row):
     """Issue one channel's stream (see module docstring); returns the channel's end cycle.
 
     Args:
@@ -91,6 +114,11 @@ def _run(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cs, cnt, ch, nrefi,
             MAC commands per neuron.
         macs_per_row: MAC commands per all-bank activation.
     """
+    # the arrays of inst, unpacked once (one function: a wrapper that unpacks and calls
+    # would compile the stream's machine code a second time)
+    p, tab, con_ptr, con, nx, hist, hist_n, bst, stats = (
+        inst.p, inst.tab, inst.con_ptr, inst.con, inst.nx, inst.hist, inst.hist_n, inst.bst,
+        inst.stats)
     # Commands and constant operands as typed int64 locals: a literal argument would make
     # Numba compile K.issue/K.earliest once per distinct literal (9 signatures, ~20 s cold).
     Z, ONE = np.int64(0), np.int64(1)
@@ -99,6 +127,18 @@ def _run(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cs, cnt, ch, nrefi,
     IWRGB, IRDMAC = np.int64(C_WRGB), np.int64(C_RDMAC)
     banks = p[K.P_BG] * p[K.P_BA]
     nba = p[K.P_BA]
+    # low[c] 1: a c command writes timing rows below rank level (then the cached bank
+    # maxima are stale); MACAB, the bulk of the stream, is timed and issued inline when
+    # its rows are all at channel or rank level without a rolling window
+    low = np.zeros(K.N_CMD, np.int64)
+    mac_fast = tab[K.T_SCOPE, C_MACAB] == 1
+    n1 = tab[K.T_LVL, 1] + ch * p[K.P_RK]  # the nx row of rank 0 of ch
+    for c in range(K.N_CMD):
+        for k in range(con_ptr[c], con_ptr[c + 1]):
+            if con[K.K_LEVEL, k] >= 2:
+                low[c] = 1
+            if c == C_MACAB and (con[K.K_LEVEL, k] >= 2 or con[K.K_WIN, k] > 1):
+                mac_fast = False
     # ---- KV-cache append: single-bank row writes, one batch = one row per bank --------
     if app_rows > 0:
         if cs[ch, F_OPEN] >= 0:
@@ -127,6 +167,7 @@ def _run(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cs, cnt, ch, nrefi,
                 t = K.earliest_at(p, tab, nx, IPRE, ch, Z, bg, ba)
                 K.issue(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, IPRE, ch, Z, bg, ba, Z, t)
             cs[ch, F_SB] = 0
+            cs[ch, F_SUBOK] = 0  # the batch wrote bank rows
             done += nb
             end = t + p[K.P_WLAT]
             if end > cs[ch, F_END]:
@@ -139,9 +180,11 @@ def _run(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cs, cnt, ch, nrefi,
             for _ in range(seg_wrgb[s]):
                 while True:
                     t = K.earliest_at(p, tab, nx, IWRGB, ch, Z, Z, Z)
-                    if not _refresh_if_due(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cs, cnt, ch, t, nrefi):
+                    if not (t >= cs[ch, F_REF] and _refresh_if_due(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cs, cnt, ch, t, nrefi)):
                         break
                 K.issue(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, IWRGB, ch, Z, Z, Z, Z, t)
+                if low[IWRGB]:
+                    cs[ch, F_SUBOK] = 0
             for _step in range(seg_steps[s]):
                 for _m in range(seg_mpn[s]):
                     row = pos // macs_per_row
@@ -150,27 +193,50 @@ def _run(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cs, cnt, ch, nrefi,
                             if cs[ch, F_OPEN] >= 0:
                                 tp = K.earliest_at(p, tab, nx, IPREA, ch, Z, Z, Z)
                                 K.issue(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, IPREA, ch, Z, Z, Z, Z, tp)
+                                if low[IPREA]:
+                                    cs[ch, F_SUBOK] = 0
                                 cs[ch, F_OPEN] = -1
                             ta = K.earliest_at(p, tab, nx, IACTAB, ch, Z, Z, Z)
-                            if _refresh_if_due(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cs, cnt, ch, ta, nrefi):
+                            if ta >= cs[ch, F_REF] and _refresh_if_due(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cs, cnt, ch, ta, nrefi):
                                 continue
                             K.issue(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, IACTAB, ch, Z, Z, Z, row, ta)
+                            if low[IACTAB]:
+                                cs[ch, F_SUBOK] = 0
                             cs[ch, F_OPEN] = row
                             cnt[N_ACTAB] += 1
                             cnt[N_ROWMISS] += 1
-                        t = K.earliest_at(p, tab, nx, IMACAB, ch, Z, Z, Z)
-                        if _refresh_if_due(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cs, cnt, ch, t, nrefi):
+                        if mac_fast:  # K.earliest of MACAB (rank-wide), bank part cached
+                            if cs[ch, F_SUBOK] == 0:
+                                _bank_maxima(p, tab, nx, cs, ch)
+                            t = K.imax(K.imax(nx[ch, C_MACAB], nx[n1, C_MACAB]),
+                                       cs[ch, F_SUB + C_MACAB])
+                        else:
+                            t = K.earliest_at(p, tab, nx, IMACAB, ch, Z, Z, Z)
+                        if t >= cs[ch, F_REF] and _refresh_if_due(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cs, cnt, ch, t, nrefi):
                             continue
                         break
-                    K.issue(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, IMACAB, ch, Z, Z, Z, row, t)
+                    if mac_fast:  # K.issue of a rank-wide command with rank-level rows
+                        for k in range(con_ptr[C_MACAB], con_ptr[C_MACAB + 1]):
+                            node = ch if con[K.K_LEVEL, k] == 0 else n1
+                            nxt = con[K.K_NEXT, k]
+                            nx[node, nxt] = K.imax(nx[node, nxt], t + con[K.K_LAT, k])
+                        for c in range(K.N_CMD):
+                            nx[ch, c] = K.imax(nx[ch, c], t + 1)
+                        stats[C_MACAB] += 1
+                    else:
+                        K.issue(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, IMACAB, ch, Z, Z, Z, row, t)
+                        if low[C_MACAB]:
+                            cs[ch, F_SUBOK] = 0
                     cnt[N_MACAB] += 1
                     pos += 1
                 while True:
                     t = K.earliest_at(p, tab, nx, IRDMAC, ch, Z, Z, Z)
-                    if not _refresh_if_due(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cs, cnt, ch, t, nrefi):
+                    if not (t >= cs[ch, F_REF] and _refresh_if_due(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, cs, cnt, ch, t, nrefi)):
                         break
                     # refresh closed the row: results stay in the units' registers
                 K.issue(p, tab, con_ptr, con, nx, hist, hist_n, bst, stats, IRDMAC, ch, Z, Z, Z, Z, t)
+                if low[IRDMAC]:
+                    cs[ch, F_SUBOK] = 0
                 end = t + rlat
                 if end > cs[ch, F_END]:
                     cs[ch, F_END] = end

@@ -421,6 +421,7 @@ class DramPim(Unit[DataflowMapping]):
         rlat = self.dram.read_latency_cycles
         if start:   # the op starts when the ASIC has the previous results
             np.maximum(inst.nx, start, out=inst.nx)
+            cs[:, PK.F_SUBOK] = 0  # the cached bank-row maxima of run_channel
             np.maximum(cs[:, PK.F_END], start, out=cs[:, PK.F_END])
         ch = 0
         end = start
