@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -37,8 +38,10 @@ PROBE = textwrap.dedent("""\
 
 def _probe(tmp: Path) -> int:
     root = str(Path(__file__).resolve().parents[2])
+    # the probe's own cache folder, whatever NUMBA_CACHE_DIR the test run has
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp / "nbcache")}
     out = subprocess.run([sys.executable, "-c", PROBE.format(root=root, tmp=str(tmp))],
-                         capture_output=True, text=True, check=True, cwd=tmp)
+                         capture_output=True, text=True, check=True, cwd=tmp, env=env)
     return int(out.stdout.split()[-1])
 
 
@@ -47,7 +50,7 @@ def test_note_once_when_compiling_never_when_cached(tmp_path: Path) -> None:
     process: both load from the cache, the callback never runs."""
     (tmp_path / "kern.py").write_text(KERNEL)
     assert _probe(tmp_path) == 1
-    assert any(tmp_path.rglob("kern.add_one-*.nbi"))     # the cache was written
+    assert any((tmp_path / "nbcache").rglob("kern.add_one-*.nbi"))   # the cache was written
     assert _probe(tmp_path) == 0
 
 
