@@ -233,6 +233,10 @@ class MoeKernelSpec:
     block_n: int = param(doc="columns of a CTA tile", min=1)
     token_ns: float = param(0.0, doc="per token (top-k softmax, per-token quantisation, the "
                                      "combine's output row)", unit="ns", min=0)
+    token_hidden_b: float = param(0.0, doc="bytes per token per unit of the hidden width, "
+                                           "every token whatever its experts (the input's "
+                                           "activation quantisation, the combine's output "
+                                           "row written for every token)", min=0)
     pair_width_b: float = param(0.0, doc="bytes moved per (token, expert) pair routed "
                                          "anywhere, per unit of the expert width (the "
                                          "intermediate caches every pair owns, local or not)",
