@@ -356,6 +356,19 @@ def fit_norm_pass_rate(unit: Any, rows: Sequence[Row | dict[str, Any]]) -> float
     return statistics.median(rates) if rates else None
 
 
+def _softmax_rows(rows: Sequence[Row | dict[str, Any]], path: str
+                  ) -> Iterable[tuple[dict[str, Any], Softmax]]:
+    """(row, op) of the softmax rows whose op takes PyTorch's ``path`` kernel
+    (``arch.gpu.kernels.softmax_path``)."""
+    for r in rows:
+        d = r.data if isinstance(r, Row) else r
+        if d.get("kind") != "vector" or d.get("op") != "softmax":
+            continue
+        op = row_op(d)
+        if isinstance(op, Softmax) and softmax_path(op) == path:
+            yield d, op
+
+
 def fit_softmax_global(unit: Any, rows: Sequence[Row | dict[str, Any]]
                        ) -> tuple[float, float] | None:
     """(``cuda_core.softmax_step_ns``, ``softmax_vector_bytes_per_clock``) from softmax rows on
@@ -367,13 +380,7 @@ def fit_softmax_global(unit: Any, rows: Sequence[Row | dict[str, Any]]
     s = unit.spec
     a: list[list[float]] = []
     y: list[float] = []
-    for r in rows:
-        d = r.data if isinstance(r, Row) else r
-        if d.get("kind") != "vector" or d.get("op") != "softmax":
-            continue
-        op = row_op(d)
-        if not isinstance(op, Softmax) or softmax_path(op) != "global":
-            continue
+    for d, op in _softmax_rows(rows, "global"):
         body = float(d["ms"]) * 1e-3 - s.kernel_launch_s - s.dram_latency_ns * 1e-9
         stream = (op.input_bytes() + op.output_bytes() + softmax_global_reread_b(s, op)[1]) \
             / s.memory.sustained_bytes_per_s
@@ -401,13 +408,7 @@ def fit_softmax_register(unit: Any, rows: Sequence[Row | dict[str, Any]]
     s = unit.spec
     a: list[list[float]] = []
     y: list[float] = []
-    for r in rows:
-        d = r.data if isinstance(r, Row) else r
-        if d.get("kind") != "vector" or d.get("op") != "softmax":
-            continue
-        op = row_op(d)
-        if not isinstance(op, Softmax) or softmax_path(op) != "register":
-            continue
+    for d, op in _softmax_rows(rows, "register"):
         ilp, blocks = softmax_register_blocks(op.cols)
         waves = math.ceil(math.ceil(op.rows / s.sm_count) / blocks)
         a.append([waves * 1e-9, waves * ilp * 1e-9])
