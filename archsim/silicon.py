@@ -27,6 +27,7 @@ from archsim.arch.gpu.kernels import (
     SOFTMAX_BLOCK_THREADS,
     softmax_global_reread_b,
     softmax_path,
+    softmax_register_blocks,
     softmax_steps,
 )
 from archsim.arch.gpu.unit import TensorCoreGpu
@@ -311,10 +312,13 @@ def fit_reduce_pass_rate(unit: Any, rows: Sequence[Row | dict[str, Any]]) -> flo
     """``cuda_core.reduce_pass_bytes_per_clock`` (bytes per clock per SM) from softmax rows
     with more than 1,024 columns (three passes: the two re-reads run after the stream): per
     row, the re-read bytes over the measured time left after the one-pass stream, at the
-    SM count and clock; the median over the rows. None without such rows."""
+    SM count and clock; the median over the rows. None without such rows. (The rate prices
+    the rows no other softmax model does: the register path's own constants are set aside
+    here, so the rate stays the three-pass reading of the same rows.)"""
     s = unit.spec
     fast = type(unit)(unit.name, replace(s, cuda_core=replace(
-        s.cuda_core, reduce_pass_bytes_per_clock=1e12)), unit.node_nm)
+        s.cuda_core, reduce_pass_bytes_per_clock=1e12, softmax_reg_row_ns=None,
+        softmax_reg_elem_ns=None)), unit.node_nm)
     rates = []
     for r in rows:
         d = r.data if isinstance(r, Row) else r
@@ -352,6 +356,19 @@ def fit_norm_pass_rate(unit: Any, rows: Sequence[Row | dict[str, Any]]) -> float
     return statistics.median(rates) if rates else None
 
 
+def _softmax_rows(rows: Sequence[Row | dict[str, Any]], path: str
+                  ) -> Iterable[tuple[dict[str, Any], Softmax]]:
+    """(row, op) of the softmax rows whose op takes PyTorch's ``path`` kernel
+    (``arch.gpu.kernels.softmax_path``)."""
+    for r in rows:
+        d = r.data if isinstance(r, Row) else r
+        if d.get("kind") != "vector" or d.get("op") != "softmax":
+            continue
+        op = row_op(d)
+        if isinstance(op, Softmax) and softmax_path(op) == path:
+            yield d, op
+
+
 def fit_softmax_global(unit: Any, rows: Sequence[Row | dict[str, Any]]
                        ) -> tuple[float, float] | None:
     """(``cuda_core.softmax_step_ns``, ``softmax_vector_bytes_per_clock``) from softmax rows on
@@ -363,13 +380,7 @@ def fit_softmax_global(unit: Any, rows: Sequence[Row | dict[str, Any]]
     s = unit.spec
     a: list[list[float]] = []
     y: list[float] = []
-    for r in rows:
-        d = r.data if isinstance(r, Row) else r
-        if d.get("kind") != "vector" or d.get("op") != "softmax":
-            continue
-        op = row_op(d)
-        if not isinstance(op, Softmax) or softmax_path(op) != "global":
-            continue
+    for d, op in _softmax_rows(rows, "global"):
         body = float(d["ms"]) * 1e-3 - s.kernel_launch_s - s.dram_latency_ns * 1e-9
         stream = (op.input_bytes() + op.output_bytes() + softmax_global_reread_b(s, op)[1]) \
             / s.memory.sustained_bytes_per_s
@@ -385,6 +396,27 @@ def fit_softmax_global(unit: Any, rows: Sequence[Row | dict[str, Any]]
         return None
     (step_s, inv_rate), *_ = np.linalg.lstsq(np.array(a), np.array(y), rcond=None)
     return float(step_s * 1e9), float(1.0 / inv_rate)
+
+
+def fit_softmax_register(unit: Any, rows: Sequence[Row | dict[str, Any]]
+                         ) -> tuple[float, float] | None:
+    """(``cuda_core.softmax_reg_row_ns``, ``softmax_reg_elem_ns``) from softmax rows on
+    PyTorch's register path (``arch.gpu.kernels.softmax_path`` ``register``): least squares of
+    the measured time less one launch and the DRAM latency against
+    ``softmax_register_s``'s two terms (waves x 1, waves x ILP; waves = ceil(ceil(rows / SMs)
+    / resident blocks)). None unless the rows hold two different ILPs."""
+    s = unit.spec
+    a: list[list[float]] = []
+    y: list[float] = []
+    for d, op in _softmax_rows(rows, "register"):
+        ilp, blocks = softmax_register_blocks(op.cols)
+        waves = math.ceil(math.ceil(op.rows / s.sm_count) / blocks)
+        a.append([waves * 1e-9, waves * ilp * 1e-9])
+        y.append(float(d["ms"]) * 1e-3 - s.kernel_launch_s - s.dram_latency_ns * 1e-9)
+    if len({round(x[1] / x[0]) for x in a}) < 2:
+        return None
+    (row_ns, elem_ns), *_ = np.linalg.lstsq(np.array(a), np.array(y), rcond=None)
+    return float(row_ns), float(elem_ns)
 
 
 def energy_prediction(acc: Any, row: dict[str, Any]) -> tuple[float, float, float] | None:

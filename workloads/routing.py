@@ -9,8 +9,9 @@ A routing is ``balanced`` or ``power_law:ALPHA`` (:func:`parse_routing`):
   skew of trained routers; ALPHA near 1 is heavy-tailed), scaled to ``tokens x top_k`` pairs:
   on ``[1, 0.8 tokens]`` when there are more pairs than experts, else on ``[0.01, 2]``
   (the pairs then land on nearly distinct experts). The loads are the distribution's
-  quantiles at ``(i + 1/2) / experts`` (expected order statistics), rounded, with the
-  rounding remainder given to the busiest experts. With expert parallelism the experts sit
+  quantiles at ``(i + 1/2) / experts`` (expected order statistics), rounded by largest
+  remainders (the pairs left after the floors go to the largest fractional parts), no
+  expert above ``tokens`` (a token's top-k experts are distinct). With expert parallelism the experts sit
   in contiguous groups of ``experts / ep`` in a random order; the device that bounds the
   step is the busiest group: :func:`device_loads` draws :data:`ROUTING_TRIALS` fixed-seed
   placements and returns the busiest group of the median draw (deterministic).
@@ -62,16 +63,20 @@ def _power_law_loads(tokens: int, experts: int, top_k: int, alpha: float) -> lis
     xs = [((hi ** a - lo ** a) * ((i + 0.5) / experts) + lo ** a) ** (1.0 / a)
           for i in range(experts)]
     total = sum(xs)
-    loads = sorted((round(x / total * pairs) for x in xs), reverse=True)
+    # largest remainders (Hamilton): each expert gets the floor of its share, the pairs left
+    # go to the largest fractional parts, never above `tokens` (a token's top-k experts are
+    # distinct); with fewer pairs than experts most shares are below one, so the pairs land
+    # on distinct experts instead of piling onto the busiest
+    share = [x / total * pairs for x in xs]
+    loads = [min(tokens, math.floor(v)) for v in share]
+    order = sorted(range(experts), key=lambda i: (loads[i] - share[i], i))
     left = pairs - sum(loads)
-    for i in range(max(0, left)):            # remainder to the busiest experts
-        loads[i % experts] += 1
-    i = experts - 1
-    while left < 0:                          # excess taken from the least busy
-        if loads[i] > 0:
-            loads[i] -= 1
-            left += 1
-        i = i - 1 if i > 0 else experts - 1
+    while left > 0:
+        for i in order:
+            if left and loads[i] < tokens:
+                loads[i] += 1
+                left -= 1
+    loads.sort(reverse=True)
     return loads
 
 

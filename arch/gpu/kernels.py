@@ -52,6 +52,7 @@ Causal masking skips the masked triangle (``Attention.pairs``).
 from __future__ import annotations
 
 import heapq
+import math
 from functools import lru_cache
 from types import MappingProxyType
 from typing import TYPE_CHECKING
@@ -77,6 +78,7 @@ __all__ = ["attention_tc_format", "paged_attention_time", "paged_attention_parts
            "cta_imbalance", "cta_pairs", "vector_read_passes", "estimate_attention",
            "softmax_reread_s", "softmax_path", "softmax_steps", "softmax_global_s",
            "softmax_global_reread_b", "SOFTMAX_BLOCK_THREADS", "SOFTMAX_REG_MAX",
+           "softmax_register_s", "softmax_register_blocks", "SOFTMAX_TWO_BLOCKS_MAX_ILP",
            "unit_attention_time", "NORM_VEC_ELEMS", "norm_kernels",
            "norm_pass_s"]
 
@@ -189,6 +191,43 @@ def softmax_global_s(spec: GpuSpec, op: Op) -> float | None:
     stream_s = 3.0 * vector * SOFTMAX_BLOCK_THREADS * _VECTOR_LOAD_BYTES \
         / (c.softmax_vector_bytes_per_clock * spec.clock_hz)
     return op.rows / spec.sm_count * (wait_s / _SOFTMAX_BLOCKS_PER_SM + stream_s)
+
+
+#: the register softmax's template ILP (elements a thread holds, ceil(cols / 1024)) up to which
+#: two 1,024-thread blocks share an SM (32 registers a thread at most: 64 K registers / 2,048
+#: threads); above it the kernel's registers leave room for one block (tag C, an assumption
+#: the H100 rows bound: ILP 4 (widths 4095, 4096) runs two blocks per SM, ILP 8 (8191) one,
+#: the only reading with a positive per-element time; ILP 5-7 are not measured)
+SOFTMAX_TWO_BLOCKS_MAX_ILP = 4
+
+
+def softmax_register_blocks(cols: int) -> tuple[int, int]:
+    """(elements per thread, resident blocks per SM) of PyTorch's register softmax over rows
+    of ``cols`` (``softmax_path`` ``register``): ILP = ceil(cols / threads), two blocks while
+    ILP <= SOFTMAX_TWO_BLOCKS_MAX_ILP, else one."""
+    threads = min(SOFTMAX_BLOCK_THREADS, -(-cols // _WARP) * _WARP)
+    ilp = -(-cols // threads)
+    return ilp, _SOFTMAX_BLOCKS_PER_SM if ilp <= SOFTMAX_TWO_BLOCKS_MAX_ILP else 1
+
+
+def softmax_register_s(spec: GpuSpec, op: Op) -> float | None:
+    """Seconds, at the top clock, of the SM side of PyTorch's register softmax
+    (``softmax_path`` ``register``: one block per row, the row read once into registers,
+    ILP elements a thread): the busiest SM runs ceil(rows / SMs) rows, ``blocks`` at a time
+    (:func:`softmax_register_blocks`), each row taking ``softmax_reg_row_ns + ILP x
+    softmax_reg_elem_ns``::
+
+        ceil(ceil(rows / SMs) / blocks) x (softmax_reg_row_ns + ILP x softmax_reg_elem_ns)
+
+    Overlapped with the HBM stream (input read once, output written). None for any other op
+    or path, or a GPU without the two constants."""
+    c = spec.cuda_core
+    if (not isinstance(op, Softmax) or c.softmax_reg_row_ns is None
+            or c.softmax_reg_elem_ns is None or softmax_path(op) != "register"):
+        return None
+    ilp, blocks = softmax_register_blocks(op.cols)
+    waves = math.ceil(math.ceil(op.rows / spec.sm_count) / blocks)
+    return waves * (c.softmax_reg_row_ns + ilp * c.softmax_reg_elem_ns) * 1e-9
 
 
 def softmax_global_reread_b(spec: GpuSpec, op: Op) -> tuple[float, float]:
@@ -475,7 +514,8 @@ def softmax_reread_s(spec: GpuSpec, op: Op) -> float:
     ``cuda_core.reduce_pass_bytes_per_clock`` per SM (0 for other ops, rows of at most
     1,024 columns, or a GPU without that rate)."""
     rate = spec.cuda_core.reduce_pass_bytes_per_clock
-    if not rate or not isinstance(op, Softmax) or softmax_global_s(spec, op) is not None:
+    if (not rate or not isinstance(op, Softmax) or softmax_global_s(spec, op) is not None
+            or softmax_register_s(spec, op) is not None):
         return 0.0
     extra = (vector_read_passes(op) - 1) * op.input_bytes()
     return extra / (rate * spec.sm_count * spec.clock_hz)

@@ -7,7 +7,7 @@ received tokens: expert ``e``'s M = its tokens), the SwiGLU, the grouped down GE
 weighted combine (``moe_sum``). Constants per kernel and weight format are in
 ``GpuSpec.fused_moe`` (:class:`~archsim.arch.gpu.spec.MoeKernelSpec`)::
 
-    T = call + tokens x token_ns
+    T = call + tokens x (token_ns + token_hidden_b x hidden / BW)
         + pairs x (pair_width_b x width + pair_hidden_b x hidden) / BW      (every pair)
         + local pairs x (local_width_b x width + local_hidden_b x hidden) / BW
         + experts hit x expert_us
@@ -137,12 +137,14 @@ def fused_moe_time(spec: GpuSpec, op: FusedMoE) -> MoeTime:
     wide = op.width * (2 * up + 1) / 5.0
     pair_b = pairs * (k.pair_width_b * wide + k.pair_hidden_b * op.hidden)
     local_b = local * (k.local_width_b * wide + k.local_hidden_b * op.hidden)
+    tok_b = op.tokens * k.token_hidden_b * op.hidden
     fixed = (k.call_us * 1e-6 + op.tokens * k.token_ns * 1e-9 + len(loads) * k.expert_us * 1e-6
-             + (pair_b + local_b) / bw)
+             + (pair_b + local_b + tok_b) / bw)
     body = g1[0] + g2[0]
     compute = min(body, g1[1] + g2[1])
-    return MoeTime(fixed, compute, body - compute, g1[2] + g2[2] + 0.5 * (pair_b + local_b),
-                   g1[3] + g2[3] + 0.5 * (pair_b + local_b), len(loads), local)
+    side_b = 0.5 * (pair_b + local_b + tok_b)
+    return MoeTime(fixed, compute, body - compute, g1[2] + g2[2] + side_b,
+                   g1[3] + g2[3] + side_b, len(loads), local)
 
 
 def estimate_fused_moe(unit: TensorCoreGpu, op: FusedMoE) -> Estimate:

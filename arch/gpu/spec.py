@@ -106,6 +106,16 @@ class CudaCoreSpec:
     softmax_vector_bytes_per_clock: float | None = param(
         None, doc="per-SM rate of the 16-byte (vectorised) steps of the global-memory softmax's "
                   "three passes", unit="B/clock", min=0.01)
+    softmax_reg_row_ns: float | None = param(
+        None, doc="fixed part of one row of PyTorch's register softmax (cunn_SoftMaxForwardReg, "
+                  "one 1,024-thread block per row, the row read once into registers): the "
+                  "load round trip, the two block-wide reductions (max, sum), the write "
+                  "(arch/gpu/kernels.py softmax_register_s). null = such rows priced by "
+                  "reduce_pass_bytes_per_clock (three passes)", unit="ns", min=0)
+    softmax_reg_elem_ns: float | None = param(
+        None, doc="time one row of the register softmax adds per element a thread holds "
+                  "(ceil(cols / 1024) registers: its load, exp, sum and store, for the "
+                  "block's 32 warps)", unit="ns", min=0)
 
 
 @dataclass(frozen=True)
@@ -233,6 +243,10 @@ class MoeKernelSpec:
     block_n: int = param(doc="columns of a CTA tile", min=1)
     token_ns: float = param(0.0, doc="per token (top-k softmax, per-token quantisation, the "
                                      "combine's output row)", unit="ns", min=0)
+    token_hidden_b: float = param(0.0, doc="bytes per token per unit of the hidden width, "
+                                           "every token whatever its experts (the input's "
+                                           "activation quantisation, the combine's output "
+                                           "row written for every token)", min=0)
     pair_width_b: float = param(0.0, doc="bytes moved per (token, expert) pair routed "
                                          "anywhere, per unit of the expert width (the "
                                          "intermediate caches every pair owns, local or not)",

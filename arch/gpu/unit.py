@@ -51,6 +51,7 @@ from archsim.arch.gpu.kernels import (
     norm_pass_s,
     softmax_global_reread_b,
     softmax_global_s,
+    softmax_register_s,
     softmax_reread_s,
     unit_attention_time,
     vector_read_passes,
@@ -574,6 +575,13 @@ class TensorCoreGpu(Unit[GpuMapping]):
                                          op.input_bytes() + op.weight_bytes() + hbm_b,
                                          op.output_bytes(), op.vector_ops(), sfu,
                                          issue_s=glob, l2_reread_b=l2_b)
+        reg = softmax_register_s(s, op)
+        if reg is not None:
+            # PyTorch's register softmax (docs/gpu.md "Vector ops over odd widths"): the row
+            # read once into registers; its SM side (rows per SM / resident blocks x one row's
+            # time) overlaps the HBM stream
+            return self._estimate_stream(op, "vector", op.input_bytes() + op.weight_bytes(),
+                                         op.output_bytes(), op.vector_ops(), sfu, issue_s=reg)
         serial = softmax_reread_s(s, op)
         if serial:
             # the re-read passes run after the first, issue-bound per SM (calibrated;
@@ -746,6 +754,8 @@ class TensorCoreGpu(Unit[GpuMapping]):
             passes = norm_pass_s(s, op)
             if passes is None:
                 passes = softmax_global_s(s, op)
+            if passes is None:
+                passes = softmax_register_s(s, op)
             if passes is not None:      # issue-/latency-bound passes hold the SM's lanes
                 ops = max(ops, passes * s.clock_hz * s.sm_count * s.cuda_core.fp32_lanes_per_sm)
             reread_hbm = softmax_global_reread_b(s, op)[1] if isinstance(op, Softmax) else 0.0

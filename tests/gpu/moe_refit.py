@@ -9,7 +9,9 @@ constants were made; tests/gpu/test_fused_moe.py checks them).
 
     python3 -m tests.gpu.moe_refit [CLASS ...]     # e.g. vllm_moe_cutlass_fp8; default all
 
-The per-tensor fp8 CUTLASS class also fits ``partial_tile_gbps`` (an expert's last, partial
+Every class fits ``token_hidden_b`` (bytes per token per hidden element: the input's
+quantisation and the combine's output row, for every token whatever its experts). The
+per-tensor fp8 CUTLASS class also fits ``partial_tile_gbps`` (an expert's last, partial
 tile streams its weights at that rate: :data:`PARTIAL_CLASSES`).
 """
 
@@ -31,11 +33,11 @@ from tests.gpu.gpu_helpers import SHARED_REF
 
 MOE_CSV = SHARED_REF / "kernels_h100" / "moe.csv.gz"
 FIT_STRIDE = 13          # coprime to the table's 3 routings and 27 token counts
-NAMES = ("call_us", "token_ns", "pair_width_b", "pair_hidden_b", "local_width_b",
-         "local_hidden_b", "expert_us", "mma_efficiency", "stream_efficiency", "cta_gbps")
-UPPER = (500, 100, 100, 100, 100, 100, 100, 1, 1, 2000)
+NAMES = ("call_us", "token_ns", "token_hidden_b", "pair_width_b", "pair_hidden_b",
+         "local_width_b", "local_hidden_b", "expert_us", "mma_efficiency", "stream_efficiency", "cta_gbps")
+UPPER = (500, 100, 100, 100, 100, 100, 100, 100, 1, 1, 2000)
 BLOCKS = {"triton": (64, 16, 64), "cutlass": (128, 128, 128)}
-START = (30.0, 1.0, 5.0, 2.0, 2.0, 1.0, 0.5, 0.5, 0.8, 50.0)
+START = (30.0, 1.0, 1.0, 5.0, 2.0, 2.0, 1.0, 0.5, 0.5, 0.8, 50.0)
 #: classes whose partial tiles run at their own weight-stream rate (start 600 GB/s, 50..5000)
 PARTIAL_CLASSES = ("vllm_moe_cutlass_fp8",)
 
