@@ -22,7 +22,11 @@ does not depend on the shape, so the minimum over it stays monotone in M, N, K):
   epilogue (C tile store) when it cannot overlap another CTA;
 * L2 time: all stage bytes (one operand divided by the cluster multicast) / L2 bandwidth;
 * HBM time: the L2-reuse model below / (bandwidth x efficiency);
-* total = launch overhead + pipeline fill (one DRAM latency) + max(SM, L2, HBM).
+* total = launch overhead + pipeline fill (one DRAM latency) + max(SM, L2, HBM);
+* energy: the MMAs of a ragged tile's rows beyond M / columns beyond N run on the zeros the
+  loads fill in (TMA out-of-bounds fill, ``cp.async`` zero-fill): they take MMA time but
+  toggle nothing, so they carry no dynamic energy (``GemmResult.zero_macs``; what a
+  power-capped clock sees).
 
 L2 reuse (HBM bytes): an operand that fits in the usable L2 is fetched once. Otherwise the
 grid is rasterised in groups of ``g`` tile rows (CUTLASS swizzle): B is re-fetched once
@@ -125,6 +129,9 @@ class GemmResult:
     epi_bytes: float = 0.0       # C tile bytes stored by one CTA's epilogue
     split_bytes: float = 0.0     # fp32 partial-tile bytes stored + reloaded per split CTA
     lat_cyc: float = 0.0         # DRAM latency in cycles
+    # of mma_macs: MACs on the zero-filled padding of ragged tiles (rows beyond M, columns
+    # beyond N: TMA / cp.async zero-fill), which toggle no datapath (no dynamic energy)
+    zero_macs: float = 0.0
     launch_s: float = 0.0        # kernel launch overhead (0 when fused)
 
     def describe(self) -> str:
@@ -218,6 +225,8 @@ def gemm_time(spec: GpuSpec, g: GemmShape, plan: MmaPlan, *,
         t_load = moved / spec.sm.load_bytes_per_clock
         t_epi = em * en * g.c_bpe / spec.sm.load_bytes_per_clock
         tiles_mn = g.batch * ceil_div(g.m, bm) * ceil_div(g.n, bn)
+        # share of the issued MMAs that fall on the ragged tiles' zero-filled padding
+        pad = 1.0 - (g.m * g.n) / (ceil_div(g.m, bm) * bm * ceil_div(g.n, bn) * bn)
         ksteps_full = ceil_div(g.k, bk)
         forced = splits != SPLITS   # a mapping asked for these splits: no heuristic filter
         options: list[tuple[int, bool]] = [(x, False) for x in splits
@@ -282,7 +291,8 @@ def gemm_time(spec: GpuSpec, g: GemmShape, plan: MmaPlan, *,
                 epi_bytes=em * en * g.c_bpe,
                 split_bytes=(2 * bm * bn * _ACC_BYTES * 2 if streamk else
                              (bm * bn * _ACC_BYTES * 2 if s > 1 else 0.0)),
-                lat_cyc=lat_cyc, launch_s=fixed)
+                lat_cyc=lat_cyc, launch_s=fixed,
+                zero_macs=float(n_work) * bm * bn * bk * plan.passes * pad)
             key = rank(cand) if rank is not None else total
             if best is None or key < best_key - 1e-15:
                 best, best_key = cand, key

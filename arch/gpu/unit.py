@@ -484,7 +484,7 @@ class TensorCoreGpu(Unit[GpuMapping]):
             pw = s.power
 
             def rank(c: GemmResult) -> float:   # latency at the candidate's own clock
-                e_core = (c.mma_macs * per["mma_macs"] + c.convert_ops * per["convert_ops"]
+                e_core = ((c.mma_macs - c.zero_macs) * per["mma_macs"] + c.convert_ops * per["convert_ops"]
                           + c.smem_bytes * per["smem_bytes"]
                           + c.l2_bytes * per["l2_bytes"]) * self.switching_activity
                 e_mem = (c.hbm_read_bytes + c.hbm_write_bytes) * e_hbm_b
@@ -532,9 +532,11 @@ class TensorCoreGpu(Unit[GpuMapping]):
             # are half the bytes of fp16 ones); the fp32 accumulator traffic does not
             w = min(1.0, plan.operand_bits / 16.0) if self.spec.power is not None else 1.0
             rf_read = RF_READ_B_PER_MAC - RF_AB_B_PER_MAC * (1.0 - w)
-            a[(self.cname(f"tensor_core_{plan.tc_format}"), "mac")] = r.mma_macs
-            a[(self.cname("regfile"), "read")] = r.mma_macs * rf_read / (RF_WIDTH_BITS / 8)
-            a[(self.cname("regfile"), "write")] = r.mma_macs * RF_WRITE_B_PER_MAC / (RF_WIDTH_BITS / 8)
+            # MMAs on zero-filled padding toggle no datapath: no MAC or register energy
+            macs = r.mma_macs - r.zero_macs
+            a[(self.cname(f"tensor_core_{plan.tc_format}"), "mac")] = macs
+            a[(self.cname("regfile"), "read")] = macs * rf_read / (RF_WIDTH_BITS / 8)
+            a[(self.cname("regfile"), "write")] = macs * RF_WRITE_B_PER_MAC / (RF_WIDTH_BITS / 8)
             if r.convert_ops:
                 a[(self.cname("cuda_core"), "op")] = r.convert_ops
         else:

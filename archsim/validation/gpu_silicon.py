@@ -133,9 +133,10 @@ def _kernel_table_gap(unit: object) -> list[Gap]:
                 "its own fixed cost) and the table's operand switching activity (0.75 of "
                 "random data: the power-capped clock). Mechanisms: cuBLAS split-K as a second "
                 "(reduction) kernel, no stream-K below one wave, vLLM's swap-AB scaled-mm "
-                "tiles for m <= 64. Left: mid-size bf16 GEMMs predicted slow (cuBLAS's "
-                "tile/cluster choice), mid-size GEMVs (20-60 MB of weights) reading HBM "
-                "below the sustained rate. "
+                "tiles for m <= 64, no dynamic energy for the MMAs on a ragged tile's "
+                "zero-filled padding (the power-capped clock). Left: compute-bound bf16 "
+                "GEMMs of one to four waves predicted slow (+7 to +14 % median), mid-size "
+                "GEMVs (20-60 MB of weights) reading HBM below the sustained rate. "
                 "docs/gpu.md 'Framework kernel tables'")]
 
 
