@@ -125,8 +125,11 @@ BIG = 2**60  # gf entries of a rank waiting for its refresh: BIG * 4 + 3 > INF, 
 # channels' decided times (node i's channel at sched[C + i] and time at treet[i], leaves
 # at CP + channel), so the next command is found in O(log C) instead of a pass over
 # every channel
-# ring[slot, field]: active streams as a linked list in activation order; R_CH..R_ROW
-# hold the decoded next burst, R_WAIT the channel it waits for (-1: not waiting)
+# ring[slot, field]: streams waiting for a queue slot (M_RING_N of them); free slots form
+# a list through R_NEXT from misc[M_RFREE] (a new stream is fed in the first free slot and
+# takes it only when it has to wait); R_CH..R_ROW hold the decoded next burst, R_WAIT the
+# channel it waits for (-1: not waiting). R_PREV, M_RHEAD, M_RTAIL: unused (the list of
+# every active stream in activation order was never read, only kept up to date)
 R_SID, R_NEXT, R_PREV, R_WAIT, R_CH, R_RA, R_BG, R_BA, R_ROW = range(9)
 R_SEQ, R_WNEXT = 9, 10  # activation number; next stream waiting for the same channel
 N_RF = 11
@@ -396,6 +399,7 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
     cap = ring.shape[0]
     ndone = 0
     run_slot = -1  # ring slot whose stream is fed next
+    held = False  # that slot is off the free list
     sid_new = -1
     addr = -1
     # trace mode state
@@ -423,23 +427,16 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
             else:
                 act_batch = False
         if run_slot >= 0 and (mode == MODE_ACTIVATE or act_batch):
+            # a new stream is fed in the first free slot and takes it (off the free
+            # list, counted in M_RING_N) only if it has to wait for a queue slot
             slot = run_slot
-            misc[M_RFREE] = ring[slot, R_NEXT]
-            tail = misc[M_RTAIL]
             ring[slot, R_SID] = sid_new
             ring[slot, R_SEQ] = misc[M_ASEQ]
             misc[M_ASEQ] += 1
-            ring[slot, R_NEXT] = -1
-            ring[slot, R_PREV] = tail
-            ring[slot, R_WAIT] = -1
-            if tail >= 0:
-                ring[tail, R_NEXT] = slot
-            else:
-                misc[M_RHEAD] = slot
-            misc[M_RTAIL] = slot
-            misc[M_RING_N] += 1
+            held = False
             addr = s_addr[sid_new]
         elif run_slot >= 0:
+            held = True
             addr = -1  # a waiting stream: its next burst is decoded already
         # ------------------------------------------------ feed one stream
         if run_slot >= 0:
@@ -463,6 +460,10 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
                             ring[slot, R_CH + f] = v
                 ch = ring[slot, R_CH]
                 if chs[ch, H_COUNT] >= Q:
+                    if not held:
+                        misc[M_RFREE] = ring[slot, R_NEXT]
+                        misc[M_RING_N] += 1
+                        held = True
                     ring[slot, R_WAIT] = ch
                     chs[ch, H_NWAIT] += 1
                     # into ch's waiting list by activation number (a new stream is the
@@ -572,17 +573,7 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
                 s_addr[sid] += BB
                 s_out[sid] += 1
                 addr = s_addr[sid]
-            if not waiting:  # all bursts queued: unlink, slot back to the free list
-                ring[slot, R_WAIT] = -1
-                nxt, prv = ring[slot, R_NEXT], ring[slot, R_PREV]
-                if prv >= 0:
-                    ring[prv, R_NEXT] = nxt
-                else:
-                    misc[M_RHEAD] = nxt
-                if nxt >= 0:
-                    ring[nxt, R_PREV] = prv
-                else:
-                    misc[M_RTAIL] = prv
+            if not waiting and held:  # all bursts queued: the slot goes back
                 ring[slot, R_NEXT] = misc[M_RFREE]
                 misc[M_RFREE] = slot
                 misc[M_RING_N] -= 1
