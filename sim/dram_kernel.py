@@ -114,11 +114,13 @@ N_BKF = 12
 # bank's BK_C1/BK_C2 points back). key = max(gf[CA_G], CA_B) = 4 * time + class.
 CA_G, CA_B, CA_AGE, CA_SLOT, CA_OWN = range(5)
 N_CAF = 5
-# packed decision key (see the candidate scan in core): PK_RELBITS bits of key - 4 * now
-# above PK_SHIFT bits of age offset; PK_NONE exceeds every packed value
-PK_SHIFT, PK_RELBITS = 24, 38
-PK_AGE = 1 << PK_SHIFT
-PK_NONE = 1 << (PK_SHIFT + PK_RELBITS)
+# packed decision key (see the candidate scan in core): PK_RELBITS bits of key - 4 * now,
+# PK_AGEBITS bits of age offset, PK_JBITS bits of candidate index; PK_NONE exceeds every
+# packed value
+PK_RELBITS, PK_AGEBITS, PK_JBITS = 32, 24, 6
+PK_SHIFT = PK_AGEBITS + PK_JBITS
+PK_AGE = 1 << PK_AGEBITS
+PK_NONE = 1 << (PK_RELBITS + PK_SHIFT)
 BIG = 2**60  # gf entries of a rank waiting for its refresh: BIG * 4 + 3 > INF, never chosen
 # sched: channels to re-decide (sched[0:misc[M_NDIRTY]]; chs H_DIRTY 1: decide, 2: the
 # decision was updated in place, only the tree), then a tournament tree over the
@@ -660,31 +662,30 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
                         gf[o + 1] = imax(f1, nx[n2, 1] * 4 + 2)
                         gf[o + 2] = imax(f2, nx[n2, 2] * 4 + 1)
                         gf[o + 3] = imax(f3, nx[n2, 3] * 4 + 1)
-                # the smallest (key, age) as one integer: (key - 4 * now) << PK_SHIFT | the
-                # age's offset from misc[M_AGE] - 2**PK_SHIFT (every gf entry is >= 4 * now,
-                # every queued age < misc[M_AGE]), a plain minimum without a data-dependent
-                # branch; exact when every part fits (chk == 0), else the pairwise scan
+                # the smallest (key, age) as one integer, (key - 4 * now, the age's offset
+                # from misc[M_AGE] - PK_AGE, the candidate's index) in bit fields (every gf
+                # entry is >= 4 * now, every queued age < misc[M_AGE]; ages are unique, so
+                # the index never decides): a plain minimum without a data-dependent branch,
+                # exact when every part fits its field (chk == 0), else the pairwise scan
                 nc = chs[ch, H_NCAND]
                 base4 = now * 4
                 abase = misc[M_AGE] - PK_AGE
                 best = PK_NONE
-                chk = 0
+                chk = nc >> PK_JBITS
                 for j in range(nc):
                     rel = imax(gf[cand[ch, CA_G, j]], cand[ch, CA_B, j]) - base4
                     off = cand[ch, CA_AGE, j] - abase
-                    chk |= (rel >> PK_RELBITS) | (off >> PK_SHIFT)
-                    pk = (rel << PK_SHIFT) | off
+                    chk |= (rel >> PK_RELBITS) | (off >> PK_AGEBITS)
+                    pk = (rel << PK_SHIFT) | (off << PK_JBITS) | j
                     best = pk if pk < best else best
                 bj = -1
                 if chk == 0:
                     if nc > 0:
                         key = (best >> PK_SHIFT) + base4
-                        age = (best & (PK_AGE - 1)) + abase
+                        age = ((best >> PK_JBITS) & (PK_AGE - 1)) + abase
                         if key < bkey or (key == bkey and age < bage):
                             bkey, bage = key, age
-                            bj = 0  # ages are unique: the candidate with that age
-                            while cand[ch, CA_AGE, bj] != age:
-                                bj += 1
+                            bj = best & ((1 << PK_JBITS) - 1)
                 else:
                     for j in range(nc):
                         key = imax(gf[cand[ch, CA_G, j]], cand[ch, CA_B, j])
