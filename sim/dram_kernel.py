@@ -31,7 +31,9 @@ most two candidates each) instead of every request. The candidates are cached pe
 channel in a compact array (``cand``) with the bank-level part of their earliest time;
 a bank's entries are recomputed only when its own state or bank row changes (``dbl``),
 and a decision builds the shared part (now, channel, rank and bank-group rows) once per
-(bank group, command) in ``gf``, then scans the candidates with two loads each. A new
+(bank group, command) in ``gf``, then takes one branch-free minimum over the candidates'
+keys packed with their age and index into one integer (the pairwise compare when a field
+would overflow). A new
 request that changes no candidate changes nothing; one that does only competes with the
 channel's cached decision (unless that decision is on its bank or involved a refresh).
 A tournament tree over the channels finds the next command in O(log C) and only changed
