@@ -31,7 +31,9 @@ most two candidates each) instead of every request. The candidates are cached pe
 channel in a compact array (``cand``) with the bank-level part of their earliest time;
 a bank's entries are recomputed only when its own state or bank row changes (``dbl``),
 and a decision builds the shared part (now, channel, rank and bank-group rows) once per
-(bank group, command) in ``gf``, then scans the candidates with two loads each. A new
+(bank group, command) in ``gf``, then takes one branch-free minimum over the candidates'
+keys packed with their age and index into one integer (the pairwise compare when a field
+would overflow). A new
 request that changes no candidate changes nothing; one that does only competes with the
 channel's cached decision (unless that decision is on its bank or involved a refresh).
 A tournament tree over the channels finds the next command in O(log C) and only changed
@@ -114,14 +116,24 @@ N_BKF = 12
 # bank's BK_C1/BK_C2 points back). key = max(gf[CA_G], CA_B) = 4 * time + class.
 CA_G, CA_B, CA_AGE, CA_SLOT, CA_OWN = range(5)
 N_CAF = 5
+# packed decision key (see the candidate scan in core): PK_RELBITS bits of key - 4 * now,
+# PK_AGEBITS bits of age offset, PK_JBITS bits of candidate index; PK_NONE exceeds every
+# packed value
+PK_RELBITS, PK_AGEBITS, PK_JBITS = 32, 24, 6
+PK_SHIFT = PK_AGEBITS + PK_JBITS
+PK_AGE = 1 << PK_AGEBITS
+PK_NONE = 1 << (PK_RELBITS + PK_SHIFT)
 BIG = 2**60  # gf entries of a rank waiting for its refresh: BIG * 4 + 3 > INF, never chosen
 # sched: channels to re-decide (sched[0:misc[M_NDIRTY]]; chs H_DIRTY 1: decide, 2: the
 # decision was updated in place, only the tree), then a tournament tree over the
 # channels' decided times (node i's channel at sched[C + i] and time at treet[i], leaves
 # at CP + channel), so the next command is found in O(log C) instead of a pass over
 # every channel
-# ring[slot, field]: active streams as a linked list in activation order; R_CH..R_ROW
-# hold the decoded next burst, R_WAIT the channel it waits for (-1: not waiting)
+# ring[slot, field]: streams waiting for a queue slot (M_RING_N of them); free slots form
+# a list through R_NEXT from misc[M_RFREE] (a new stream is fed in the first free slot and
+# takes it only when it has to wait); R_CH..R_ROW hold the decoded next burst, R_WAIT the
+# channel it waits for (-1: not waiting). R_PREV, M_RHEAD, M_RTAIL: unused (the list of
+# every active stream in activation order was never read, only kept up to date)
 R_SID, R_NEXT, R_PREV, R_WAIT, R_CH, R_RA, R_BG, R_BA, R_ROW = range(9)
 R_SEQ, R_WNEXT = 9, 10  # activation number; next stream waiting for the same channel
 N_RF = 11
@@ -391,6 +403,7 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
     cap = ring.shape[0]
     ndone = 0
     run_slot = -1  # ring slot whose stream is fed next
+    held = False  # that slot is off the free list
     sid_new = -1
     addr = -1
     # trace mode state
@@ -418,23 +431,16 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
             else:
                 act_batch = False
         if run_slot >= 0 and (mode == MODE_ACTIVATE or act_batch):
+            # a new stream is fed in the first free slot and takes it (off the free
+            # list, counted in M_RING_N) only if it has to wait for a queue slot
             slot = run_slot
-            misc[M_RFREE] = ring[slot, R_NEXT]
-            tail = misc[M_RTAIL]
             ring[slot, R_SID] = sid_new
             ring[slot, R_SEQ] = misc[M_ASEQ]
             misc[M_ASEQ] += 1
-            ring[slot, R_NEXT] = -1
-            ring[slot, R_PREV] = tail
-            ring[slot, R_WAIT] = -1
-            if tail >= 0:
-                ring[tail, R_NEXT] = slot
-            else:
-                misc[M_RHEAD] = slot
-            misc[M_RTAIL] = slot
-            misc[M_RING_N] += 1
+            held = False
             addr = s_addr[sid_new]
         elif run_slot >= 0:
+            held = True
             addr = -1  # a waiting stream: its next burst is decoded already
         # ------------------------------------------------ feed one stream
         if run_slot >= 0:
@@ -458,6 +464,10 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
                             ring[slot, R_CH + f] = v
                 ch = ring[slot, R_CH]
                 if chs[ch, H_COUNT] >= Q:
+                    if not held:
+                        misc[M_RFREE] = ring[slot, R_NEXT]
+                        misc[M_RING_N] += 1
+                        held = True
                     ring[slot, R_WAIT] = ch
                     chs[ch, H_NWAIT] += 1
                     # into ch's waiting list by activation number (a new stream is the
@@ -567,17 +577,7 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
                 s_addr[sid] += BB
                 s_out[sid] += 1
                 addr = s_addr[sid]
-            if not waiting:  # all bursts queued: unlink, slot back to the free list
-                ring[slot, R_WAIT] = -1
-                nxt, prv = ring[slot, R_NEXT], ring[slot, R_PREV]
-                if prv >= 0:
-                    ring[prv, R_NEXT] = nxt
-                else:
-                    misc[M_RHEAD] = nxt
-                if nxt >= 0:
-                    ring[nxt, R_PREV] = prv
-                else:
-                    misc[M_RTAIL] = prv
+            if not waiting and held:  # all bursts queued: the slot goes back
                 ring[slot, R_NEXT] = misc[M_RFREE]
                 misc[M_RFREE] = slot
                 misc[M_RING_N] -= 1
@@ -664,14 +664,38 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
                         gf[o + 1] = imax(f1, nx[n2, 1] * 4 + 2)
                         gf[o + 2] = imax(f2, nx[n2, 2] * 4 + 1)
                         gf[o + 3] = imax(f3, nx[n2, 3] * 4 + 1)
+                # the smallest (key, age) as one integer, (key - 4 * now, the age's offset
+                # from misc[M_AGE] - PK_AGE, the candidate's index) in bit fields (every gf
+                # entry is >= 4 * now, every queued age < misc[M_AGE]; ages are unique, so
+                # the index never decides): a plain minimum without a data-dependent branch,
+                # exact when every part fits its field (chk == 0), else the pairwise scan
+                nc = chs[ch, H_NCAND]
+                base4 = now * 4
+                abase = misc[M_AGE] - PK_AGE
+                best = PK_NONE
+                chk = nc >> PK_JBITS
+                for j in range(nc):
+                    rel = imax(gf[cand[ch, CA_G, j]], cand[ch, CA_B, j]) - base4
+                    off = cand[ch, CA_AGE, j] - abase
+                    chk |= (rel >> PK_RELBITS) | (off >> PK_AGEBITS)
+                    pk = (rel << PK_SHIFT) | (off << PK_JBITS) | j
+                    best = pk if pk < best else best
                 bj = -1
-                for j in range(chs[ch, H_NCAND]):
-                    key = imax(gf[cand[ch, CA_G, j]], cand[ch, CA_B, j])
-                    age = cand[ch, CA_AGE, j]
-                    better = (key < bkey) | ((key == bkey) & (age < bage))
-                    bkey = key if better else bkey
-                    bage = age if better else bage
-                    bj = j if better else bj
+                if chk == 0:
+                    if nc > 0:
+                        key = (best >> PK_SHIFT) + base4
+                        age = ((best >> PK_JBITS) & (PK_AGE - 1)) + abase
+                        if key < bkey or (key == bkey and age < bage):
+                            bkey, bage = key, age
+                            bj = best & ((1 << PK_JBITS) - 1)
+                else:
+                    for j in range(nc):
+                        key = imax(gf[cand[ch, CA_G, j]], cand[ch, CA_B, j])
+                        age = cand[ch, CA_AGE, j]
+                        better = (key < bkey) | ((key == bkey) & (age < bage))
+                        bkey = key if better else bkey
+                        bage = age if better else bage
+                        bj = j if better else bj
                 if bj >= 0:
                     bcmd = cand[ch, CA_G, bj] & 3
                     bslot = cand[ch, CA_SLOT, bj]
