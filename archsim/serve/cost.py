@@ -67,7 +67,7 @@ from archsim.workloads.parallel import DeviceBuild, ParallelPlan, block_kinds, l
 from archsim.workloads.tags import ATTENTION_CORE_ROLES, FUSED_AR_NORM_ROLES
 from archsim.workloads.zoo import model_names, transformer_shape
 
-__all__ = ["Cost", "IterationCost", "Batch", "model_shape", "kv_bytes_per_token"]
+__all__ = ["Cost", "IterationCost", "Batch", "model_shape", "kv_bytes_per_token", "span_layout"]
 
 _GRID = 2 ** 0.25          # dense/embed/head token grid ratio
 _CTX_GRID = 2 ** 0.5       # attention key grid ratio
@@ -172,6 +172,16 @@ def kv_bytes_per_token(s: TransformerShape, build: DeviceBuild, tp: int = 1,
         return float((s.layers // pp) * (s.kv_lora_rank + s.qk_rope_dim) * build.kv_bytes())
     kvl = max(1, s.kv // tp)
     return 2.0 * (s.layers // pp) * kvl * s.hd * build.kv_bytes()
+
+
+def span_layout(s: TransformerShape) -> KVLayout:
+    """The KV pool's pages for ``s``'s attention spans (``serve.kv.KVLayout``: sliding-window
+    layers keep only their window's blocks, as vLLM's hybrid manager; one span: page =
+    block)."""
+    counts: dict[int, int] = {}
+    for k in block_kinds(s):
+        counts[k.window] = counts.get(k.window, 0) + k.count
+    return kv_layout(counts)
 
 
 def _window_keys(n: int, w: int) -> int:
@@ -343,12 +353,8 @@ class IterationCost:
 
     @property
     def kv_layout(self) -> KVLayout:
-        """The KV pool's pages for this model's attention spans (``serve.kv.KVLayout``:
-        sliding-window layers keep only their window's blocks, as vLLM's hybrid manager)."""
-        counts: dict[int, int] = {}
-        for k in block_kinds(self.shape):
-            counts[k.window] = counts.get(k.window, 0) + k.count
-        return kv_layout(counts)
+        """The KV pool's pages for this model's attention spans (:func:`span_layout`)."""
+        return span_layout(self.shape)
 
     @property
     def devices(self) -> int:

@@ -39,6 +39,7 @@ from archsim.arch.accelerator import Accelerator
 from archsim.mapper.overlap import parse_overlap
 from archsim.run_request import RunWarning
 from archsim.serve.cluster import PoolSpec, ServeSetup, parse_link
+from archsim.serve.cost import model_shape, span_layout
 from archsim.serve.metrics import SLO, BenchmarkReport, ServeResult, parse_slo
 from archsim.serve.replica import SchedulerSpec
 from archsim.serve.requests import (
@@ -397,6 +398,10 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
                               output=output, arrival=arrival, cv=cv, seed=seed,
                               max_requests=max_requests, rate_searched=find_capacity)
     acc = design if isinstance(design, Accelerator) else load(design, overrides)
+    if kv_manager == "uniform" and not span_layout(model_shape(model)).hybrid:
+        warnings.warn(f"--kv-manager uniform: {model} has one attention span, where the "
+                      "hybrid and uniform KV managers are the same; ignored", RunWarning,
+                      stacklevel=2)
     sch = SchedulerSpec(scheduler, chunk, max_num_seqs, max_batched_tokens or 0, order,
                         preemption, block_size, overhead_s=iteration_overhead_ms * 1e-3,
                         kv_manager=kv_manager)

@@ -122,3 +122,10 @@ def test_unknown_manager_names_the_flag(capsys):
 def test_replace_keeps_the_spec_frozen():
     s = SchedulerSpec()
     assert s.kv_manager == "hybrid" and replace(s, kv_manager="uniform").kv_manager == "uniform"
+
+
+def test_uniform_on_a_one_span_model_is_said(capsys):
+    # the flag cannot change a one-span model: said on stderr, not dropped silently
+    assert main(["serve", "gpu/h100", "--model", "llama3-8b", "--concurrency", "2", "--isl",
+                 "64", "--osl", "8", "--requests", "4", "--kv-manager", "uniform"]) == 0
+    assert "--kv-manager uniform" in capsys.readouterr().err
