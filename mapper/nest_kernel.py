@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from archsim.sim.jitcache import guard as _guard_cache
+
 __all__ = ["evaluate_kernel", "fill_factors"]
 
 _NONE, _ZERO, _KAPPA, _VEC = 0, 1, 2, 3
@@ -390,3 +392,6 @@ def fill_factors(flat: np.ndarray, rows: np.ndarray, tb: np.ndarray, sb: np.ndar
             for lv in range(nlev):
                 tb[c, lv, d] = flat[r, 2 * lv]
                 sb[c, lv, d] = flat[r, 2 * lv + 1]
+
+
+_guard_cache(fill_factors)  # stale cross-file cache entries (sim/jitcache.py)

@@ -63,6 +63,7 @@ from numba import njit, types
 from numba.extending import overload
 
 from archsim.sim import dram_presets as _cmds
+from archsim.sim.jitcache import guard as _guard_cache
 
 INF = 2**62
 
@@ -943,3 +944,6 @@ def run_trace(inst, addr, is_write, arrival, s_end):
                 np.array(addr, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64),
                 np.array(is_write, np.int64), s_end, np.zeros(max(n, 1), np.int64),
                 np.ascontiguousarray(arrival, np.int64))
+
+
+_guard_cache(issue_inst)  # stale cross-file cache entries (sim/jitcache.py)

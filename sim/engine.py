@@ -40,6 +40,7 @@ from archsim.sim import dram_kernel as K
 from archsim.sim.dram import DramSpec, dram_preset, resolve
 from archsim.sim.engine_bucket import MAX_BUCKETS, bucket_count, kernel_bucket, pack_bucket
 from archsim.sim.errors import SimInputError
+from archsim.sim.jitcache import guard as _guard_cache
 from archsim.sim.taskgraph import MODEL_BANDWIDTH, MODEL_DRAM, TaskGraph
 
 _PRIO_BIAS = 2**30
@@ -573,3 +574,6 @@ def run(tg: TaskGraph, dram_configs: Sequence[DramSpec] = (), *,
         dram_row_conflicts=extra[2], dram_read_bytes=extra[3], dram_write_bytes=extra[4],
         clock_hz=tg.clock_hz,
     )
+
+
+_guard_cache(_kernel_plain)  # stale cross-file cache entries (sim/jitcache.py)

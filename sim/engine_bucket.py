@@ -41,6 +41,7 @@ import numpy as np
 from numba import njit
 
 from archsim.sim.intrinsics import ctz, prefetch
+from archsim.sim.jitcache import guard as _guard_cache
 
 #: largest bucket count (a graph with a longer duration uses the heap loop)
 MAX_BUCKETS = 1 << 16
@@ -295,3 +296,6 @@ def kernel_bucket(tt, succ, op_index, rcount, res_cap, n_ops, W, record, qbuf, s
             end[lg_task[k]] = lg_end[k]
     makespan = now if finished > 0 else 0
     return makespan, finished, op_start, op_end
+
+
+_guard_cache(kernel_bucket)  # stale cross-file cache entries (sim/jitcache.py)

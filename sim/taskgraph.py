@@ -17,6 +17,7 @@ import numpy as np
 from numba import njit
 
 from archsim.sim.errors import TaskGraphError
+from archsim.sim.jitcache import guard as _guard_cache
 
 # task kinds
 KIND_COMPUTE = 0  #: occupy a resource slot for ``duration`` cycles
@@ -470,3 +471,6 @@ class TaskGraphBuilder:
         )
         tg.validate()
         return tg
+
+
+_guard_cache(_find_cycle_task)  # stale cross-file cache entries (sim/jitcache.py)

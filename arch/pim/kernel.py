@@ -37,6 +37,7 @@ from numba import njit
 
 from archsim.sim import dram_kernel as K
 from archsim.sim import dram_presets as _cmds
+from archsim.sim.jitcache import guard as _guard_cache
 
 # command ids: the indices of sim.dram_presets.COMMANDS (their one home)
 C_ACT, C_PRE, C_WR, C_REF, C_PREA = _cmds.ACT, _cmds.PRE, _cmds.WR, _cmds.REF, _cmds.PREA
@@ -241,3 +242,6 @@ def run_channel(inst, cs, cnt, ch, nrefi, rlat, app_rows, app_bursts, reps, seg_
                 if end > cs[ch, F_END]:
                     cs[ch, F_END] = end
     return cs[ch, F_END]
+
+
+_guard_cache(run_channel)  # stale cross-file cache entries (sim/jitcache.py)
