@@ -1,8 +1,7 @@
 """The H200 as a check of mechanisms carried from the H100 (carried, not fitted).
 
-``configs/gpu/h200.yaml`` is the H100's fitted model with the H200's published spec (HBM3e
-capacity and bandwidth, L2) and one constant from a public throughput figure
-(``power.core_energy_scale``, ``docs/gpu.md`` "H200"). The rows of
+``configs/gpu/h200.yaml`` is the H100's fitted model (every constant carried: same die) with
+the H200's published spec (HBM3e capacity and bandwidth, L2; ``docs/gpu.md`` "H200"). The rows of
 ``tests/data/silicon/h200_2026-11-26*.jsonl`` were measured with the project's harness on a
 lent H200 and are never fitted (``tests/data/silicon/SOURCE.md``): this test scores every class
 they hold (``archsim.device_check.check_classes``) and asserts, per class, either the issue's
@@ -29,9 +28,9 @@ ROWS = [r for name in ("h200_2026-11-26.jsonl", "h200_2026-11-26_shapes.jsonl")
 
 #: class -> (ceiling on the median |error|, why the ceiling is not the issue's tolerance)
 CEILING = {
-    "gemm_bf16": (0.16, "gap: the per-action scale fitted to gpus.yaml's burst figure"),
-    "gemm_fp16": (0.16, "gap: as gemm_bf16"),
-    "gemm_fp8": (0.15, "gap: as gemm_bf16"),
+    "gemm_bf16": (0.10, ""),
+    "gemm_fp16": (0.10, ""),
+    "gemm_fp8": (0.10, ""),
     "gemm_small_m": (0.10, ""),
     "bmm": (0.15, ""),
     "attn_prefill": (0.15, ""),
@@ -40,7 +39,7 @@ CEILING = {
     "copy": (0.15, ""),
     "protocol": (0.15, ""),
     "launch": (0.40, "gap: a one-element kernel has less fixed work than launch_b2b_us"),
-    "train_kernels": (0.20, "gap: ResNet-50 training's batch-norm / pooling kernels"),
+    "train_kernels": (0.15, ""),
     "train_wall": (0.15, ""),
     "energy": (0.15, ""),
     "clock": (0.15, ""),
@@ -64,12 +63,15 @@ def test_class_within_tolerance_or_its_stated_gap(cls: str) -> None:
     assert s.median_abs <= ceiling, (cls, s.median_abs, s.errors)
 
 
-def test_h100_scale_carried_closes_the_gemm_gap() -> None:
-    """The GEMM gap is the one constant not carried from the H100: with the H100 card's own
-    per-action energy scale (configs/gpu/h100.yaml, fitted on H100 energy rows) the H200 GEMM
-    classes meet the 10 % tolerance (a check: nothing is fitted on the H200 rows)."""
-    h100_scale = load("gpu/h100").units[0].spec.power.core_energy_scale
-    carried = _scores((f"units[0].power.core_energy_scale={h100_scale!r}",))
+def test_carried_scale_meets_the_gemm_and_energy_tolerance() -> None:
+    """The per-action energy scale is the H100 card's (fitted on H100 energy rows): with it
+    the H200 GEMM classes meet the 10 % tolerance and the board energy per call is within 5 %
+    (a check: nothing is fitted on the H200 rows). With the 3.97 once fitted to gpus.yaml's
+    ten-call burst figure the GEMM classes were ~15 % fast and the energy ~13 % low."""
+    assert (load("gpu/h200").units[0].spec.power.core_energy_scale
+            == load("gpu/h100").units[0].spec.power.core_energy_scale)
     for cls in ("gemm_bf16", "gemm_fp16", "gemm_fp8", "gemm_small_m"):
-        assert carried[cls].median_abs <= 0.10, (cls, carried[cls].median_abs)
-    assert carried["energy"].median_abs <= 0.05
+        assert _scores()[cls].median_abs <= 0.10, (cls, _scores()[cls].median_abs)
+    assert _scores()["energy"].median_abs <= 0.05
+    burst = _scores(("units[0].power.core_energy_scale=3.97",))
+    assert burst["gemm_bf16"].median_abs > 0.10 and burst["energy"].median_abs > 0.10
