@@ -225,3 +225,14 @@ def test_serve_uses_the_paged_model(gpu, capsys):
                "64", "--osl", "4", "--requests", "2"])
     assert rc == 0 and "no paged-KV attention model" not in capsys.readouterr().err
 
+
+def test_a100_back_to_back_launch_is_the_h100s(units):
+    # launch_b2b_us carried (docs/gpu.md "A100: what is carried"): a tiny GEMM queued behind
+    # another costs the H100's 1.94 us + the A100's DRAM latency (0.5 us) + a tiny body,
+    # not the isolated 4 us launch
+    assert units["a100"].spec.launch_b2b_us == units["h100"].spec.launch_b2b_us
+    tiny = kt.predict_b2b_ms(units["a100"], _gemm(1, 32, 32, "bf16")) * 1e3
+    assert 1.94 + 0.5 < tiny < 1.94 + 0.5 + 0.3
+    alone = load("gpu/a100").units[0].estimate(
+        Gemm(name="g", m=1, n=32, k=32, a_format=BF16, w_format=BF16)).latency_s * 1e6
+    assert alone - tiny == pytest.approx(4.0 - 1.94, abs=0.05)
