@@ -516,7 +516,11 @@ def paged_attention_parts(spec: GpuSpec, op: Attention) -> AttentionTime:
     if op.q_len <= 1:
         keys = max(op.keys_seen(), c.min_keys)
         stream_b = 2.0 * op.batch * op.kv_heads * keys * op.head_dim * kv_bpe
-        ctas = op.batch * op.kv_heads
+        # one CTA per (sequence, KV head): the group's query heads are its rows (FA3's
+        # pack_gqa; FA2's seqlenq_ngroups_swapped, which FA2 does not take with a window,
+        # flash_api.cpp: then one CTA per query head)
+        unpacked = c.kernel == "fa2" and op.window > 0
+        ctas = op.batch * (op.heads if unpacked else op.kv_heads)
         fixed += (c.decode_call_us * 1e-6 + op.batch * c.seq_ns * 1e-9
                   + max(1.0, ctas / sms) * (c.decode_cta_us * 1e-6
                                             + op.head_dim * c.cta_dim_ns * 1e-9))

@@ -236,3 +236,22 @@ def test_a100_back_to_back_launch_is_the_h100s(units):
     alone = load("gpu/a100").units[0].estimate(
         Gemm(name="g", m=1, n=32, k=32, a_format=BF16, w_format=BF16)).latency_s * 1e6
     assert alone - tiny == pytest.approx(4.0 - 1.94, abs=0.05)
+
+
+def test_fa2_windowed_decode_runs_one_cta_per_query_head():
+    # FA2 folds a KV head's query heads into one CTA's rows only without a window
+    # (seqlenq_ngroups_swapped); with one: 64 sequences x 32 query heads = 2048 CTAs over 108
+    # SMs, each (decode_cta_us + 128 x cta_dim_ns); without: 64 x 8 KV heads = 512
+    s = load("gpu/a100").units[0].spec
+    c = s.paged_attention
+
+    def fixed(window: int) -> float:
+        op = Attention(name="a", batch=64, heads=32, kv_heads=8, q_len=1, kv_len=4097,
+                       head_dim=128, window=window, kernel="paged", a_format=BF16,
+                       w_format=BF16)
+        return paged_attention_parts(s, op).fixed_s
+
+    cta = c.decode_cta_us * 1e-6 + 128 * c.cta_dim_ns * 1e-9
+    base = c.decode_call_us * 1e-6 + 64 * c.seq_ns * 1e-9
+    assert fixed(128) == pytest.approx(base + 2048 / 108 * cta, rel=1e-12)
+    assert fixed(0) == pytest.approx(base + 512 / 108 * cta, rel=1e-12)
