@@ -43,7 +43,7 @@ from archsim.workloads.kvtech import (
     with_cached_prefix,
 )
 from archsim.workloads.onnx_import import from_onnx
-from archsim.workloads.ops import Gemm, Op
+from archsim.workloads.ops import Attention, Gemm, Op
 from archsim.workloads.parallel import DeviceBuild
 from archsim.workloads.zoo import build, transformer_shape
 
@@ -318,6 +318,16 @@ def paged_attention_available(acc: Accelerator) -> bool:
     return any("paged" in u.attention_kernels() for u in acc.units)
 
 
+def _paged_kv_refusal(acc: Accelerator, kv: NumberFormat) -> str | None:
+    """Why no unit of ``acc`` that models the paged-KV call runs it with a ``kv`` cache (the
+    units' ``supports`` of a probe call; None: one does)."""
+    probe = Attention(name="probe", batch=1, heads=8, kv_heads=8, q_len=16, kv_len=16,
+                      head_dim=128, causal=True, kv_format=kv, kernel="paged",
+                      a_format=get_format("bf16"), w_format=get_format("bf16"))
+    reasons = [u.supports(probe) for u in acc.units if "paged" in u.attention_kernels()]
+    return None if not reasons or None in reasons else str(reasons[0])
+
+
 def device_build(acc: Accelerator, a_format: str | None = None, w_format: str | None = None,
                  kernels: str = "fused", kv_format: str | None = None,
                  attention_kernel: str = "sdpa", tp_allreduce: str = "nccl",
@@ -347,12 +357,20 @@ def device_build(acc: Accelerator, a_format: str | None = None, w_format: str | 
         if name is not None:
             get_format(name, flag)
     attention = preferred_attention(acc)
-    if attention_kernel == "paged" and not (paged_attention_available(acc)
-                                            and attention == "fused"):
-        raise WorkloadError(Problem(
-            f"{acc.name} has no paged-KV attention model (a GPU unit's paged_attention "
-            f"constants, fused attention); expected --attention-kernel sdpa",
-            "--attention-kernel"))
+    if attention_kernel == "paged":
+        if not paged_attention_available(acc):
+            raise WorkloadError(Problem(
+                f"{acc.name} has no paged-KV attention model (a GPU unit's paged_attention "
+                f"constants); expected --attention-kernel sdpa", "--attention-kernel"))
+        # the backend's call is one fused FlashAttention kernel, whatever the design's
+        # default for other calls (gpu/a100: attention unfused; vLLM runs FA2 there)
+        attention = "fused"
+        if kv_format is not None:
+            why = _paged_kv_refusal(acc, get_format(kv_format))
+            if why:
+                raise WorkloadError(Problem(f"{acc.name}: {why}; expected a 16-bit "
+                                            "--kv-format or --attention-kernel sdpa",
+                                            "--kv-format"))
     if a_format is not None:
         for u in acc.units:
             why = u.lacks_compute_format(get_format(a_format))

@@ -9,7 +9,11 @@ no shared power window). Files read:
 * ``gemm.csv(.gz)`` — ``dtype,kernel,m,n,k,ms``: bf16 ``F.linear`` is one GEMM; vLLM's fp8
   linear (``CutlassFP8ScaledMMLinearKernel``) is two kernels, the dynamic per-token
   activation quantisation (bf16 ``m x k`` in, fp8 out: a streaming kernel) and the CUTLASS
-  scaled-mm (fp8 x fp8).
+  scaled-mm (fp8 x fp8). On a GPU without fp8 tensor cores (Ampere) vLLM runs an fp8 linear
+  as FP8 Marlin, weight-only: bf16 activations, fp8 weights dequantised in the kernel, no
+  activation quantisation (``MarlinFP8ScaledMMLinearKernel``; vLLM
+  ``marlin_utils_fp8.py``: "Weight-only FP8 compression will be used leveraging the Marlin
+  kernel"), priced as the library's W8A16 GEMM (:func:`fp8_linear_is_marlin`).
 * ``fp8_quantize.csv(.gz)`` — ``kernel,quant_dtype,m,k,ms``: the *difference* between the
   dynamic and the static quantisation kernel (the per-token absmax's extra time); read, not
   scored (it is not one kernel's time).
@@ -17,9 +21,12 @@ no shared power window). Files read:
 * ``attention_context.csv(.gz)`` / ``attention_generation.csv(.gz)`` — ``kernel,batch_size,
   isl,step,num_heads,num_key_value_heads,head_dim,attn_dtype,kv_cache_dtype,window_size,ms``:
   one vLLM FlashAttention call through the paged-KV backend, prefill (``isl`` new tokens per
-  sequence, causal) or decode (one new token after ``step`` cached ones). Rows of the FA3
-  kernel (Hopper) are read; FA4 rows and rows whose KV heads do not divide the query heads
-  are skipped. Predicted by ``arch.gpu.kernels.paged_attention_time``; classes
+  sequence, causal) or decode (one new token after ``step`` cached ones). Rows of vLLM's
+  FLASH_ATTN backend (:data:`FA_KERNELS`: FA3 on Hopper, FA2 on Ampere; the collector names
+  them ``vllm_flash_attn_fa<version>``) are read; FA4 rows and rows whose KV heads do not
+  divide the query heads are skipped. Predicted by ``arch.gpu.kernels.paged_attention_time``
+  with the FlashAttention generation *the GPU* runs (``paged_attention.kernel``); None where
+  that kernel cannot run the row's KV cache (fp8 on FA2: ``paged_kv_refusal``). Classes
   ``vllm_attn_prefill`` and ``vllm_attn_decode``, split by head_dim: 64 and 256 fit, 128
   and 192 check.
 
@@ -51,6 +58,7 @@ from typing import Any
 from archsim.arch.gpu.kernels import (
     ROW_CHUNK_ELEMS,
     paged_attention_time,
+    paged_kv_refusal,
     row_quant_fixed_s,
     row_quant_s,
 )
@@ -63,7 +71,8 @@ __all__ = ["load_kernel_rows", "is_kernel_table", "kernel_class", "predict_b2b_m
            "shape_half", "back_to_back", "fit_launch_b2b_us", "fit_row_quant_us", "sample",
            "TINY_MNK", "VLLM_SCALED_MM_TILES", "scaled_mm_kernel", "scaled_mm_estimate", "attention_op",
            "ATTN_FIT_HEAD_DIMS", "moe_op", "MOE_KERNELS", "TABLE_SWITCHING_ACTIVITY",
-           "fit_switching_activity", "gemm_row_estimate", "fit_quant_call_us"]
+           "fit_switching_activity", "gemm_row_estimate", "fit_quant_call_us", "FA_KERNELS",
+           "fp8_linear_is_marlin"]
 
 _GEMM_COLS = ("dtype", "kernel", "m", "n", "k", "ms")
 _QUANT_COLS = ("kernel", "quant_dtype", "m", "k", "ms")
@@ -80,8 +89,9 @@ MOE_KERNELS = {
     "vllm_modeloptfp8moe_flashinfer_cutlass_flashinferexperts": ("cutlass", ("fp8",)),
 }
 _DTYPE = {"bfloat16": "bf16", "float16": "fp16", "fp8": "fp8"}
-#: the FlashAttention kernel the attention rows are modelled for (FA3: Hopper)
-_FA_KERNEL = "vllm_flash_attn_fa3"
+#: vLLM FLASH_ATTN backend rows read (the collector labels them by FlashAttention version;
+#: the model prices each row with the generation the GPU itself runs)
+FA_KERNELS = frozenset({"vllm_flash_attn_fa3", "vllm_flash_attn_fa2", "vllm_flash_attn"})
 #: head_dims of the attention rows' fit half (the extremes; 128 and 192 are the check half)
 ATTN_FIT_HEAD_DIMS = (64, 256)
 
@@ -152,7 +162,7 @@ def _attention_rows(reader: csv.DictReader, p: Path) -> list[tuple[int, dict[str
     rows = []
     for i, r in enumerate(reader, 2):
         try:
-            if r["kernel"] != _FA_KERNEL:
+            if r["kernel"] not in FA_KERNELS:
                 continue
             d: dict[str, Any] = {
                 k: int(r[c]) for k, c in (("b", "batch_size"), ("isl", "isl"), ("step", "step"),
@@ -336,7 +346,10 @@ def predict_b2b_ms(unit: Any, row: dict[str, Any]) -> float | None:
     if str(row.get("kind", "")).startswith("attn_"):
         if getattr(unit.spec, "paged_attention", None) is None:
             return None
-        return paged_attention_time(unit.spec, attention_op(row)) * 1e3
+        op = attention_op(row)
+        if paged_kv_refusal(unit.spec, int(op.kv_bytes_per_element * 8)):
+            return None
+        return paged_attention_time(unit.spec, op) * 1e3
     if row.get("kind") == "moe":
         moe = moe_op(row)
         if getattr(unit.spec, "fused_moe", None) is None \
@@ -351,6 +364,10 @@ def predict_b2b_ms(unit: Any, row: dict[str, Any]) -> float | None:
 def _predict_gemm_ms(unit: Any, row: dict[str, Any]) -> float | None:
     """A gemm row's time (ms) on ``unit`` as given (:func:`predict_b2b_ms`)."""
     m, n, k = int(row["m"]), int(row["n"]), int(row["k"])
+    if row["dtype"] == "fp8" and fp8_linear_is_marlin(unit.spec):
+        op = Gemm(name="fp8_marlin", m=m, n=n, k=k, a_format=FORMATS["bf16"],
+                  w_format=FORMATS["fp8_e4m3"])
+        return None if unit.supports(op) else unit.estimate(op).latency_s * 1e3
     if row["dtype"] == "fp8":
         f8 = FORMATS["fp8_e4m3"]
         if unit.supports(Gemm(name="scaled_mm", m=m, n=n, k=k, a_format=f8, w_format=f8)):
@@ -365,6 +382,14 @@ def _predict_gemm_ms(unit: Any, row: dict[str, Any]) -> float | None:
     if unit.supports(op):
         return None
     return unit.estimate(op).latency_s * 1e3
+
+
+def fp8_linear_is_marlin(spec: Any) -> bool:
+    """Does vLLM run an fp8 linear layer on this GPU as FP8 Marlin (weight-only W8A16, no
+    activation quantisation) rather than quantisation + CUTLASS scaled-mm? Yes where the GPU
+    has no fp8 tensor-core rate (Ampere: vLLM picks ``MarlinFP8ScaledMMLinearKernel`` below
+    compute capability 8.9)."""
+    return not spec.tc_rate_per_sm("fp8_e4m3")
 
 
 def _median(xs: list[float]) -> float:
@@ -405,8 +430,12 @@ def sample(rows: list[Any], every: int) -> list[Any]:
 
 
 def gemm_row_estimate(unit: Any, row: dict[str, Any]) -> Any:
-    """The Estimate of a gemm row's GEMM kernel (fp8: vLLM's scaled-mm) on ``unit`` as given."""
+    """The Estimate of a gemm row's GEMM kernel (fp8: vLLM's scaled-mm, or FP8 Marlin where
+    :func:`fp8_linear_is_marlin`) on ``unit`` as given."""
     m, n, k = int(row["m"]), int(row["n"]), int(row["k"])
+    if row["dtype"] == "fp8" and fp8_linear_is_marlin(unit.spec):
+        return unit.estimate(Gemm(name="fp8_marlin", m=m, n=n, k=k, a_format=FORMATS["bf16"],
+                                  w_format=FORMATS["fp8_e4m3"]))
     if row["dtype"] == "fp8":
         return scaled_mm_estimate(unit, m, n, k)
     f = FORMATS[row["dtype"]]

@@ -23,10 +23,11 @@ FlashAttention (``workloads.ops.Attention``), as PyTorch SDPA runs it:
 
       T = 2 x launch + dram_latency + (K + V + Q + O bytes) / BW
 
-FlashAttention as vLLM calls it (FA3 through the paged-KV backend; ``paged_attention_time``,
-constants in ``GpuSpec.paged_attention``, fitted on kernels_h100's attention tables): one
-framework call is several kernels (KV-cache write, attention, split-KV combine), timed back
-to back::
+FlashAttention as vLLM calls it (FA3 through the paged-KV backend on Hopper, FA2 on Ampere:
+``paged_attention_time``, constants in ``GpuSpec.paged_attention``, fitted on kernels_h100's
+attention tables; FA2's tiles ``fa2_tile``, its main-loop efficiency from the FlashAttention-2
+paper): one framework call is several kernels (KV-cache write, attention, split-KV combine),
+timed back to back::
 
     prefill: T = call + [fp8 KV: fp8_call]
                  + tokens x (token_ns + K,V bytes per token / cache_write) [x fp8_token_factor]
@@ -37,7 +38,10 @@ to back::
                      [x no_overlap_factor where FA3's tile runs without intra-warpgroup overlap]
              work  = FA3's tiles (fa3_tile: block M x block N by head_dim and format) over the
                      packed-GQA rows of one KV head (fa3_cta_work), diagonal and window-edge
-                     tiles computed whole; fp8 KV: the e4m3 kernel at the fp8 MMA rate
+                     tiles computed whole; fp8 KV: the e4m3 kernel at the fp8 MMA rate.
+                     FA2 (paged_attention.kernel fa2): its split-KV kernel's 64 x N tiles
+                     (fa2_tile) over the rows of one query head (no packed GQA in prefill);
+                     no fp8 KV kernel (paged_kv_refusal)
     decode:  T = decode_call + [fp8_call] + batch x seq_ns
                  + max(1, batch x kv_heads / SMs) x (decode_cta_us + head_dim x cta_dim_ns)
                  + K,V bytes of max(keys seen, min_keys) / BW
@@ -66,6 +70,7 @@ from archsim.arch.gpu.datapath import (
     SMEM_WIDTH_BITS,
 )
 from archsim.arch.gpu.spec import GpuSpec
+from archsim.workloads.errors import Problem, WorkloadError
 
 if TYPE_CHECKING:
     from archsim.arch.gpu.unit import TensorCoreGpu
@@ -73,7 +78,8 @@ from archsim.workloads.formats import NumberFormat
 from archsim.workloads.ops import Attention, Norm, Op, Softmax
 
 __all__ = ["attention_tc_format", "paged_attention_time", "paged_attention_parts", "runs_paged",
-           "fa3_tile", "fa3_cta_work", "row_quant_s", "row_quant_fixed_s", "ROW_CHUNK_ELEMS",
+           "fa3_tile", "fa2_tile", "paged_tile", "paged_kv_refusal", "FA2_PAGED_BLOCK_M",
+           "fa3_cta_work", "row_quant_s", "row_quant_fixed_s", "ROW_CHUNK_ELEMS",
            "AttentionTime", "attention_time",
            "cta_imbalance", "cta_pairs", "vector_read_passes", "estimate_attention",
            "softmax_reread_s", "softmax_path", "softmax_steps", "softmax_global_s",
@@ -422,6 +428,53 @@ def fa3_cta_work(q_len: int, kv_len: int, group: int, window: int, causal: bool,
     return n, total, largest
 
 
+#: FA2's split-KV forward kernel on Ampere (``run_mha_fwd_splitkv_dispatch`` in
+#: ``csrc/flash_attn/src/flash_fwd_launch_template.h``, tag C: read in FlashAttention's source),
+#: the kernel FA2 runs whenever the KV cache is paged (``run_mha_fwd(params, stream,
+#: force_split_kernel=paged_KV)`` in ``flash_api.cpp``), as vLLM's FLASH_ATTN backend calls
+#: it on sm80: block M 64 for every head_dim, block N by head_dim (largest head_dim, block N),
+#: 4 warps, mma.sync m16n8k16.
+FA2_PAGED_BLOCK_M = 64
+_FA2_PAGED_BLOCK_N: tuple[tuple[int, int], ...] = ((64, 256), (128, 128), (2**30, 64))
+
+
+def fa2_tile(head_dim: int) -> tuple[int, int, bool]:
+    """(block M, block N, overlap) of FA2's split-KV forward kernel with a paged KV cache
+    (:data:`FA2_PAGED_BLOCK_M`): 64 x 256 up to head_dim 64, 64 x 128 up to 128, 64 x 64
+    above; the same tile causal, local (a window) or neither. ``overlap`` is True: FA2 has
+    no overlapped and non-overlapped variants (its softmax is always issued between the MMAs
+    by the same warps, which the fitted ``mma_efficiency`` includes)."""
+    bn = next(n for top, n in _FA2_PAGED_BLOCK_N if head_dim <= top)
+    return FA2_PAGED_BLOCK_M, bn, True
+
+
+def paged_tile(spec: GpuSpec, head_dim: int, fp8: bool, window: int, causal: bool = True
+               ) -> tuple[int, int, bool]:
+    """(block M, block N, intra-warpgroup overlap) of the paged-KV prefill kernel the GPU
+    runs (``spec.paged_attention.kernel``): :func:`fa3_tile` on Hopper, :func:`fa2_tile` on
+    Ampere."""
+    c = spec.paged_attention
+    if c is not None and c.kernel == "fa2":
+        return fa2_tile(head_dim)
+    return fa3_tile(head_dim, fp8, window, causal)
+
+
+def paged_kv_refusal(spec: GpuSpec, kv_bits: int) -> str | None:
+    """Why the GPU's paged-KV FlashAttention cannot run a KV cache of ``kv_bits`` bits per
+    element (None: it can). An 8-bit cache needs an fp8 kernel (``mma_efficiency_fp8``):
+    FA3's e4m3 kernel on Hopper. FlashAttention-2 has none: vLLM's FLASH_ATTN backend
+    accepts an fp8 KV cache only where ``flash_attn_supports_fp8()`` (FA3 on sm90; vLLM
+    ``vllm/attention/utils/fa_utils.py``, tag C), so on Ampere vLLM picks another attention
+    backend (FlashInfer or Triton, which dequantise K/V in the kernel), not modelled here."""
+    c = spec.paged_attention
+    if c is None or kv_bits >= 16 or c.mma_efficiency_fp8 is not None:
+        return None
+    name = "FlashAttention-2" if c.kernel == "fa2" else "this GPU's FlashAttention"
+    return (f"{name} (vLLM's FLASH_ATTN backend here) has no fp8 KV-cache kernel; vLLM "
+            "serves an fp8 KV cache on this GPU with another attention backend (FlashInfer "
+            "or Triton), which is not modelled")
+
+
 def _query_format(op: Attention) -> str:
     """Tensor-core format of a paged-KV call's MMAs: the query's, 16-bit (an 8-bit activation
     model keeps its attention in bf16; fp32 inputs run the fp16 kernels), or fp8 with an fp8
@@ -447,6 +500,9 @@ def paged_attention_parts(spec: GpuSpec, op: Attention) -> AttentionTime:
     c = spec.paged_attention
     if c is None:
         raise ValueError("this GPU has no paged_attention constants")
+    why = paged_kv_refusal(spec, int(op.kv_bytes_per_element * 8))
+    if why:
+        raise WorkloadError(Problem(why, "--kv-format"))
     sms = spec.sm_count
     bw = spec.memory.sustained_bytes_per_s
     q_bpe = 2.0
@@ -460,7 +516,11 @@ def paged_attention_parts(spec: GpuSpec, op: Attention) -> AttentionTime:
     if op.q_len <= 1:
         keys = max(op.keys_seen(), c.min_keys)
         stream_b = 2.0 * op.batch * op.kv_heads * keys * op.head_dim * kv_bpe
-        ctas = op.batch * op.kv_heads
+        # one CTA per (sequence, KV head): the group's query heads are its rows (FA3's
+        # pack_gqa; FA2's seqlenq_ngroups_swapped, which FA2 does not take with a window,
+        # flash_api.cpp: then one CTA per query head)
+        unpacked = c.kernel == "fa2" and op.window > 0
+        ctas = op.batch * (op.heads if unpacked else op.kv_heads)
         fixed += (c.decode_call_us * 1e-6 + op.batch * c.seq_ns * 1e-9
                   + max(1.0, ctas / sms) * (c.decode_cta_us * 1e-6
                                             + op.head_dim * c.cta_dim_ns * 1e-9))
@@ -468,13 +528,17 @@ def paged_attention_parts(spec: GpuSpec, op: Attention) -> AttentionTime:
         return AttentionTime(fixed, 0.0, stream_b / bw, read, q_b + new_kv_b, pairs,
                              4.0 * pairs, True)
     f = spec.tensor_clock_mhz * 1e6
-    bm, bn, overlap = fa3_tile(op.head_dim, fp8, op.window, op.causal)
-    eff = c.mma_efficiency_fp8 if fp8 else c.mma_efficiency
+    bm, bn, overlap = paged_tile(spec, op.head_dim, fp8, op.window, op.causal)
+    eff = c.mma_efficiency_fp8 if fp8 and c.mma_efficiency_fp8 is not None \
+        else c.mma_efficiency
     mma = float(spec.tc_rate_per_sm(_query_format(op))) * eff * f
     pair_s = 2.0 * op.head_dim / mma + 1.0 / (spec.cuda_core.sfu_per_sm * f)
     if not overlap:
         pair_s *= c.no_overlap_factor
-    groups = op.kv_heads if op.heads % op.kv_heads == 0 else op.heads
+    # FA3 packs the query heads of one KV head into block M (pack_gqa); FA2 packs them only
+    # for a one-token query (seqlenq_ngroups_swapped): its prefill CTAs hold one query head
+    packed = c.kernel == "fa3" and op.heads % op.kv_heads == 0
+    groups = op.kv_heads if packed else op.heads
     n, total, largest = fa3_cta_work(op.q_len, op.kv_len, op.heads // groups, op.window,
                                      op.causal, bm, bn)
     cta_s = c.cta_us * 1e-6 + bm * op.head_dim * c.cta_tile_ns * 1e-9

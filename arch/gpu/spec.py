@@ -176,8 +176,8 @@ class NvlinkSpec:
 @dataclass(frozen=True)
 class PagedAttentionSpec:
     """FlashAttention as a serving framework calls it through a paged-KV backend (vLLM's FA3
-    on Hopper): the fixed work of one call and the per-token / per-CTA costs beyond the
-    MMAs and the KV stream (arch/gpu/kernels.py ``paged_attention_time``)."""
+    on Hopper, FA2 on Ampere): the fixed work of one call and the per-token / per-CTA costs
+    beyond the MMAs and the KV stream (arch/gpu/kernels.py ``paged_attention_time``)."""
 
     prefill_call_us: float = param(doc="fixed work of one prefill call: the backend's kernels "
                                        "(KV-cache write, scheduler metadata, attention) at "
@@ -200,15 +200,9 @@ class PagedAttentionSpec:
                                   "head) CTA's fixed time (its Q tile load, O and LSE write)",
                               unit="ns", min=0)
     mma_efficiency: float = param(doc="achieved fraction of the dense 16-bit MMA rate in the "
-                                      "prefill main loop (FA3 warp-specialised ping-pong)",
+                                      "prefill main loop (FA3: warp-specialised ping-pong; "
+                                      "FA2: mma.sync, softmax issued by the same warps)",
                                   min=0, max=1, min_exclusive=True)
-    mma_efficiency_fp8: float = param(doc="the same with an fp8 KV cache (FA3's e4m3 kernel: "
-                                          "the query quantised to fp8, V transposed in shared "
-                                          "memory), of the dense fp8 MMA rate",
-                                      min=0, max=1, min_exclusive=True)
-    no_overlap_factor: float = param(doc="prefill: per-pair time multiplier of the FA3 tile "
-                                         "configurations built without intra-warpgroup "
-                                         "overlap (arch/gpu/kernels.py fa3_tile)", min=1)
     seq_ns: float = param(doc="decode: per sequence (block-table and sequence-length reads, "
                               "split scheduling)", unit="ns", min=0)
     decode_cta_us: float = param(doc="decode: SM time of one (sequence, KV head) CTA's "
@@ -216,10 +210,30 @@ class PagedAttentionSpec:
                                      "cta_dim_ns x head_dim", unit="us", min=0)
     min_keys: float = param(doc="decode: keys a CTA loads at least (its first K/V tiles, "
                                 "whatever the context)", min=1)
+    kernel: str = param("fa3", doc="FlashAttention generation the backend runs on this GPU "
+                                   "(arch/gpu/kernels.py paged_tile): fa3 (Hopper: TMA, wgmma, "
+                                   "warp specialisation, packed GQA, an e4m3 kernel) or fa2 "
+                                   "(Ampere: mma.sync, vLLM's split-KV kernel for a paged "
+                                   "cache, no fp8 KV cache)", choices=("fa3", "fa2"))
+    mma_efficiency_fp8: float | None = param(
+        None, doc="the same with an fp8 KV cache (FA3's e4m3 kernel: the query quantised to "
+                  "fp8, V transposed in shared memory), of the dense fp8 MMA rate; null = no "
+                  "fp8 KV kernel (an fp8 KV cache is refused)", min=0, max=1,
+        min_exclusive=True)
+    no_overlap_factor: float = param(1.0, doc="prefill: per-pair time multiplier of the FA3 "
+                                              "tile configurations built without "
+                                              "intra-warpgroup overlap (arch/gpu/kernels.py "
+                                              "fa3_tile)", min=1)
     fp8_call_us: float = param(0.0, doc="extra fixed work with an fp8 KV cache (the query's "
                                         "fp8 quantisation kernel)", unit="us", min=0)
     fp8_token_factor: float = param(1.0, doc="prefill: per-token cost multiplier with an fp8 "
                                              "KV cache (per-token scale and convert)", min=1)
+
+    def check(self) -> list[tuple[str, str]]:
+        if self.kernel == "fa2" and self.mma_efficiency_fp8 is not None:
+            return [("mma_efficiency_fp8", "expected null with kernel fa2 (FlashAttention-2 "
+                                           "has no fp8 KV kernel)")]
+        return []
 
 
 @dataclass(frozen=True)

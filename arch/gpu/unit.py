@@ -49,6 +49,8 @@ from archsim.arch.gpu.kernels import (
     estimate_attention,
     norm_kernels,
     norm_pass_s,
+    paged_kv_refusal,
+    runs_paged,
     softmax_global_reread_b,
     softmax_global_s,
     softmax_register_s,
@@ -172,6 +174,8 @@ class TensorCoreGpu(Unit[GpuMapping]):
             f = attention_tc_format(self.spec, op.a_format)
             if not self.spec.tc_rate_per_sm(f):
                 return f"no tensor-core rate for attention in {op.a_format.name}"
+            if runs_paged(self.spec, op):
+                return paged_kv_refusal(self.spec, int(op.kv_bytes_per_element * 8))
             return None
         if isinstance(op, FusedMoE):
             k = moe_kernel_spec(self.spec, op)
@@ -295,8 +299,10 @@ class TensorCoreGpu(Unit[GpuMapping]):
 
     def attention_kernels(self) -> tuple[str, ...]:
         """``sdpa`` always; ``paged`` with ``paged_attention`` constants (``arch.gpu.kernels``
-        ``paged_attention_parts``) and fused attention."""
-        if self.spec.paged_attention is not None and self.spec.attention == "fused":
+        ``paged_attention_parts``), whatever ``attention`` says: a paged-KV backend's call is
+        one fused FlashAttention kernel (FA3 on Hopper, FA2 on Ampere), so a graph built for
+        it has fused attention (``archsim.api.device_build``)."""
+        if self.spec.paged_attention is not None:
             return ("sdpa", "paged")
         return ("sdpa",)
 

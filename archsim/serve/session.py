@@ -270,17 +270,18 @@ def _warn_inert(*, arrival: str, cv: float, scheduler: str, chunk: int,
 
 def serving_attention_kernel(acc: Accelerator, given: str | None) -> tuple[str, str]:
     """The attention call a serving run prices, and a one-line note when the default falls
-    back: ``given`` if set; else ``paged`` (the framework's paged-KV backend) where a unit of
+    back: ``given`` if set; else ``paged`` (the framework's paged-KV backend, a fused
+    FlashAttention call: FA3 on gpu/h100 and gpu/h200, FA2 on gpu/a100) where a unit of
     ``acc`` models it (``Unit.attention_kernels``), else ``sdpa`` -- with a note when a unit
-    names attention kernels (a GPU) but not the paged one (no ``paged_attention`` constants
-    or unfused attention: gpu/a100, gpu/h200, gpu/t4)."""
+    names attention kernels (a GPU) but not the paged one (no ``paged_attention`` constants:
+    gpu/t4, gpu/v100, ...)."""
     if given is not None:
         return given, ""
-    if paged_attention_available(acc) and preferred_attention(acc) == "fused":
+    if paged_attention_available(acc):
         return "paged", ""
     if any(u.attention_kernels() for u in acc.units):
         return "sdpa", (f"{acc.name} has no paged-KV attention model (paged_attention "
-                        "constants and fused attention): attention priced by its own "
+                        "constants): attention priced by its own "
                         f"({preferred_attention(acc)}) model, as --attention-kernel sdpa")
     return "sdpa", ""
 

@@ -166,17 +166,19 @@ def test_llama3_8b_attention_rows_through_the_builder(h100, kv, decode_tol,
 def test_serve_defaults_to_paged_where_the_design_models_it(h100) -> None:
     assert serving_attention_kernel(h100, None) == ("paged", "")
     assert serving_attention_kernel(h100, "sdpa") == ("sdpa", "")
-    kernel, note = serving_attention_kernel(load("gpu/a100"), None)
+    # gpu/h200 (FA3) and gpu/a100 (FA2) carry the paged model (tests/gpu/test_carry_kernels.py)
+    assert serving_attention_kernel(load("gpu/a100"), None) == ("paged", "")
+    kernel, note = serving_attention_kernel(load("gpu/t4"), None)
     assert kernel == "sdpa" and "no paged-KV attention model" in note
 
 
 def test_paged_on_a_gpu_without_the_constants_is_refused() -> None:
     with pytest.raises(WorkloadError, match="--attention-kernel"):
-        device_build(load("gpu/a100"), attention_kernel="paged")
+        device_build(load("gpu/t4"), attention_kernel="paged")
 
 
-def test_cli_refuses_paged_on_a100_naming_the_flag(capsys) -> None:
-    rc = main(["run", "gpu/a100", "--model", "llama3-8b", "--attention-kernel", "paged"])
+def test_cli_refuses_paged_on_t4_naming_the_flag(capsys) -> None:
+    rc = main(["run", "gpu/t4", "--model", "llama3-8b", "--attention-kernel", "paged"])
     err = capsys.readouterr().err
     assert rc == 2 and "--attention-kernel" in err and len(err.strip().splitlines()) == 1
 
@@ -188,7 +190,7 @@ def test_run_default_is_sdpa(h100) -> None:
 
 
 def test_serve_says_the_fallback_once(capsys) -> None:
-    rc = main(["serve", "gpu/a100", "--model", "gpt2-small", "--concurrency", "2", "--isl",
+    rc = main(["serve", "gpu/t4", "--model", "gpt2-small", "--concurrency", "2", "--isl",
                "64", "--osl", "4", "--requests", "2"])
     err = capsys.readouterr().err
     assert rc == 0 and err.count("no paged-KV attention model") == 1
