@@ -22,7 +22,7 @@ no shared power window). Files read:
   isl,step,num_heads,num_key_value_heads,head_dim,attn_dtype,kv_cache_dtype,window_size,ms``:
   one vLLM FlashAttention call through the paged-KV backend, prefill (``isl`` new tokens per
   sequence, causal) or decode (one new token after ``step`` cached ones). Rows of vLLM's
-  FLASH_ATTN backend (:data:`FA_KERNELS`: FA3 on Hopper, FA2 on Ampere; the collector names
+  FLASH_ATTN backend (:func:`is_fa_row`: FA3 on Hopper, FA2 on Ampere; the collector names
   them ``vllm_flash_attn_fa<version>``) are read; FA4 rows and rows whose KV heads do not
   divide the query heads are skipped. Predicted by ``arch.gpu.kernels.paged_attention_time``
   with the FlashAttention generation *the GPU* runs (``paged_attention.kernel``); None where
@@ -71,7 +71,7 @@ __all__ = ["load_kernel_rows", "is_kernel_table", "kernel_class", "predict_b2b_m
            "shape_half", "back_to_back", "fit_launch_b2b_us", "fit_row_quant_us", "sample",
            "TINY_MNK", "VLLM_SCALED_MM_TILES", "scaled_mm_kernel", "scaled_mm_estimate", "attention_op",
            "ATTN_FIT_HEAD_DIMS", "moe_op", "MOE_KERNELS", "TABLE_SWITCHING_ACTIVITY",
-           "fit_switching_activity", "gemm_row_estimate", "fit_quant_call_us", "FA_KERNELS",
+           "fit_switching_activity", "gemm_row_estimate", "fit_quant_call_us", "is_fa_row",
            "fp8_linear_is_marlin"]
 
 _GEMM_COLS = ("dtype", "kernel", "m", "n", "k", "ms")
@@ -89,9 +89,22 @@ MOE_KERNELS = {
     "vllm_modeloptfp8moe_flashinfer_cutlass_flashinferexperts": ("cutlass", ("fp8",)),
 }
 _DTYPE = {"bfloat16": "bf16", "float16": "fp16", "fp8": "fp8"}
-#: vLLM FLASH_ATTN backend rows read (the collector labels them by FlashAttention version;
-#: the model prices each row with the generation the GPU itself runs)
-FA_KERNELS = frozenset({"vllm_flash_attn_fa3", "vllm_flash_attn_fa2", "vllm_flash_attn"})
+#: vLLM FLASH_ATTN backend rows: the collector names them ``vllm_flash_attn`` plus
+#: ``_fa<version>`` when it records the FlashAttention version; every version but FA4
+#: (Blackwell's CuTe kernel, not modelled) is read, and the model prices each row with the
+#: generation the GPU itself runs (``paged_attention.kernel``), whatever the label says
+FA_PREFIX = "vllm_flash_attn"
+FA_SKIPPED_VERSIONS = frozenset({"fa4"})
+
+
+def is_fa_row(kernel: str) -> bool:
+    """True for a FlashAttention-backend row this module reads (:data:`FA_PREFIX`, any
+    version suffix except :data:`FA_SKIPPED_VERSIONS`)."""
+    if kernel == FA_PREFIX:
+        return True
+    if not kernel.startswith(FA_PREFIX + "_"):
+        return False
+    return kernel[len(FA_PREFIX) + 1:] not in FA_SKIPPED_VERSIONS
 #: head_dims of the attention rows' fit half (the extremes; 128 and 192 are the check half)
 ATTN_FIT_HEAD_DIMS = (64, 256)
 
@@ -162,7 +175,7 @@ def _attention_rows(reader: csv.DictReader, p: Path) -> list[tuple[int, dict[str
     rows = []
     for i, r in enumerate(reader, 2):
         try:
-            if r["kernel"] not in FA_KERNELS:
+            if not is_fa_row(r["kernel"]):
                 continue
             d: dict[str, Any] = {
                 k: int(r[c]) for k, c in (("b", "batch_size"), ("isl", "isl"), ("step", "step"),

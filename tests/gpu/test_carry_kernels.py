@@ -255,3 +255,14 @@ def test_fa2_windowed_decode_runs_one_cta_per_query_head():
     base = c.decode_call_us * 1e-6 + 64 * c.seq_ns * 1e-9
     assert fixed(128) == pytest.approx(base + 2048 / 108 * cta, rel=1e-12)
     assert fixed(0) == pytest.approx(base + 512 / 108 * cta, rel=1e-12)
+
+
+def test_flash_attention_rows_read_by_name() -> None:
+    """The collector names FLASH_ATTN rows ``vllm_flash_attn`` + ``_fa<version>``: every
+    version but FA4 is read (the GPU's own generation prices it); other backends are not."""
+    from archsim.kernel_tables import is_fa_row
+
+    for k in ("vllm_flash_attn_fa3", "vllm_flash_attn_fa2", "vllm_flash_attn"):
+        assert is_fa_row(k), k
+    for k in ("vllm_flash_attn_fa4", "vllm_flashinfer", "vllm_flash_attnx", "trtllm_attention"):
+        assert not is_fa_row(k), k
