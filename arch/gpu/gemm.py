@@ -66,8 +66,9 @@ _RF_ACC_FRACTION = 0.5            # registers left for accumulators (rest: fragm
 #: pays. A persistent stream-K CTA keeps the SM and prefetches the next tile's stages
 #: during the epilogue, so it pays none. A count from the mechanism, not a fitted scale: on
 #: the fit half of ``kernels_h100/gemm.csv.gz`` (K a power of two; the table's switching
-#: activity refitted for each) 1, 2, 3, 4 round trips give bf16 + fp8 median |error|
-#: 9.0 + 9.8, 8.8 + 7.4, 8.3 + 9.6, 8.5 + 10.9 % (docs/gpu.md "GEMM kernel choice").
+#: activity refitted for each) 0, 1, 2, 3, 4 round trips give bf16 + fp8 median |error|
+#: 9.6 + 10.6, 9.2 + 9.8, 8.7 + 7.4, 8.5 + 9.6, 8.7 + 10.9 % (docs/gpu.md "GEMM kernel
+#: choice").
 TILE_SWITCH_ROUND_TRIPS = 2
 
 
