@@ -337,7 +337,7 @@ def scaled_mm_estimate(unit: Any, m: int, n: int, k: int) -> Any:
 #: the data cannot tell this apart from a cooler / better-binned card (same effect on the
 #: clock), so it is a property of the table, not of the GPU: the GPU's power constants stay
 #: those fitted on the silicon rows.
-TABLE_SWITCHING_ACTIVITY = 0.75
+TABLE_SWITCHING_ACTIVITY = 0.67
 
 
 def _table_unit(unit: Any) -> Any:

@@ -19,7 +19,9 @@ does not depend on the shape, so the minimum over it stays monotone in M, N, K):
   over the SMs (plus the fix-up of partial tiles);
 * SM time: ``ceil(tiles * s / SMs)`` CTAs per SM (wave quantisation; co-resident CTAs
   share the SM, so the busiest SM's CTA count sets the time) x ``ksteps * t_k`` plus the
-  epilogue (C tile store) when it cannot overlap another CTA;
+  epilogue (C tile store) when it cannot overlap another CTA; a CTA that follows another
+  on its SM with no co-resident CTA also exposes :data:`TILE_SWITCH_ROUND_TRIPS` DRAM
+  latencies (the previous CTA's store drain, its own pipeline fill);
 * L2 time: all stage bytes (one operand divided by the cluster multicast) / L2 bandwidth;
 * HBM time: the L2-reuse model below / (bandwidth x efficiency);
 * total = launch overhead + pipeline fill (one DRAM latency) + max(SM, L2, HBM);
@@ -45,7 +47,8 @@ from archsim.arch.base import ceil_div
 from archsim.arch.gpu.precision import MmaPlan
 from archsim.arch.gpu.spec import GpuSpec
 
-__all__ = ["GemmShape", "GemmResult", "gemm_time", "TILE_M", "TILE_N", "TILE_K_BYTES", "SPLITS"]
+__all__ = ["GemmShape", "GemmResult", "gemm_time", "TILE_M", "TILE_N", "TILE_K_BYTES", "SPLITS",
+           "TILE_SWITCH_ROUND_TRIPS"]
 
 TILE_M = (16, 32, 64, 128, 256)
 TILE_N = (32, 64, 128, 256)
@@ -54,6 +57,19 @@ SPLITS = (1, 2, 4, 8, 16)
 _GROUPS = (1, 2, 4, 8, 16, 32, 64)
 _ACC_BYTES = 4                    # fp32 / int32 accumulators
 _RF_ACC_FRACTION = 0.5            # registers left for accumulators (rest: fragments, addresses)
+
+#: DRAM round trips a CTA exposes when it follows another CTA on its SM with no co-resident
+#: CTA to overlap them (``ctas_per_sm`` = 1, one CTA per tile): the finished CTA's epilogue
+#: stores drain before it exits and frees the SM (TMA store wait: one write round trip),
+#: and the next CTA starts its loads only once it is launched (pipeline fill: one load
+#: round trip before its first MMA). The first CTA's fill is the ``lat_cyc`` every kernel
+#: pays. A persistent stream-K CTA keeps the SM and prefetches the next tile's stages
+#: during the epilogue, so it pays none. A count from the mechanism, not a fitted scale: on
+#: the fit half of ``kernels_h100/gemm.csv.gz`` (K a power of two; the table's switching
+#: activity refitted for each) 0, 1, 2, 3, 4 round trips give bf16 + fp8 median |error|
+#: 9.6 + 10.6, 9.2 + 9.8, 8.7 + 7.4, 8.5 + 9.6, 8.7 + 10.9 % (docs/gpu.md "GEMM kernel
+#: choice").
+TILE_SWITCH_ROUND_TRIPS = 2
 
 
 #: INT32 instructions per element to expand a bitmap-encoded sparse weight tile into its
@@ -253,9 +269,11 @@ def gemm_time(spec: GpuSpec, g: GemmShape, plan: MmaPlan, *,
                 t_k = max(t_mma, t_smem, t_cvt, t_load, lat_cyc / ((stages - 1) * co))
                 # serial split-K: each split stores / reloads an fp32 partial tile
                 t_split = bm * bn * _ACC_BYTES * 2 / spec.sm.load_bytes_per_clock if s > 1 else 0.0
-                # a lone CTA's epilogue cannot hide behind another CTA's mainloop; the
-                # last CTA's epilogue and the pipeline fill are always exposed
-                epi = (per_sm - 1) * t_epi if co == 1 else 0.0
+                # a lone CTA's epilogue, store drain and the next CTA's pipeline fill
+                # cannot hide behind another CTA's mainloop; the last CTA's epilogue
+                # and the first pipeline fill are always exposed
+                epi = ((per_sm - 1) * (t_epi + TILE_SWITCH_ROUND_TRIPS * lat_cyc)
+                       if co == 1 else 0.0)
                 sm_cyc = per_sm * (ksteps * t_k + t_split) + epi + t_epi + lat_cyc
                 n_work = n_cta * ksteps
                 part = g.batch * g.m * g.n * _ACC_BYTES * s if s > 1 else 0.0

@@ -130,13 +130,15 @@ def _kernel_table_gap(unit: object) -> list[Gap]:
                 "power of two; median |error| per class, target 8 %)",
                 "; ".join(parts) + ". Fitted on the other half: launch_b2b_us (the "
                 "back-to-back floor), the per-token quantisation kernel (fp8: row time and "
-                "its own fixed cost) and the table's operand switching activity (0.75 of "
+                "its own fixed cost) and the table's operand switching activity (0.67 of "
                 "random data: the power-capped clock). Mechanisms: cuBLAS split-K as a second "
                 "(reduction) kernel, no stream-K below one wave, vLLM's swap-AB scaled-mm "
                 "tiles for m <= 64, no dynamic energy for the MMAs on a ragged tile's "
-                "zero-filled padding (the power-capped clock). Left: compute-bound bf16 "
-                "GEMMs of one to four waves predicted slow (+7 to +14 % median), mid-size "
-                "GEMVs (20-60 MB of weights) reading HBM below the sustained rate. "
+                "zero-filled padding (the power-capped clock), a CTA that follows another on "
+                "its SM paying the store drain and its pipeline fill (two DRAM round trips). "
+                "Left: compute-bound bf16 GEMMs of one wave predicted slow (+8 to +10 % "
+                "median), mid-size GEMVs (20-60 MB of weights) reading HBM below the "
+                "sustained rate. "
                 "docs/gpu.md 'Framework kernel tables'")]
 
 

@@ -9,10 +9,13 @@ from pathlib import Path
 
 import pytest
 
+import archsim.arch.gpu.gemm as gemm_mod
 import archsim.calibration as cal_mod
+import archsim.kernel_tables as kernel_tables
 from archsim import silicon
 from archsim.api import load
 from archsim.arch.gpu.choice import gemm_kernel_class, row_alignment_bytes
+from archsim.arch.gpu.gemm import TILE_SWITCH_ROUND_TRIPS
 from archsim.arch.gpu.kernels import row_quant_s
 from archsim.cli import main
 from archsim.kernel_tables import (
@@ -133,6 +136,23 @@ def test_padding_mmas_carry_no_energy(m: int, n: int, k: int) -> None:
     assert e.actions[("gpu.tensor_core_bf16", "mac")] == pytest.approx(m * n * k, rel=1e-12)
 
 
+def test_a_cta_that_follows_another_pays_its_store_drain_and_pipeline_fill() -> None:
+    """One CTA per SM at a time (gpu/a100, tile 128 x 256 with 64-byte k-rows: four stages
+    of 24 KiB, so one CTA fits the 164 KiB of shared memory): 1536 x 2304 is 12 x 9 = 108
+    tiles, one per SM; 3072 x 2304 is two per SM. Per SM: one CTA = k-loop + epilogue +
+    fill; two = 2 k-loops + 2 epilogues + fill + the switch (TILE_SWITCH_ROUND_TRIPS DRAM
+    latencies: the first CTA's store drain, the second's pipeline fill). So the second
+    SM time minus twice the first is (2 - 1) x 500 ns (configs/gpu/a100.yaml
+    dram_latency_ns), whatever the k-loop."""
+    u = load("gpu/a100").units[0]
+    assert TILE_SWITCH_ROUND_TRIPS == 2
+    mapping = {"tile": [128, 256, 64], "split_k": 1}
+    one, two = (u.estimate(Gemm(name="g", m=m, n=2304, k=8192, a_format=BF16, w_format=BF16),
+                           mapping).details for m in (1536, 3072))
+    assert (one["ctas_per_sm"], two["ctas_per_sm"], one["waves"], two["waves"]) == (1, 1, 1, 2)
+    assert two["sm_s"] - 2 * one["sm_s"] == pytest.approx((2 - 1) * 500e-9, rel=1e-6)
+
+
 # ---------------------------------------------------------------- runtime protocol
 
 
@@ -199,10 +219,12 @@ def test_kernel_table_bad_header_and_value_name_file_line(tmp_path: Path) -> Non
 #: Every 37th row of each half (deterministic): ~960 rows per half, seconds to score.
 _STRIDE = 37
 #: Check-half median |error| per class reached by the model (docs/gpu.md, docs/validation.md).
-#: The issue's target is 8 %; reached: bf16 8.2 %, fp8 7.3 %, small M 7.6 % (every 37th
-#: row; bf16 was 8.4 % before the padding MMAs lost their energy); the bounds are those
-#: values with margin for numeric drift, so an improvement passes and a regression fails.
-_CHECK_MEDIAN = {"vllm_gemm_bf16": 0.085, "vllm_gemm_fp8": 0.077, "vllm_gemm_small_m": 0.08}
+#: The issue's target is 8 %; reached: bf16 7.6 %, fp8 7.7 %, small M 7.6 % (every 37th
+#: row; bf16 was 8.4 % before the padding MMAs lost their energy and 8.2 % before a CTA
+#: that follows another on its SM paid its store drain and pipeline fill, which moved fp8
+#: from 7.3 %); the bounds are those values with margin for numeric drift, so an
+#: improvement passes and a regression fails.
+_CHECK_MEDIAN = {"vllm_gemm_bf16": 0.078, "vllm_gemm_fp8": 0.079, "vllm_gemm_small_m": 0.078}
 
 
 @needs_tables
@@ -221,10 +243,10 @@ def test_kernels_h100_gemm_check_half_per_class() -> None:
 
 @needs_tables
 def test_table_switching_activity_fitted_on_the_fit_half_checked_on_the_other() -> None:
-    """kernel_tables.TABLE_SWITCHING_ACTIVITY (0.75) is where the fit half's power-capped,
-    compute-bound GEMMs (m > 64, K a power of two) have a zero median signed error: 0.751 on
-    every 11th row (1054 rows), 0.745 on every 37th; this sample (every 111th row, 108 rows)
-    gives 0.72, hence the tolerance. On the same kind of rows of the check half the median
+    """kernel_tables.TABLE_SWITCHING_ACTIVITY (0.67) is where the fit half's power-capped,
+    compute-bound GEMMs (m > 64, K a power of two) have a zero median signed error: 0.673 on
+    every 11th row (1210 rows), 0.659 on every 37th; this sample (every 111th row, 115 rows)
+    gives 0.648, hence the tolerance. On the same kind of rows of the check half the median
     signed error stays within 5 % (docs/gpu.md)."""
     rows = [r.data for r in silicon.load_rows(KERNELS / "gemm.csv.gz")[::111]]
     unit = back_to_back(load("gpu/h100").units[0])
@@ -243,6 +265,33 @@ def test_table_switching_activity_fitted_on_the_fit_half_checked_on_the_other() 
     assert len(errs) > 80
     errs.sort()
     assert abs(errs[len(errs) // 2]) < 0.05
+
+
+@needs_tables
+def test_tile_switch_round_trips_picked_by_the_fit_half(monkeypatch: pytest.MonkeyPatch) -> None:
+    """TILE_SWITCH_ROUND_TRIPS is the mechanism's count (store drain + pipeline fill = 2);
+    the fit half of kernels_h100/gemm.csv.gz (K a power of two; every 111th row, the table's
+    switching activity refitted for each count) agrees: bf16 + fp8 median |error| is lowest
+    at 2 of 1, 2, 3 (14.9 % against 18.8 and 16.6 %; every 37th row: 16.2 against 19.0 and
+    18.1 %, docs/gpu.md). The check half is scored by
+    test_kernels_h100_gemm_check_half_per_class."""
+    rows = [r.data for r in silicon.load_rows(KERNELS / "gemm.csv.gz")[::111]]
+    fit_rows = [d for d in rows if shape_half(d) == "fit"
+                and kernel_class(d) in ("vllm_gemm_bf16", "vllm_gemm_fp8")]
+    total = {}
+    for trips in (1, 2, 3):
+        monkeypatch.setattr(gemm_mod, "TILE_SWITCH_ROUND_TRIPS", trips)
+        unit = back_to_back(load("gpu/h100").units[0])
+        fit = fit_switching_activity(unit, rows)
+        assert fit is not None
+        monkeypatch.setattr(kernel_tables, "TABLE_SWITCHING_ACTIVITY", fit[0])
+        errs: dict[str, list[float]] = {}
+        for d in fit_rows:
+            p = predict_b2b_ms(unit, d)
+            assert p is not None
+            errs.setdefault(kernel_class(d), []).append(abs(p / d["ms"] - 1))
+        total[trips] = sum(sorted(v)[len(v) // 2] for v in errs.values())
+    assert min(total, key=total.__getitem__) == 2, total
 
 
 @needs_tables
