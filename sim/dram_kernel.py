@@ -65,6 +65,7 @@ from numba.extending import overload
 from archsim.sim import dram_presets as _cmds
 
 INF = 2**62
+_U = np.uintp  # flat array index: unsigned, so Numba adds no wrap-around fix-up
 
 # command ids: the indices of sim.dram_presets.COMMANDS (their one home)
 C_ACT, C_PRE, C_RD, C_WR, C_REF = _cmds.ACT, _cmds.PRE, _cmds.RD, _cmds.WR, _cmds.REF
@@ -390,10 +391,16 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
     """
     p, tab, con_ptr, con, nx, hist, hist_n = (inst.p, inst.tab, inst.con_ptr, inst.con,
                                               inst.nx, inst.hist, inst.hist_n)
+    # flat views, indexed by unsigned ints (no stride multiply, no wrap-around fix-up)
+    nxf = nx.reshape(nx.size)
+    conf = con.reshape(con.size)
+    NCON = con.shape[1]
     bst, ref_due, q, chs, ring, misc, stats = (inst.bst, inst.ref_due, inst.q, inst.chs,
                                                inst.ring, inst.misc, inst.stats)
     bk, chb, sched, cand, dbl, gf, treet = (inst.bk, inst.chb, inst.sched, inst.cand,
                                             inst.dbl, inst.gf, inst.treet)
+    candf = cand.reshape(cand.size)
+    NCA = cand.shape[2]
     C, RK, G, B = p[P_CH], p[P_RK], p[P_BG], p[P_BA]
     Q, BB = p[P_QDEPTH], p[P_BB]
     l1, l2, l3 = tab[T_LVL, 1], tab[T_LVL, 2], tab[T_LVL, 3]
@@ -647,23 +654,26 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
                             bk[bank, BK_C1 + w] = -1
                             chs[ch, H_NCAND] = last
                 chs[ch, H_NDB] = 0
+                u0 = _U(ch * N_CMD)
                 for r in range(RK):
                     rk = ch * RK + r
-                    n1 = l1 + rk
+                    u1 = _U((l1 + rk) * N_CMD)
                     # key = time * 4 + class (ACT, PRE: 2; RD, WR: 1)
-                    f0 = imax(imax(nx[ch, 0], nx[n1, 0]), now) * 4 + 2
-                    f1 = imax(imax(nx[ch, 1], nx[n1, 1]), now) * 4 + 2
-                    f2 = imax(imax(nx[ch, 2], nx[n1, 2]), now) * 4 + 1
-                    f3 = imax(imax(nx[ch, 3], nx[n1, 3]), now) * 4 + 1
+                    f0 = imax(imax(nxf[u0], nxf[u1]), now) * 4 + 2
+                    f1 = imax(imax(nxf[u0 + _U(1)], nxf[u1 + _U(1)]), now) * 4 + 2
+                    f2 = imax(imax(nxf[u0 + _U(2)], nxf[u1 + _U(2)]), now) * 4 + 1
+                    f3 = imax(imax(nxf[u0 + _U(3)], nxf[u1 + _U(3)]), now) * 4 + 1
                     if rdue and ref_due[rk] <= now:  # its banks wait for the refresh
                         f0 = f1 = f2 = f3 = BIG * 4 + 3  # > INF: never chosen
-                    for g in range(G):
-                        n2 = l2 + rk * G + g
-                        o = (r * G + g) * 4
-                        gf[o] = imax(f0, nx[n2, 0] * 4 + 2)
-                        gf[o + 1] = imax(f1, nx[n2, 1] * 4 + 2)
-                        gf[o + 2] = imax(f2, nx[n2, 2] * 4 + 1)
-                        gf[o + 3] = imax(f3, nx[n2, 3] * 4 + 1)
+                    u2 = _U((l2 + rk * G) * N_CMD)
+                    o = _U(r * G * 4)
+                    for _g in range(G):
+                        gf[o] = imax(f0, nxf[u2] * 4 + 2)
+                        gf[o + _U(1)] = imax(f1, nxf[u2 + _U(1)] * 4 + 2)
+                        gf[o + _U(2)] = imax(f2, nxf[u2 + _U(2)] * 4 + 1)
+                        gf[o + _U(3)] = imax(f3, nxf[u2 + _U(3)] * 4 + 1)
+                        u2 += _U(N_CMD)
+                        o += _U(4)
                 # the smallest (key, age) as one integer, (key - 4 * now, the age's offset
                 # from misc[M_AGE] - PK_AGE, the candidate's index) in bit fields (every gf
                 # entry is >= 4 * now, every queued age < misc[M_AGE]; ages are unique, so
@@ -674,9 +684,13 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
                 abase = misc[M_AGE] - PK_AGE
                 best = PK_NONE
                 chk = nc >> PK_JBITS
+                cg = _U((ch * N_CAF + CA_G) * NCA)
+                cb = _U((ch * N_CAF + CA_B) * NCA)
+                ca = _U((ch * N_CAF + CA_AGE) * NCA)
                 for j in range(nc):
-                    rel = imax(gf[cand[ch, CA_G, j]], cand[ch, CA_B, j]) - base4
-                    off = cand[ch, CA_AGE, j] - abase
+                    ju = _U(j)
+                    rel = imax(gf[_U(candf[cg + ju])], candf[cb + ju]) - base4
+                    off = candf[ca + ju] - abase
                     chk |= (rel >> PK_RELBITS) | (off >> PK_AGEBITS)
                     pk = (rel << PK_SHIFT) | (off << PK_JBITS) | j
                     best = pk if pk < best else best
@@ -748,6 +762,10 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
         t = treet[1]
         if mode == MODE_NEXT:
             return t
+        if t >= until:
+            if mode != MODE_TRACE:
+                return ndone
+            in_batch = False  # (falls through: nothing changed since the decision)
         if not in_batch:  # trace mode between engine cycles
             if ndone >= n_tr:
                 return ndone
@@ -758,11 +776,6 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
                 continue
             until = t + 1
             in_batch = True
-        if t >= until:
-            if mode != MODE_TRACE:
-                return ndone
-            in_batch = False
-            continue
         # ------------------------------------------------ issue the command of channel c
         misc[M_NOW] = t
         cmd = chs[c, H_CMD]
@@ -792,21 +805,24 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
             chs[c, H_NDB] += 1
         # bank-scope command: the rows of the timing table, one node per level
         for k in range(con_ptr[cmd], con_ptr[cmd + 1]):
-            lv = con[K_LEVEL, k]
+            ku = _U(k)
+            lv = conf[ku]
             node = c if lv == 0 else (l1 + rk if lv == 1 else (l2 + gn if lv == 2 else l3 + bank))
-            w = con[K_WIN, k]
-            nxt = con[K_NEXT, k]
+            w = conf[ku + _U(K_WIN * NCON)]
+            nxt = conf[ku + _U(K_NEXT * NCON)]
             if w <= 1:
-                v = t + con[K_LAT, k]
+                v = t + conf[ku + _U(K_LAT * NCON)]
             else:  # rolling window (nFAW): wait for the oldest of the last w
                 ws = con[K_WSLOT, k]
                 n = hist_n[node, ws]
                 hist[node, ws, n % w] = t
                 hist_n[node, ws] = n + 1
                 v = hist[node, ws, (n + 1) % w] + con[K_LAT, k] if n + 1 >= w else -1
-            nx[node, nxt] = imax(v, nx[node, nxt])  # (branch-free: v is data)
+            ni = _U(node * N_CMD + nxt)
+            nxf[ni] = imax(v, nxf[ni])  # (branch-free: v is data)
+        cu = _U(c * N_CMD)
         for k in range(N_CMD):  # one command per cycle on the channel's command bus
-            nx[c, k] = imax(nx[c, k], t + 1)
+            nxf[cu + _U(k)] = imax(nxf[cu + _U(k)], t + 1)
         stats[cmd] += 1
         if cmd == C_PRE:
             bst[B_OPEN, bank] = -1
