@@ -815,9 +815,11 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
             else:  # rolling window (nFAW): wait for the oldest of the last w
                 ws = con[K_WSLOT, k]
                 n = hist_n[node, ws]
-                hist[node, ws, n % w] = t
+                i = n % w
+                hist[node, ws, i] = t
                 hist_n[node, ws] = n + 1
-                v = hist[node, ws, (n + 1) % w] + con[K_LAT, k] if n + 1 >= w else -1
+                i = 0 if i + 1 == w else i + 1  # (n + 1) % w without a second division
+                v = hist[node, ws, i] + con[K_LAT, k] if n + 1 >= w else -1
             ni = _U(node * N_CMD + nxt)
             nxf[ni] = imax(v, nxf[ni])  # (branch-free: v is data)
         cu = _U(c * N_CMD)
