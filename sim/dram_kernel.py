@@ -101,7 +101,8 @@ H_KEY, H_AGE, H_NOINC = 12, 13, 14
 # streams waiting for a slot of the channel: a list in activation order (ring R_WNEXT)
 H_WHEAD, H_WTAIL = 15, 16
 H_NCAND = 17  # candidates in cand[channel]
-N_HF = 18
+H_REDO = 18  # H_DIRTY 3: decide again at this time (a refresh falls due first)
+N_HF = 19
 # bk[bank, field]: request list head/tail, oldest queued read / write hitting the open
 # row (-1: none), position in chb, flat rank id and nx rows of its rank and bank group
 # (static), bank group within its channel (static), 1 while listed in dbl
@@ -126,7 +127,7 @@ PK_AGE = 1 << PK_AGEBITS
 PK_NONE = 1 << (PK_RELBITS + PK_SHIFT)
 BIG = 2**60  # gf entries of a rank waiting for its refresh: BIG * 4 + 3 > INF, never chosen
 # sched: channels to re-decide (sched[0:misc[M_NDIRTY]]; chs H_DIRTY 1: decide, 2: the
-# decision was updated in place, only the tree), then a tournament tree over the
+# decision was updated in place, only the tree; 3: decide at H_REDO), then a tournament tree over the
 # channels' decided times (node i's channel at sched[C + i] and time at treet[i], leaves
 # at CP + channel), so the next command is found in O(log C) instead of a pass over
 # every channel
@@ -595,11 +596,20 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
         now0 = misc[M_NOW]
         tree = C  # offset of the tournament tree in sched
         CP = misc[M_CP]
-        for kd in range(misc[M_NDIRTY]):
+        kd = 0
+        while kd < misc[M_NDIRTY]:
+            # (one pass per decision: a refresh falling due first makes the same channel
+            # decide again at that time, H_DIRTY 3, in the next pass with the same kd; a
+            # loop around one channel's decision was 1-4 % slower - LLVM hoisted the
+            # addresses of ch's rows out of it, ~100 instructions per decision)
             ch = sched[kd]
             now = now0  # (H_DIRTY 2: decision already updated, only the tree below)
             noinc = False
-            while chs[ch, H_DIRTY] == 1:
+            if chs[ch, H_DIRTY] == 3:
+                now = chs[ch, H_REDO]
+                noinc = True
+                chs[ch, H_DIRTY] = 1
+            if chs[ch, H_DIRTY] == 1:
                 # candidates compare by key = time * 4 + class, then age (oldest first);
                 # written with selects rather than branches (the data are random)
                 bkey, bage = INF, INF
@@ -729,8 +739,8 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
                         if d > now and d < due:
                             due = d
                 if due < INF and due <= bt:
-                    now = due
-                    noinc = True
+                    chs[ch, H_REDO] = due
+                    chs[ch, H_DIRTY] = 3
                     continue
                 chs[ch, H_T] = bt
                 chs[ch, H_CMD] = bcmd
@@ -741,7 +751,6 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
                 chs[ch, H_KEY] = bkey
                 chs[ch, H_AGE] = bage
                 chs[ch, H_NOINC] = 1 if noinc else 0
-                break
             chs[ch, H_DIRTY] = 0
             # update the tournament tree from the leaf of ch (ties: lower channel, i.e.
             # the left child); stop where a node's winner and time stay the same
@@ -757,6 +766,7 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
                 sched[tree + i] = a
                 treet[i] = ta
                 i >>= 1
+            kd += 1
         misc[M_NDIRTY] = 0
         c = sched[tree + 1]
         t = treet[1]
