@@ -470,13 +470,13 @@ def simulate_requests(
         Completion cycle per request and the command statistics.
     """
     addr = np.ascontiguousarray(addresses, np.int64)
-    wr = np.ascontiguousarray(is_write, np.int64)
+    wr = np.asarray(is_write)  # (run_trace copies it as int64 into its work block)
     arr = np.ascontiguousarray(arrival_cycles, np.int64)
     if not (addr.shape == wr.shape == arr.shape) or addr.ndim != 1:
         raise DramConfigError("addresses, is_write, arrival_cycles: expected equal-length 1-D")
     if addr.size and (addr.min() < 0 or arr.min() < 0):
         raise DramConfigError("addresses and arrival_cycles must be >= 0")
-    if addr.size > 1 and np.any(np.diff(arr) < 0):
+    if addr.size > 1 and np.any(arr[1:] < arr[:-1]):
         raise DramConfigError("arrival_cycles must be non-decreasing")
     inst = resolve(spec, ring_capacity=max_outstanding)
     end = np.zeros(addr.size, np.int64)

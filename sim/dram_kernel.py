@@ -964,10 +964,17 @@ def _core_of_typed(insts, i, mode, until, sid_in, now_in, s_addr, s_left, s_out,
 def run_trace(inst, addr, is_write, arrival, s_end):
     """Run a request trace (one burst each, arrivals sorted) through :func:`core`; fills
     ``s_end``. Plain Python: it calls the engine's own compiled signature of ``core``
-    (int64 1-D arrays), so a trace compiles nothing beyond it."""
+    (int64 1-D arrays), so a trace compiles nothing beyond it.
+
+    The per-stream work arrays (a copy of the addresses, bursts left, bursts queued, the
+    write flags, finished ids) are the rows of one block: numpy asks Linux for huge pages
+    for an allocation this large, where five separate arrays of 8 bytes per request were
+    fresh 4 KiB pages on every call (~2,000 page faults for 200,000 requests, ~10 % of a
+    sequential trace's CPU time)."""
     n = addr.shape[0]
     zero = np.int64(0)
-    return core(inst, np.int64(MODE_TRACE), zero, zero, zero,
-                np.array(addr, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64),
-                np.array(is_write, np.int64), s_end, np.zeros(max(n, 1), np.int64),
-                np.ascontiguousarray(arrival, np.int64))
+    w = np.zeros((5, max(n, 1)), np.int64)
+    w[0, :n] = addr
+    w[3, :n] = is_write
+    return core(inst, np.int64(MODE_TRACE), zero, zero, zero, w[0], w[1], w[2], w[3], s_end,
+                w[4], np.ascontiguousarray(arrival, np.int64))
