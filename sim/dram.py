@@ -373,18 +373,21 @@ def resolve(spec: DramSpec, ring_capacity: int = 64) -> K.DramInst:
     sched = np.full(C + 2 * cp, -1, np.int64)
     sched[:C] = np.arange(C)
     sched[C + cp:C + cp + C] = np.arange(C)
+    nx = np.zeros((n_nodes, N_COMMANDS), np.int64)
+    cand = np.zeros((C, K.N_CAF, 2 * RK * G * B), np.int64)
     return K.DramInst(
         p=p, tab=tab, con_ptr=con_ptr, con=con,
-        nx=np.zeros((n_nodes, N_COMMANDS), np.int64),
+        nx=nx,
         hist=np.zeros((n_nodes, max(nwc, 1), maxw), np.int64),
         hist_n=np.zeros((n_nodes, max(nwc, 1)), np.int64),
         bst=bst,
         ref_due=np.full(n_rank, int(spec.timing["nREFI"]), np.int64),
         q=q, chs=chs, ring=ring, misc=misc, stats=np.zeros(K.N_STATS, np.int64), bk=bk,
         chb=np.zeros((C, RK * G * B), np.int64), sched=sched,
-        cand=np.zeros((C, K.N_CAF, 2 * RK * G * B), np.int64),
+        cand=cand,
         dbl=np.zeros((C, RK * G * B), np.int64), gf=np.zeros(RK * G * 4, np.int64),
         treet=np.full(2 * cp, K.INF, np.int64),
+        nxf=nx.reshape(-1), conf=con.reshape(-1), candf=cand.reshape(-1),  # flat views
     )
 
 

@@ -150,7 +150,8 @@ N_STATS = N_CMD + 5
 DramInst = namedtuple(
     "DramInst",
     ["p", "tab", "con_ptr", "con", "nx", "hist", "hist_n", "bst", "ref_due", "q", "chs",
-     "ring", "misc", "stats", "bk", "chb", "sched", "cand", "dbl", "gf", "treet"],
+     "ring", "misc", "stats", "bk", "chb", "sched", "cand", "dbl", "gf", "treet",
+     "nxf", "conf", "candf"],
 )
 
 
@@ -392,15 +393,14 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
     """
     p, tab, con_ptr, con, nx, hist, hist_n = (inst.p, inst.tab, inst.con_ptr, inst.con,
                                               inst.nx, inst.hist, inst.hist_n)
-    # flat views, indexed by unsigned ints (no stride multiply, no wrap-around fix-up)
-    nxf = nx.reshape(nx.size)
-    conf = con.reshape(con.size)
+    # flat views of nx, con, cand (made by sim.dram.resolve), indexed by unsigned ints: no
+    # stride multiply, no wrap-around fix-up
+    nxf, conf, candf = inst.nxf, inst.conf, inst.candf
     NCON = con.shape[1]
     bst, ref_due, q, chs, ring, misc, stats = (inst.bst, inst.ref_due, inst.q, inst.chs,
                                                inst.ring, inst.misc, inst.stats)
     bk, chb, sched, cand, dbl, gf, treet = (inst.bk, inst.chb, inst.sched, inst.cand,
                                             inst.dbl, inst.gf, inst.treet)
-    candf = cand.reshape(cand.size)
     NCA = cand.shape[2]
     C, RK, G, B = p[P_CH], p[P_RK], p[P_BG], p[P_BA]
     Q, BB = p[P_QDEPTH], p[P_BB]
