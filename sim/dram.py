@@ -374,7 +374,6 @@ def resolve(spec: DramSpec, ring_capacity: int = 64) -> K.DramInst:
     sched[:C] = np.arange(C)
     sched[C + cp:C + cp + C] = np.arange(C)
     nx = np.zeros((n_nodes, N_COMMANDS), np.int64)
-    cand = np.zeros((C, K.N_CAF, 2 * RK * G * B), np.int64)
     return K.DramInst(
         p=p, tab=tab, con_ptr=con_ptr, con=con,
         nx=nx,
@@ -384,10 +383,10 @@ def resolve(spec: DramSpec, ring_capacity: int = 64) -> K.DramInst:
         ref_due=np.full(n_rank, int(spec.timing["nREFI"]), np.int64),
         q=q, chs=chs, ring=ring, misc=misc, stats=np.zeros(K.N_STATS, np.int64), bk=bk,
         chb=np.zeros((C, RK * G * B), np.int64), sched=sched,
-        cand=cand,
+        cand=np.zeros((C, K.N_CAF, 2 * RK * G * B), np.int64),
         dbl=np.zeros((C, RK * G * B), np.int64), gf=np.zeros(RK * G * 4, np.int64),
         treet=np.full(2 * cp, K.INF, np.int64),
-        nxf=nx.reshape(-1), conf=con.reshape(-1), candf=cand.reshape(-1),  # flat views
+        nxf=nx.reshape(-1), conf=con.reshape(-1),  # flat views for the controller
     )
 
 
