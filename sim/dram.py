@@ -373,9 +373,10 @@ def resolve(spec: DramSpec, ring_capacity: int = 64) -> K.DramInst:
     sched = np.full(C + 2 * cp, -1, np.int64)
     sched[:C] = np.arange(C)
     sched[C + cp:C + cp + C] = np.arange(C)
+    nx = np.zeros((n_nodes, N_COMMANDS), np.int64)
     return K.DramInst(
         p=p, tab=tab, con_ptr=con_ptr, con=con,
-        nx=np.zeros((n_nodes, N_COMMANDS), np.int64),
+        nx=nx,
         hist=np.zeros((n_nodes, max(nwc, 1), maxw), np.int64),
         hist_n=np.zeros((n_nodes, max(nwc, 1)), np.int64),
         bst=bst,
@@ -385,6 +386,7 @@ def resolve(spec: DramSpec, ring_capacity: int = 64) -> K.DramInst:
         cand=np.zeros((C, K.N_CAF, 2 * RK * G * B), np.int64),
         dbl=np.zeros((C, RK * G * B), np.int64), gf=np.zeros(RK * G * 4, np.int64),
         treet=np.full(2 * cp, K.INF, np.int64),
+        nxf=nx.reshape(-1), conf=con.reshape(-1),  # flat views for the controller
     )
 
 
@@ -470,13 +472,13 @@ def simulate_requests(
         Completion cycle per request and the command statistics.
     """
     addr = np.ascontiguousarray(addresses, np.int64)
-    wr = np.ascontiguousarray(is_write, np.int64)
+    wr = np.asarray(is_write)  # (run_trace copies it as int64 into its work block)
     arr = np.ascontiguousarray(arrival_cycles, np.int64)
     if not (addr.shape == wr.shape == arr.shape) or addr.ndim != 1:
         raise DramConfigError("addresses, is_write, arrival_cycles: expected equal-length 1-D")
     if addr.size and (addr.min() < 0 or arr.min() < 0):
         raise DramConfigError("addresses and arrival_cycles must be >= 0")
-    if addr.size > 1 and np.any(np.diff(arr) < 0):
+    if addr.size > 1 and np.any(arr[1:] < arr[:-1]):
         raise DramConfigError("arrival_cycles must be non-decreasing")
     inst = resolve(spec, ring_capacity=max_outstanding)
     end = np.zeros(addr.size, np.int64)

@@ -66,6 +66,7 @@ from archsim.sim import dram_presets as _cmds
 from archsim.sim.jitcache import guard as _guard_cache
 
 INF = 2**62
+_U = np.uintp  # flat array index: unsigned, so Numba adds no wrap-around fix-up
 
 # command ids: the indices of sim.dram_presets.COMMANDS (their one home)
 C_ACT, C_PRE, C_RD, C_WR, C_REF = _cmds.ACT, _cmds.PRE, _cmds.RD, _cmds.WR, _cmds.REF
@@ -101,7 +102,8 @@ H_KEY, H_AGE, H_NOINC = 12, 13, 14
 # streams waiting for a slot of the channel: a list in activation order (ring R_WNEXT)
 H_WHEAD, H_WTAIL = 15, 16
 H_NCAND = 17  # candidates in cand[channel]
-N_HF = 18
+H_REDO = 18  # H_DIRTY 3: decide again at this time (a refresh falls due first)
+N_HF = 19
 # bk[bank, field]: request list head/tail, oldest queued read / write hitting the open
 # row (-1: none), position in chb, flat rank id and nx rows of its rank and bank group
 # (static), bank group within its channel (static), 1 while listed in dbl
@@ -126,7 +128,7 @@ PK_AGE = 1 << PK_AGEBITS
 PK_NONE = 1 << (PK_RELBITS + PK_SHIFT)
 BIG = 2**60  # gf entries of a rank waiting for its refresh: BIG * 4 + 3 > INF, never chosen
 # sched: channels to re-decide (sched[0:misc[M_NDIRTY]]; chs H_DIRTY 1: decide, 2: the
-# decision was updated in place, only the tree), then a tournament tree over the
+# decision was updated in place, only the tree; 3: decide at H_REDO), then a tournament tree over the
 # channels' decided times (node i's channel at sched[C + i] and time at treet[i], leaves
 # at CP + channel), so the next command is found in O(log C) instead of a pass over
 # every channel
@@ -149,7 +151,8 @@ N_STATS = N_CMD + 5
 DramInst = namedtuple(
     "DramInst",
     ["p", "tab", "con_ptr", "con", "nx", "hist", "hist_n", "bst", "ref_due", "q", "chs",
-     "ring", "misc", "stats", "bk", "chb", "sched", "cand", "dbl", "gf", "treet"],
+     "ring", "misc", "stats", "bk", "chb", "sched", "cand", "dbl", "gf", "treet",
+     "nxf", "conf"],
 )
 
 
@@ -376,7 +379,7 @@ def _closed_pick(p, tab, nx, bst, ch, now):
     return bt, br, bg_, ba_
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")  # (no ZeroDivisionError paths: ~0.2 CPU-s compile)
 def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_end, done_buf,
          arrival):
     """The controller of :class:`DramInst` ``inst``. ``mode``:
@@ -391,6 +394,11 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
     """
     p, tab, con_ptr, con, nx, hist, hist_n = (inst.p, inst.tab, inst.con_ptr, inst.con,
                                               inst.nx, inst.hist, inst.hist_n)
+    # flat views of nx and con (made by sim.dram.resolve) for the timing-row update,
+    # indexed by unsigned ints: no stride multiply, no wrap-around fix-up (the same for
+    # gf and the candidate scan was up to 4 % faster but cost ~0.5 CPU-s of compile)
+    nxf, conf = inst.nxf, inst.conf
+    NCON = con.shape[1]
     bst, ref_due, q, chs, ring, misc, stats = (inst.bst, inst.ref_due, inst.q, inst.chs,
                                                inst.ring, inst.misc, inst.stats)
     bk, chb, sched, cand, dbl, gf, treet = (inst.bk, inst.chb, inst.sched, inst.cand,
@@ -589,11 +597,20 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
         now0 = misc[M_NOW]
         tree = C  # offset of the tournament tree in sched
         CP = misc[M_CP]
-        for kd in range(misc[M_NDIRTY]):
+        kd = 0
+        while kd < misc[M_NDIRTY]:
+            # (one pass per decision: a refresh falling due first makes the same channel
+            # decide again at that time, H_DIRTY 3, in the next pass with the same kd; a
+            # loop around one channel's decision was 1-4 % slower - LLVM hoisted the
+            # addresses of ch's rows out of it, ~100 instructions per decision)
             ch = sched[kd]
             now = now0  # (H_DIRTY 2: decision already updated, only the tree below)
             noinc = False
-            while chs[ch, H_DIRTY] == 1:
+            if chs[ch, H_DIRTY] == 3:
+                now = chs[ch, H_REDO]
+                noinc = True
+                chs[ch, H_DIRTY] = 1
+            if chs[ch, H_DIRTY] == 1:
                 # candidates compare by key = time * 4 + class, then age (oldest first);
                 # written with selects rather than branches (the data are random)
                 bkey, bage = INF, INF
@@ -716,8 +733,8 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
                         if d > now and d < due:
                             due = d
                 if due < INF and due <= bt:
-                    now = due
-                    noinc = True
+                    chs[ch, H_REDO] = due
+                    chs[ch, H_DIRTY] = 3
                     continue
                 chs[ch, H_T] = bt
                 chs[ch, H_CMD] = bcmd
@@ -728,7 +745,6 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
                 chs[ch, H_KEY] = bkey
                 chs[ch, H_AGE] = bage
                 chs[ch, H_NOINC] = 1 if noinc else 0
-                break
             chs[ch, H_DIRTY] = 0
             # update the tournament tree from the leaf of ch (ties: lower channel, i.e.
             # the left child); stop where a node's winner and time stay the same
@@ -744,11 +760,16 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
                 sched[tree + i] = a
                 treet[i] = ta
                 i >>= 1
+            kd += 1
         misc[M_NDIRTY] = 0
         c = sched[tree + 1]
         t = treet[1]
         if mode == MODE_NEXT:
             return t
+        if t >= until:
+            if mode != MODE_TRACE:
+                return ndone
+            in_batch = False  # (falls through: nothing changed since the decision)
         if not in_batch:  # trace mode between engine cycles
             if ndone >= n_tr:
                 return ndone
@@ -759,11 +780,6 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
                 continue
             until = t + 1
             in_batch = True
-        if t >= until:
-            if mode != MODE_TRACE:
-                return ndone
-            in_batch = False
-            continue
         # ------------------------------------------------ issue the command of channel c
         misc[M_NOW] = t
         cmd = chs[c, H_CMD]
@@ -793,21 +809,26 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
             chs[c, H_NDB] += 1
         # bank-scope command: the rows of the timing table, one node per level
         for k in range(con_ptr[cmd], con_ptr[cmd + 1]):
-            lv = con[K_LEVEL, k]
+            ku = _U(k)
+            lv = conf[ku]
             node = c if lv == 0 else (l1 + rk if lv == 1 else (l2 + gn if lv == 2 else l3 + bank))
-            w = con[K_WIN, k]
-            nxt = con[K_NEXT, k]
+            w = conf[ku + _U(K_WIN * NCON)]
+            nxt = conf[ku + _U(K_NEXT * NCON)]
             if w <= 1:
-                v = t + con[K_LAT, k]
+                v = t + conf[ku + _U(K_LAT * NCON)]
             else:  # rolling window (nFAW): wait for the oldest of the last w
                 ws = con[K_WSLOT, k]
                 n = hist_n[node, ws]
-                hist[node, ws, n % w] = t
+                i = n % w
+                hist[node, ws, i] = t
                 hist_n[node, ws] = n + 1
-                v = hist[node, ws, (n + 1) % w] + con[K_LAT, k] if n + 1 >= w else -1
-            nx[node, nxt] = imax(v, nx[node, nxt])  # (branch-free: v is data)
+                i = 0 if i + 1 == w else i + 1  # (n + 1) % w without a second division
+                v = hist[node, ws, i] + con[K_LAT, k] if n + 1 >= w else -1
+            ni = _U(node * N_CMD + nxt)
+            nxf[ni] = imax(v, nxf[ni])  # (branch-free: v is data)
+        cu = _U(c * N_CMD)
         for k in range(N_CMD):  # one command per cycle on the channel's command bus
-            nx[c, k] = imax(nx[c, k], t + 1)
+            nxf[cu + _U(k)] = imax(nxf[cu + _U(k)], t + 1)
         stats[cmd] += 1
         if cmd == C_PRE:
             bst[B_OPEN, bank] = -1
@@ -937,13 +958,20 @@ def _core_of_typed(insts, i, mode, until, sid_in, now_in, s_addr, s_left, s_out,
 def run_trace(inst, addr, is_write, arrival, s_end):
     """Run a request trace (one burst each, arrivals sorted) through :func:`core`; fills
     ``s_end``. Plain Python: it calls the engine's own compiled signature of ``core``
-    (int64 1-D arrays), so a trace compiles nothing beyond it."""
+    (int64 1-D arrays), so a trace compiles nothing beyond it.
+
+    The per-stream work arrays (a copy of the addresses, bursts left, bursts queued, the
+    write flags, finished ids) are the rows of one block: numpy asks Linux for huge pages
+    for an allocation this large, where five separate arrays of 8 bytes per request were
+    fresh 4 KiB pages on every call (~2,000 page faults for 200,000 requests, ~10 % of a
+    sequential trace's CPU time)."""
     n = addr.shape[0]
     zero = np.int64(0)
-    return core(inst, np.int64(MODE_TRACE), zero, zero, zero,
-                np.array(addr, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64),
-                np.array(is_write, np.int64), s_end, np.zeros(max(n, 1), np.int64),
-                np.ascontiguousarray(arrival, np.int64))
+    w = np.zeros((5, max(n, 1)), np.int64)
+    w[0, :n] = addr
+    w[3, :n] = is_write
+    return core(inst, np.int64(MODE_TRACE), zero, zero, zero, w[0], w[1], w[2], w[3], s_end,
+                w[4], np.ascontiguousarray(arrival, np.int64))
 
 
 _guard_cache(issue_inst)  # stale cross-file cache entries (sim/jitcache.py)
