@@ -58,6 +58,7 @@ from typing import Any
 from archsim.arch.gpu.kernels import (
     ROW_CHUNK_ELEMS,
     paged_attention_time,
+    paged_constants,
     paged_kv_refusal,
     row_quant_fixed_s,
     row_quant_s,
@@ -72,6 +73,7 @@ __all__ = ["load_kernel_rows", "is_kernel_table", "kernel_class", "predict_b2b_m
            "TINY_MNK", "VLLM_SCALED_MM_TILES", "scaled_mm_kernel", "scaled_mm_estimate", "attention_op",
            "ATTN_FIT_HEAD_DIMS", "moe_op", "MOE_KERNELS", "TABLE_SWITCHING_ACTIVITY",
            "fit_switching_activity", "gemm_row_estimate", "fit_quant_call_us", "is_fa_row",
+           "fa_version", "FA4_LABEL", "FA4_FIT_HEADS",
            "fp8_linear_is_marlin"]
 
 _GEMM_COLS = ("dtype", "kernel", "m", "n", "k", "ms")
@@ -90,11 +92,16 @@ MOE_KERNELS = {
 }
 _DTYPE = {"bfloat16": "bf16", "float16": "fp16", "fp8": "fp8"}
 #: vLLM FLASH_ATTN backend rows: the collector names them ``vllm_flash_attn`` plus
-#: ``_fa<version>`` when it records the FlashAttention version; every version but FA4
-#: (Blackwell's CuTe kernel, not modelled) is read, and the model prices each row with the
-#: generation the GPU itself runs (``paged_attention.kernel``), whatever the label says
+#: ``_fa<version>`` when it records the FlashAttention version. Every version is read: FA2 /
+#: FA3 rows are priced with the generation the GPU itself runs (``paged_attention.kernel``),
+#: whatever the label says; FA4 rows (FlashAttention's CuTe-DSL kernel, which vLLM 0.24 runs
+#: on Hopper for head_dim 512, beyond FA3) with FA4's constants
+#: (``arch.gpu.kernels.paged_constants``: the GPU's own on Blackwell, ``paged_attention_fa4``
+#: on Hopper) and scored in their own classes
 FA_PREFIX = "vllm_flash_attn"
-FA_SKIPPED_VERSIONS = frozenset({"fa4"})
+FA_SKIPPED_VERSIONS: frozenset[str] = frozenset()
+#: the FlashAttention label priced by FA4's constants
+FA4_LABEL = "fa4"
 
 
 def is_fa_row(kernel: str) -> bool:
@@ -105,8 +112,17 @@ def is_fa_row(kernel: str) -> bool:
     if not kernel.startswith(FA_PREFIX + "_"):
         return False
     return kernel[len(FA_PREFIX) + 1:] not in FA_SKIPPED_VERSIONS
+
+
+def fa_version(kernel: str) -> str:
+    """The FlashAttention version suffix of a backend row's kernel label ('' without one)."""
+    return kernel[len(FA_PREFIX) + 1:] if kernel.startswith(FA_PREFIX + "_") else ""
 #: head_dims of the attention rows' fit half (the extremes; 128 and 192 are the check half)
 ATTN_FIT_HEAD_DIMS = (64, 256)
+#: query heads of the FA4 rows' fit half: every FA4 row has head_dim 512, so they split by
+#: GQA shape family instead: 1 (MHA), 4 (one KV head) and 16 (over 2 KV heads) fit, 2 and 8
+#: (one KV head) check
+FA4_FIT_HEADS = (1, 4, 16)
 
 
 def is_kernel_table(path: str | Path) -> bool:
@@ -183,6 +199,8 @@ def _attention_rows(reader: csv.DictReader, p: Path) -> list[tuple[int, dict[str
                                           ("d", "head_dim"), ("window", "window_size"))}
             d.update(ms=float(r["ms"]), protocol="b2b", dtype=_DTYPE[r["attn_dtype"]],
                      kv_dtype=_DTYPE[r["kv_cache_dtype"]])
+            if fa_version(r["kernel"]) == FA4_LABEL:
+                d["fa"] = FA4_LABEL
         except (KeyError, ValueError, TypeError) as e:
             raise ConfigError(Problem(f"expected integer shape columns, a float ms and dtypes "
                                       f"in {sorted(_DTYPE)} ({e!s})", f"{p}:{i}")) from None
@@ -262,10 +280,11 @@ def attention_op(row: dict[str, Any]) -> Attention:
 
 def kernel_class(row: dict[str, Any]) -> str:
     """Scoring class of a back-to-back GEMM or attention row ('' for other rows)."""
+    fa4 = "_fa4" if row.get("fa") == FA4_LABEL else ""
     if row.get("protocol") == "b2b" and row.get("kind") == "attn_context":
-        return "vllm_attn_prefill"
+        return "vllm_attn_prefill" + fa4
     if row.get("protocol") == "b2b" and row.get("kind") == "attn_generation":
-        return "vllm_attn_decode"
+        return "vllm_attn_decode" + fa4
     if row.get("kind") == "moe":
         return f"vllm_moe_{row['backend']}_{'bf16' if row['dtype'] == 'bfloat16' else row['dtype']}"
     if row.get("kind") != "gemm" or row.get("protocol") != "b2b":
@@ -279,6 +298,8 @@ def shape_half(row: dict[str, Any]) -> str:
     """``fit`` when K is a power of two, else ``check`` (split by shape family); attention
     rows: ``fit`` at the head_dims :data:`ATTN_FIT_HEAD_DIMS`, else ``check``; moe rows:
     ``fit`` when the hidden size is a power of two."""
+    if str(row.get("kind", "")).startswith("attn_") and row.get("fa") == FA4_LABEL:
+        return "fit" if int(row["h"]) in FA4_FIT_HEADS else "check"
     if str(row.get("kind", "")).startswith("attn_"):
         return "fit" if int(row["d"]) in ATTN_FIT_HEAD_DIMS else "check"
     if row.get("kind") == "moe":
@@ -357,12 +378,15 @@ def predict_b2b_ms(unit: Any, row: dict[str, Any]) -> float | None:
     row's kernel and weight format).
     ``unit`` should be :func:`back_to_back`."""
     if str(row.get("kind", "")).startswith("attn_"):
-        if getattr(unit.spec, "paged_attention", None) is None:
+        kernel = row.get("fa")
+        c = paged_constants(unit.spec, kernel)
+        if c is None:
             return None
         op = attention_op(row)
-        if paged_kv_refusal(unit.spec, int(op.kv_bytes_per_element * 8)):
+        if paged_kv_refusal(replace(unit.spec, paged_attention=c),
+                            int(op.kv_bytes_per_element * 8)):
             return None
-        return paged_attention_time(unit.spec, op) * 1e3
+        return paged_attention_time(unit.spec, op, kernel) * 1e3
     if row.get("kind") == "moe":
         moe = moe_op(row)
         if getattr(unit.spec, "fused_moe", None) is None \

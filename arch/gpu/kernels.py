@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from dataclasses import replace
 from functools import lru_cache
 from types import MappingProxyType
 from typing import TYPE_CHECKING
@@ -69,7 +70,7 @@ from archsim.arch.gpu.datapath import (
     RF_WRITE_B_PER_MAC,
     SMEM_WIDTH_BITS,
 )
-from archsim.arch.gpu.spec import GpuSpec
+from archsim.arch.gpu.spec import GpuSpec, PagedAttentionSpec
 from archsim.workloads.errors import Problem, WorkloadError
 
 if TYPE_CHECKING:
@@ -78,7 +79,8 @@ from archsim.workloads.formats import NumberFormat
 from archsim.workloads.ops import Attention, Norm, Op, Softmax
 
 __all__ = ["attention_tc_format", "paged_attention_time", "paged_attention_parts", "runs_paged",
-           "fa3_tile", "fa2_tile", "paged_tile", "paged_kv_refusal", "FA2_PAGED_BLOCK_M",
+           "fa3_tile", "fa2_tile", "fa4_tile", "paged_tile", "paged_constants",
+           "fa4_decode_tiles_s", "FA4_SM100_BLOCK", "paged_kv_refusal", "FA2_PAGED_BLOCK_M",
            "fa3_cta_work", "row_quant_s", "row_quant_fixed_s", "ROW_CHUNK_ELEMS",
            "AttentionTime", "attention_time",
            "cta_imbalance", "cta_pairs", "vector_read_passes", "estimate_attention",
@@ -448,14 +450,61 @@ def fa2_tile(head_dim: int) -> tuple[int, int, bool]:
     return FA2_PAGED_BLOCK_M, bn, True
 
 
-def paged_tile(spec: GpuSpec, head_dim: int, fp8: bool, window: int, causal: bool = True
+#: FA4's forward tiles on Hopper (``_tile_size_fwd_sm90`` in FlashAttention's
+#: ``flash_attn/cute/interface.py``, tag C: read in its source; FA3's table retuned for the
+#: CuTe-DSL kernel) as (largest head_dim, block M, block N (causal, window, neither)); every
+#: configuration with intra-warpgroup overlap. Above head_dim 256 (vLLM 0.24's build runs
+#: head_dim 512 there; upstream stops at 256) block M 64 x block N 64, tag D: the O
+#: accumulator of 64 rows x 512 fp32 columns is split over the two MMA warpgroups along N
+#: (``atom_layout_n = 2`` above 256: 128 registers a thread, 128 x 512 rows would need the
+#: whole register file), and the rows bound it: one query head of 16k causal tokens, 813 us,
+#: is one SM's 64-row share (128 rows would take twice the per-SM average; docs/gpu.md).
+_FA4_SM90_TILES: tuple[tuple[int, int, tuple[int, int, int]], ...] = (
+    (64, 192, (128, 128, 128)), (96, 192, (128, 128, 144)), (128, 128, (128, 128, 128)),
+    (192, 128, (112, 96, 112)), (256, 128, (80, 64, 80)), (2**30, 64, (64, 64, 64)))
+#: FA4 on Blackwell (``flash_fwd_sm100.py``, tag C): block M 128 per Q stage, two Q stages (256
+#: rows a CTA, ping-pong softmax warpgroups) when the packed query rows exceed 128; block N 128.
+FA4_SM100_BLOCK = (128, 128)
+
+
+def fa4_tile(head_dim: int, window: int, causal: bool, tcgen05: bool, rows: int = 2**30
+             ) -> tuple[int, int, bool]:
+    """(block M, block N, overlap) of FA4's forward kernel: on Hopper (``tcgen05`` False) the
+    :data:`_FA4_SM90_TILES` rule; on Blackwell 128 x 128 with two Q stages (block M 256) when
+    the packed query rows of one KV head (``rows``) exceed 128."""
+    if tcgen05:
+        bm, bn = FA4_SM100_BLOCK
+        return (2 * bm if rows > bm else bm), bn, True
+    for top, bm, bns in _FA4_SM90_TILES:
+        if head_dim <= top:
+            return bm, bns[1 if window > 0 else (0 if causal else 2)], True
+    raise AssertionError("unreachable: the last bucket has no upper bound")
+
+
+def paged_constants(spec: GpuSpec, kernel: str | None = None) -> PagedAttentionSpec | None:
+    """The paged-KV constants that price a call of FlashAttention generation ``kernel``
+    (None: the one the GPU's backend runs, ``spec.paged_attention``): the GPU's own when its
+    kernel is that generation, else ``spec.paged_attention_fa4`` for ``fa4`` (a Hopper GPU
+    whose backend runs FA3 prices the framework's FA4 calls with them); None when the GPU
+    has none for it. FA2/FA3 rows are priced with the GPU's own generation."""
+    own = spec.paged_attention
+    if kernel != "fa4" or (own is not None and own.kernel == "fa4"):
+        return own
+    return spec.paged_attention_fa4
+
+
+def paged_tile(spec: GpuSpec, head_dim: int, fp8: bool, window: int, causal: bool = True,
+               c: PagedAttentionSpec | None = None, rows: int = 2**30
                ) -> tuple[int, int, bool]:
-    """(block M, block N, intra-warpgroup overlap) of the paged-KV prefill kernel the GPU
-    runs (``spec.paged_attention.kernel``): :func:`fa3_tile` on Hopper, :func:`fa2_tile` on
-    Ampere."""
-    c = spec.paged_attention
+    """(block M, block N, intra-warpgroup overlap) of the paged-KV prefill kernel of the
+    constants ``c`` (default ``spec.paged_attention``): :func:`fa3_tile` on Hopper,
+    :func:`fa2_tile` on Ampere, :func:`fa4_tile` for FA4 (Blackwell's tiles where the SM has
+    tcgen05 MMAs, ``sm.mma_tile_m`` 128)."""
+    c = spec.paged_attention if c is None else c
     if c is not None and c.kernel == "fa2":
         return fa2_tile(head_dim)
+    if c is not None and c.kernel == "fa4":
+        return fa4_tile(head_dim, window, causal, spec.sm.mma_tile_m >= 128, rows)
     return fa3_tile(head_dim, fp8, window, causal)
 
 
@@ -469,7 +518,8 @@ def paged_kv_refusal(spec: GpuSpec, kv_bits: int) -> str | None:
     c = spec.paged_attention
     if c is None or kv_bits >= 16 or c.mma_efficiency_fp8 is not None:
         return None
-    name = "FlashAttention-2" if c.kernel == "fa2" else "this GPU's FlashAttention"
+    name = {"fa2": "FlashAttention-2", "fa4": "FlashAttention-4"}.get(
+        c.kernel, "this GPU's FlashAttention")
     return (f"{name} (vLLM's FLASH_ATTN backend here) has no fp8 KV-cache kernel; vLLM "
             "serves an fp8 KV cache on this GPU with another attention backend (FlashInfer "
             "or Triton), which is not modelled")
@@ -486,7 +536,8 @@ def _query_format(op: Attention) -> str:
     return op.a_format.name if op.a_format.bits >= 16 else "bf16"
 
 
-def paged_attention_parts(spec: GpuSpec, op: Attention) -> AttentionTime:
+def paged_attention_parts(spec: GpuSpec, op: Attention, kernel: str | None = None
+                          ) -> AttentionTime:
     """The parts of one framework attention call through a paged-KV FlashAttention backend
     (module docstring; ``spec.paged_attention``), back to back: ``fixed_s`` (call, per token;
     decode: per CTA wave), ``sm_s`` (prefill: every CTA's fixed time, MMAs and exp over the
@@ -496,11 +547,14 @@ def paged_attention_parts(spec: GpuSpec, op: Attention) -> AttentionTime:
 
     Traffic (energy only; the times are the fitted model's): prefill reads Q and the K/V of
     ``kv_len`` keys once and writes O and the new tokens' K/V into the cache; decode reads Q
-    and the K/V of the keys seen and writes O and the new token's K/V."""
-    c = spec.paged_attention
+    and the K/V of the keys seen and writes O and the new token's K/V.
+
+    ``kernel``: price a call of that FlashAttention generation (:func:`paged_constants`;
+    ``fa4`` on a Hopper GPU with ``paged_attention_fa4``), default the GPU's own."""
+    c = paged_constants(spec, kernel)
     if c is None:
-        raise ValueError("this GPU has no paged_attention constants")
-    why = paged_kv_refusal(spec, int(op.kv_bytes_per_element * 8))
+        raise ValueError(f"this GPU has no paged_attention constants for {kernel or 'its kernel'}")
+    why = paged_kv_refusal(replace(spec, paged_attention=c), int(op.kv_bytes_per_element * 8))
     if why:
         raise WorkloadError(Problem(why, "--kv-format"))
     sms = spec.sm_count
@@ -521,23 +575,31 @@ def paged_attention_parts(spec: GpuSpec, op: Attention) -> AttentionTime:
         # flash_api.cpp: then one CTA per query head)
         unpacked = c.kernel == "fa2" and op.window > 0
         ctas = op.batch * (op.heads if unpacked else op.kv_heads)
-        fixed += (c.decode_call_us * 1e-6 + op.batch * c.seq_ns * 1e-9
-                  + max(1.0, ctas / sms) * (c.decode_cta_us * 1e-6
-                                            + op.head_dim * c.cta_dim_ns * 1e-9))
+        fixed += c.decode_call_us * 1e-6 + op.batch * c.seq_ns * 1e-9
+        # FA4: the serial tiles are SM-side time that the K/V stream overlaps
+        tiles_s = fa4_decode_tiles_s(c, op.batch, ctas) if c.decode_tile_us > 0.0 else 0.0
+        if not tiles_s:
+            fixed += max(1.0, ctas / sms) * (c.decode_cta_us * 1e-6
+                                             + op.head_dim * c.cta_dim_ns * 1e-9)
+        if c.seq_stream_gbps is not None:
+            bw = min(bw, op.batch * c.seq_stream_gbps * 1e9)
         read = q_b + 2.0 * op.batch * op.kv_heads * op.keys_seen() * op.head_dim * kv_bpe
-        return AttentionTime(fixed, 0.0, stream_b / bw, read, q_b + new_kv_b, pairs,
+        return AttentionTime(fixed, tiles_s, stream_b / bw, read, q_b + new_kv_b, pairs,
                              4.0 * pairs, True)
     f = spec.tensor_clock_mhz * 1e6
-    bm, bn, overlap = paged_tile(spec, op.head_dim, fp8, op.window, op.causal)
+    # FA3 and FA4 pack the query heads of one KV head into block M (pack_gqa); FA2 packs
+    # them only for a one-token query (seqlenq_ngroups_swapped): its prefill CTAs hold one
+    # query head
+    packed = c.kernel in ("fa3", "fa4") and op.heads % op.kv_heads == 0
+    rows = op.q_len * (op.heads // op.kv_heads if packed else 1)
+    bm, bn, overlap = paged_tile(spec, op.head_dim, fp8, op.window, op.causal, c, rows)
     eff = c.mma_efficiency_fp8 if fp8 and c.mma_efficiency_fp8 is not None \
         else c.mma_efficiency
     mma = float(spec.tc_rate_per_sm(_query_format(op))) * eff * f
-    pair_s = 2.0 * op.head_dim / mma + 1.0 / (spec.cuda_core.sfu_per_sm * f)
+    mma_s, exp_s = 2.0 * op.head_dim / mma, 1.0 / (spec.cuda_core.sfu_per_sm * f)
+    pair_s = max(mma_s, exp_s) if c.softmax_overlap else mma_s + exp_s
     if not overlap:
         pair_s *= c.no_overlap_factor
-    # FA3 packs the query heads of one KV head into block M (pack_gqa); FA2 packs them only
-    # for a one-token query (seqlenq_ngroups_swapped): its prefill CTAs hold one query head
-    packed = c.kernel == "fa3" and op.heads % op.kv_heads == 0
     groups = op.kv_heads if packed else op.heads
     n, total, largest = fa3_cta_work(op.q_len, op.kv_len, op.heads // groups, op.window,
                                      op.causal, bm, bn)
@@ -555,10 +617,25 @@ def paged_attention_parts(spec: GpuSpec, op: Attention) -> AttentionTime:
                          pair_s * f)
 
 
-def paged_attention_time(spec: GpuSpec, op: Attention) -> float:
+def fa4_decode_tiles_s(c: PagedAttentionSpec, batch: int, tiles: int) -> float:
+    """Seconds of the (sequence, KV head) tiles of one FA4 one-token call, taken one after
+    another (``decode_tile_us``, measured on FA4's Hopper kernel): up to ``scan_max_batch``
+    sequences each tile also scans the tiles before it (FA4's varlen tile scheduler finds a
+    tile's sequence by a linear scan, the O(N^2) lookup its source names), above it the
+    scheduler's lookup aid costs ``lookup_seq_ns`` per tile and sequence::
+
+        batch <= scan_max_batch:  tiles x decode_tile_us + tiles (tiles - 1) / 2 x decode_scan_ns
+        above:                    tiles x batch x lookup_seq_ns
+    """
+    if c.scan_max_batch and batch > c.scan_max_batch:
+        return tiles * batch * c.lookup_seq_ns * 1e-9
+    return tiles * c.decode_tile_us * 1e-6 + tiles * (tiles - 1) / 2.0 * c.decode_scan_ns * 1e-9
+
+
+def paged_attention_time(spec: GpuSpec, op: Attention, kernel: str | None = None) -> float:
     """Seconds of one framework attention call through a paged-KV FlashAttention backend
     (:func:`paged_attention_parts`), back to back."""
-    return paged_attention_parts(spec, op).time_s
+    return paged_attention_parts(spec, op, kernel).time_s
 
 
 def attention_tc_format(spec: GpuSpec, fmt: NumberFormat) -> str:
