@@ -22,13 +22,17 @@ no shared power window). Files read:
   isl,step,num_heads,num_key_value_heads,head_dim,attn_dtype,kv_cache_dtype,window_size,ms``:
   one vLLM FlashAttention call through the paged-KV backend, prefill (``isl`` new tokens per
   sequence, causal) or decode (one new token after ``step`` cached ones). Rows of vLLM's
-  FLASH_ATTN backend (:func:`is_fa_row`: FA3 on Hopper, FA2 on Ampere; the collector names
-  them ``vllm_flash_attn_fa<version>``) are read; FA4 rows and rows whose KV heads do not
-  divide the query heads are skipped. Predicted by ``arch.gpu.kernels.paged_attention_time``
-  with the FlashAttention generation *the GPU* runs (``paged_attention.kernel``); None where
-  that kernel cannot run the row's KV cache (fp8 on FA2: ``paged_kv_refusal``). Classes
-  ``vllm_attn_prefill`` and ``vllm_attn_decode``, split by head_dim: 64 and 256 fit, 128
-  and 192 check.
+  FLASH_ATTN backend (:func:`is_fa_row`: FA3 on Hopper, FA2 on Ampere, FA4; the collector
+  names them ``vllm_flash_attn_fa<version>``) are read; rows whose KV heads do not divide
+  the query heads are skipped. Predicted by ``arch.gpu.kernels.paged_attention_time``: FA2 /
+  FA3 rows with the FlashAttention generation *the GPU* runs (``paged_attention.kernel``),
+  FA4 rows (``"fa": "fa4"`` in the row) with FA4's constants (``paged_constants``: the GPU's
+  own where it runs FA4, else ``paged_attention_fa4``); None where the GPU has no such
+  constants or the kernel cannot run the row's KV cache (fp8 on FA2 / FA4:
+  ``paged_kv_refusal``). Classes ``vllm_attn_prefill`` and ``vllm_attn_decode``, split by
+  head_dim: 64 and 256 fit, 128 and 192 check; FA4 rows (all head_dim 512 on H100) in
+  ``vllm_attn_prefill_fa4`` / ``vllm_attn_decode_fa4``, split by GQA shape family
+  (:data:`FA4_FIT_HEADS`).
 
 * ``moe.csv(.gz)`` — ``kernel,moe_dtype,num_tokens,hidden_size,inter_size,topk,num_experts,
   moe_tp_size,moe_ep_size,distribution,ms``: one vLLM fused-MoE layer call (``kind``

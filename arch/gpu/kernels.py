@@ -46,6 +46,16 @@ timed back to back::
                  + max(1, batch x kv_heads / SMs) x (decode_cta_us + head_dim x cta_dim_ns)
                  + K,V bytes of max(keys seen, min_keys) / BW
 
+FA4 (``paged_attention.kernel: fa4``; ``paged_constants``: a Blackwell GPU's own constants,
+``paged_attention_fa4`` on Hopper for the framework's FA4 calls): the same structure with
+FA4's tiles (``fa4_tile``), the exp beside the MMAs where ``softmax_overlap`` (pair =
+max(MMA, exp)), and, where ``decode_tile_us`` > 0 (FA4's Hopper kernel), one-token calls
+whose (sequence, KV head) tiles run one after another (``fa4_decode_tiles_s``) while the K/V
+stream, at min(BW, batch x ``seq_stream_gbps``), overlaps them::
+
+    decode (fa4, Hopper): T = decode_call + batch x seq_ns
+                              + max(fa4_decode_tiles_s, K,V bytes / min(BW, batch x seq_stream))
+
 Vector kernels (softmax, norms) read their input ``vector_read_passes`` times; a softmax
 over wide rows on PyTorch's global-memory kernel (``softmax_path``) is priced by
 ``softmax_global_s`` (latency-bound scalar steps, rate-bound 16-byte steps).
@@ -80,7 +90,8 @@ from archsim.workloads.ops import Attention, Norm, Op, Softmax
 
 __all__ = ["attention_tc_format", "paged_attention_time", "paged_attention_parts", "runs_paged",
            "fa3_tile", "fa2_tile", "fa4_tile", "paged_tile", "paged_constants",
-           "fa4_decode_tiles_s", "FA4_SM100_BLOCK", "paged_kv_refusal", "FA2_PAGED_BLOCK_M",
+           "fa4_decode_tiles_s", "fa4_serial_decode", "FA4_SCAN_SEQS_PER_STEP",
+           "FA4_SM100_BLOCK", "paged_kv_refusal", "FA2_PAGED_BLOCK_M",
            "fa3_cta_work", "row_quant_s", "row_quant_fixed_s", "ROW_CHUNK_ELEMS",
            "AttentionTime", "attention_time",
            "cta_imbalance", "cta_pairs", "vector_read_passes", "estimate_attention",
@@ -454,11 +465,11 @@ def fa2_tile(head_dim: int) -> tuple[int, int, bool]:
 #: ``flash_attn/cute/interface.py``, tag C: read in its source; FA3's table retuned for the
 #: CuTe-DSL kernel) as (largest head_dim, block M, block N (causal, window, neither)); every
 #: configuration with intra-warpgroup overlap. Above head_dim 256 (vLLM 0.24's build runs
-#: head_dim 512 there; upstream stops at 256) block M 64 x block N 64, tag D: the O
-#: accumulator of 64 rows x 512 fp32 columns is split over the two MMA warpgroups along N
-#: (``atom_layout_n = 2`` above 256: 128 registers a thread, 128 x 512 rows would need the
-#: whole register file), and the rows bound it: one query head of 16k causal tokens, 813 us,
-#: is one SM's 64-row share (128 rows would take twice the per-SM average; docs/gpu.md).
+#: head_dim 512 there; upstream stops at 256) block M 64 x block N 64 (vLLM's fork,
+#: vllm-project/flash-attention ``flash_attn/cute/interface.py``: ``FwdConfig(64, 64, False,
+#: True)``): the O accumulator of 64 rows x 512 fp32 columns is split over the two MMA
+#: warpgroups along N (128 registers a thread); the rows agree: one query head of 16k causal
+#: tokens, 813 us, is one SM's share of 64-row CTAs (128-row ones would take twice it).
 _FA4_SM90_TILES: tuple[tuple[int, int, tuple[int, int, int]], ...] = (
     (64, 192, (128, 128, 128)), (96, 192, (128, 128, 144)), (128, 128, (128, 128, 128)),
     (192, 128, (112, 96, 112)), (256, 128, (80, 64, 80)), (2**30, 64, (64, 64, 64)))
@@ -576,9 +587,10 @@ def paged_attention_parts(spec: GpuSpec, op: Attention, kernel: str | None = Non
         unpacked = c.kernel == "fa2" and op.window > 0
         ctas = op.batch * (op.heads if unpacked else op.kv_heads)
         fixed += c.decode_call_us * 1e-6 + op.batch * c.seq_ns * 1e-9
-        # FA4: the serial tiles are SM-side time that the K/V stream overlaps
-        tiles_s = fa4_decode_tiles_s(c, op.batch, ctas) if c.decode_tile_us > 0.0 else 0.0
-        if not tiles_s:
+        # FA4: its tiles (serial, or the scheduler's scan) are SM-side time that the K/V
+        # stream overlaps
+        tiles_s = fa4_decode_tiles_s(c, op.batch, ctas, sms) if c.kernel == "fa4" else 0.0
+        if not fa4_serial_decode(c, op.batch):
             fixed += max(1.0, ctas / sms) * (c.decode_cta_us * 1e-6
                                              + op.head_dim * c.cta_dim_ns * 1e-9)
         if c.seq_stream_gbps is not None:
@@ -617,19 +629,36 @@ def paged_attention_parts(spec: GpuSpec, op: Attention, kernel: str | None = Non
                          pair_s * f)
 
 
-def fa4_decode_tiles_s(c: PagedAttentionSpec, batch: int, tiles: int) -> float:
-    """Seconds of the (sequence, KV head) tiles of one FA4 one-token call, taken one after
-    another (``decode_tile_us``, measured on FA4's Hopper kernel): up to ``scan_max_batch``
-    sequences each tile also scans the tiles before it (FA4's varlen tile scheduler finds a
-    tile's sequence by a linear scan, the O(N^2) lookup its source names), above it the
-    scheduler's lookup aid costs ``lookup_seq_ns`` per tile and sequence::
+#: sequences one step of FA4's varlen tile scheduler covers (a warp prefix sum: 31 lanes
+#: carry a sequence, the last the running total; ``SingleTileVarlenScheduler``)
+FA4_SCAN_SEQS_PER_STEP = 31
 
-        batch <= scan_max_batch:  tiles x decode_tile_us + tiles (tiles - 1) / 2 x decode_scan_ns
-        above:                    tiles x batch x lookup_seq_ns
+
+def fa4_serial_decode(c: PagedAttentionSpec, batch: int) -> bool:
+    """Do the tiles of an FA4 one-token call of ``batch`` sequences run one after another
+    (``decode_tile_us`` > 0, up to ``serial_max_batch`` sequences: FA4's Hopper kernel)?"""
+    return c.kernel == "fa4" and c.decode_tile_us > 0.0 and (
+        not c.serial_max_batch or batch <= c.serial_max_batch)
+
+
+def fa4_decode_tiles_s(c: PagedAttentionSpec, batch: int, tiles: int, sms: int) -> float:
+    """SM-side seconds of the (sequence, KV head) tiles of one FA4 one-token call.
+
+    Serial (:func:`fa4_serial_decode`, measured on FA4's Hopper kernel: the call grows with
+    batch x KV heads long before the SMs fill; the source does not say why): each tile
+    ``decode_tile_us`` plus ``decode_tile_pair_ns`` per tile before it. Else the tiles run in
+    parallel and each pays the linear scan by which FA4's varlen tile scheduler finds its
+    sequence (``SingleTileVarlenScheduler``: one warp prefix sum of
+    :data:`FA4_SCAN_SEQS_PER_STEP` sequences a step, ``scan_step_us`` each, up to the tile's
+    own sequence: batch / 62 steps on average), spread over the SMs::
+
+        serial:   tiles x decode_tile_us + tiles (tiles - 1) / 2 x decode_tile_pair_ns
+        parallel: tiles x batch / (2 x 31) x scan_step_us / SMs
     """
-    if c.scan_max_batch and batch > c.scan_max_batch:
-        return tiles * batch * c.lookup_seq_ns * 1e-9
-    return tiles * c.decode_tile_us * 1e-6 + tiles * (tiles - 1) / 2.0 * c.decode_scan_ns * 1e-9
+    if fa4_serial_decode(c, batch):
+        return (tiles * c.decode_tile_us * 1e-6
+                + tiles * (tiles - 1) / 2.0 * c.decode_tile_pair_ns * 1e-9)
+    return (tiles * batch / (2.0 * FA4_SCAN_SEQS_PER_STEP) * c.scan_step_us * 1e-6 / sms)
 
 
 def paged_attention_time(spec: GpuSpec, op: Attention, kernel: str | None = None) -> float:

@@ -230,22 +230,26 @@ class PagedAttentionSpec:
                                         "fp8 quantisation kernel)", unit="us", min=0)
     fp8_token_factor: float = param(1.0, doc="prefill: per-token cost multiplier with an fp8 "
                                              "KV cache (per-token scale and convert)", min=1)
-    decode_tile_us: float = param(0.0, doc="fa4 decode: time of one (sequence, KV head) tile "
-                                           "of a one-token call, the tiles taken one after "
-                                           "another (measured on FA4's Hopper kernel: the call "
-                                           "grows with batch x KV heads from a few tiles, "
-                                           "long before the SMs fill); 0 = the per-wave "
-                                           "decode_cta_us model", unit="us", min=0)
-    decode_scan_ns: float = param(0.0, doc="fa4 decode: per tile and per tile before it, while "
-                                           "batch <= scan_max_batch (FA4's varlen tile "
-                                           "scheduler finds a tile's sequence by a linear scan: "
-                                           "its O(N^2) lookup)", unit="ns", min=0)
-    scan_max_batch: int = param(0, doc="fa4 decode: largest batch that takes the linear scan; "
-                                       "above it the scheduler's batch-lookup aid prices each "
-                                       "tile at lookup_seq_ns x batch (0 = no such switch)",
-                                min=0)
-    lookup_seq_ns: float = param(0.0, doc="fa4 decode above scan_max_batch: per tile and per "
-                                          "sequence of the batch", unit="ns", min=0)
+    decode_tile_us: float = param(0.0, doc="fa4 decode, up to serial_max_batch sequences: time "
+                                           "of one (sequence, KV head) tile of a one-token "
+                                           "call, the tiles taken one after another (measured "
+                                           "on FA4's Hopper kernel: the call grows with batch "
+                                           "x KV heads long before the SMs fill); 0 = the "
+                                           "per-wave decode_cta_us model", unit="us", min=0)
+    decode_tile_pair_ns: float = param(0.0, doc="fa4 decode, up to serial_max_batch sequences: "
+                                                "per pair of tiles (each tile's time grows "
+                                                "with the tiles before it)", unit="ns", min=0)
+    serial_max_batch: int = param(0, doc="fa4 decode with decode_tile_us: largest batch whose "
+                                         "tiles run one after another; above it they run in "
+                                         "parallel, each paying the varlen tile scheduler's "
+                                         "scan (scan_step_us); 0 = serial at every batch",
+                                  min=0)
+    scan_step_us: float = param(0.0, doc="fa4 decode (tiles in parallel): one step of the "
+                                         "varlen tile scheduler's linear scan for a tile's "
+                                         "sequence (a warp prefix sum over 31 sequences: a "
+                                         "dependent load and shuffles); a tile takes batch / "
+                                         "62 steps on average (arch/gpu/kernels.py "
+                                         "fa4_decode_tiles_s)", unit="us", min=0)
     seq_stream_gbps: float | None = param(
         None, doc="fa4 decode: the K/V stream rate one sequence reaches (its KV split CTAs); "
                   "the call streams at min(sustained HBM rate, batch x this); null = the HBM "

@@ -22,9 +22,13 @@ from archsim.kernel_tables import FA4_LABEL, attention_op, load_kernel_rows, sha
 from tests.gpu.gpu_helpers import SHARED_REF
 
 REF = SHARED_REF / "kernels_h100"
-PRE = ("prefill_call_us", "token_ns", "cache_write_gbps", "cta_us", "cta_tile_ns",
-       "mma_efficiency")
-DEC = ("decode_call_us", "decode_tile_us", "decode_scan_ns", "lookup_seq_ns", "min_keys",
+#: ``cta_tile_ns`` is held at the FA3 fit's value (per element of a CTA's Q / O tile: the
+#: same loads and stores): with one head_dim and one block M in the rows only
+#: cta_us + 64 x 512 x cta_tile_ns is determined
+PRE = ("prefill_call_us", "token_ns", "cache_write_gbps", "cta_us", "mma_efficiency")
+#: ``min_keys`` is held at the FA3 fit's: where it would act (a few keys) the tiles, not the
+#: stream, set the call
+DEC = ("decode_call_us", "decode_tile_us", "decode_tile_pair_ns", "scan_step_us",
        "seq_stream_gbps")
 _UPPER = {"mma_efficiency": 1.0}
 
