@@ -24,7 +24,7 @@ no shared power window). Files read:
   sequence, causal) or decode (one new token after ``step`` cached ones). Rows of vLLM's
   FLASH_ATTN backend (:func:`is_fa_row`: FA3 on Hopper, FA2 on Ampere, FA4; the collector
   names them ``vllm_flash_attn_fa<version>``) are read; rows whose KV heads do not divide
-  the query heads are skipped. Predicted by ``arch.gpu.kernels.paged_attention_time``: FA2 /
+  the query heads are skipped. Predicted by ``arch.gpu.paged_attention.paged_attention_time``: FA2 /
   FA3 rows with the FlashAttention generation *the GPU* runs (``paged_attention.kernel``),
   FA4 rows (``"fa": "fa4"`` in the row) with FA4's constants (``paged_constants``: the GPU's
   own where it runs FA4, else ``paged_attention_fa4``); None where the GPU has no such
@@ -59,15 +59,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from archsim.arch.gpu.kernels import (
-    ROW_CHUNK_ELEMS,
+from archsim.arch.gpu.kernels import ROW_CHUNK_ELEMS, row_quant_fixed_s, row_quant_s
+from archsim.arch.gpu.moe import fused_moe_time, moe_kernel_spec
+from archsim.arch.gpu.paged_attention import (
     paged_attention_time,
     paged_constants,
     paged_kv_refusal,
-    row_quant_fixed_s,
-    row_quant_s,
 )
-from archsim.arch.gpu.moe import fused_moe_time, moe_kernel_spec
 from archsim.workloads.errors import ConfigError, Problem
 from archsim.workloads.formats import FORMATS
 from archsim.workloads.ops import Attention, FusedMoE, Gemm
@@ -100,7 +98,7 @@ _DTYPE = {"bfloat16": "bf16", "float16": "fp16", "fp8": "fp8"}
 #: FA3 rows are priced with the generation the GPU itself runs (``paged_attention.kernel``),
 #: whatever the label says; FA4 rows (FlashAttention's CuTe-DSL kernel, which vLLM 0.24 runs
 #: on Hopper for head_dim 512, beyond FA3) with FA4's constants
-#: (``arch.gpu.kernels.paged_constants``: the GPU's own on Blackwell, ``paged_attention_fa4``
+#: (``arch.gpu.paged_attention.paged_constants``: the GPU's own on Blackwell, ``paged_attention_fa4``
 #: on Hopper) and scored in their own classes
 FA_PREFIX = "vllm_flash_attn"
 FA_SKIPPED_VERSIONS: frozenset[str] = frozenset()
@@ -377,7 +375,7 @@ def predict_b2b_ms(unit: Any, row: dict[str, Any]) -> float | None:
     ``F.linear`` = the library's GEMM; vLLM's fp8 linear = the dynamic per-token activation
     quantisation kernel (``arch.gpu.kernels.row_quant_s``) + the CUTLASS scaled-mm with
     vLLM's tile for the M bucket (:func:`scaled_mm_kernel`). Attention rows:
-    ``arch.gpu.kernels.paged_attention_time`` (None without ``paged_attention`` constants);
+    ``arch.gpu.paged_attention.paged_attention_time`` (None without ``paged_attention`` constants);
     moe rows: ``arch.gpu.moe.fused_moe_time`` (None where the GPU has no constants for the
     row's kernel and weight format).
     ``unit`` should be :func:`back_to_back`."""
@@ -466,8 +464,12 @@ def fit_launch_b2b_us(unit: Any, rows: list[dict[str, Any]]) -> tuple[float, int
 
 def sample(rows: list[Any], every: int) -> list[Any]:
     """Every ``every``-th row (deterministic; the tables hold ~71k rows, a model call costs
-    milliseconds)."""
-    return rows[::max(1, every)]
+    milliseconds), counted over the rows other than FA4's, plus every FA4 row (1.4k of the
+    attention tables' 112k: a stride would leave too few for a class median; rows or
+    ``silicon.Row``-like objects with ``.data``)."""
+    def fa4(r: Any) -> bool:
+        return (r.data if hasattr(r, "data") else r).get("fa") == FA4_LABEL
+    return [r for r in rows if not fa4(r)][::max(1, every)] + [r for r in rows if fa4(r)]
 
 
 def gemm_row_estimate(unit: Any, row: dict[str, Any]) -> Any:

@@ -177,7 +177,7 @@ class NvlinkSpec:
 class PagedAttentionSpec:
     """FlashAttention as a serving framework calls it through a paged-KV backend (vLLM's FA3
     on Hopper, FA2 on Ampere): the fixed work of one call and the per-token / per-CTA costs
-    beyond the MMAs and the KV stream (arch/gpu/kernels.py ``paged_attention_time``)."""
+    beyond the MMAs and the KV stream (arch/gpu/paged_attention.py ``paged_attention_time``)."""
 
     prefill_call_us: float = param(doc="fixed work of one prefill call: the backend's kernels "
                                        "(KV-cache write, scheduler metadata, attention) at "
@@ -211,7 +211,7 @@ class PagedAttentionSpec:
     min_keys: float = param(doc="decode: keys a CTA loads at least (its first K/V tiles, "
                                 "whatever the context)", min=1)
     kernel: str = param("fa3", doc="FlashAttention generation the backend runs on this GPU "
-                                   "(arch/gpu/kernels.py paged_tile): fa3 (Hopper: TMA, wgmma, "
+                                   "(arch/gpu/paged_attention.py paged_tile): fa3 (Hopper: TMA, wgmma, "
                                    "warp specialisation, packed GQA, an e4m3 kernel), fa2 "
                                    "(Ampere: mma.sync, vLLM's split-KV kernel for a paged "
                                    "cache, no fp8 KV cache) or fa4 (FlashAttention's CuTe-DSL "
@@ -224,7 +224,7 @@ class PagedAttentionSpec:
         min_exclusive=True)
     no_overlap_factor: float = param(1.0, doc="prefill: per-pair time multiplier of the FA3 "
                                               "tile configurations built without "
-                                              "intra-warpgroup overlap (arch/gpu/kernels.py "
+                                              "intra-warpgroup overlap (arch/gpu/paged_attention.py "
                                               "fa3_tile)", min=1)
     fp8_call_us: float = param(0.0, doc="extra fixed work with an fp8 KV cache (the query's "
                                         "fp8 quantisation kernel)", unit="us", min=0)
@@ -248,7 +248,7 @@ class PagedAttentionSpec:
                                          "varlen tile scheduler's linear scan for a tile's "
                                          "sequence (a warp prefix sum over 31 sequences: a "
                                          "dependent load and shuffles); a tile takes batch / "
-                                         "62 steps on average (arch/gpu/kernels.py "
+                                         "62 steps on average (arch/gpu/paged_attention.py "
                                          "fa4_decode_tiles_s)", unit="us", min=0)
     seq_stream_gbps: float | None = param(
         None, doc="fa4 decode: the K/V stream rate one sequence reaches (its KV split CTAs); "
@@ -385,7 +385,7 @@ class GpuSpec:
     paged_attention_fa4: PagedAttentionSpec | None = param(
         None, doc="FA4 (kernel: fa4) on a GPU whose backend runs another generation: the "
                   "constants that price a framework's FA4 calls there (kernels_h100 FA4 rows "
-                  "on Hopper; arch/gpu/kernels.py paged_constants); null = none")
+                  "on Hopper; arch/gpu/paged_attention.py paged_constants); null = none")
     fused_moe: FusedMoeSpec | None = param(
         None, doc="fused mixture-of-experts layers as a serving framework runs them (fitted on "
                   "kernels_h100 moe.csv.gz); null = not modelled")

@@ -18,7 +18,7 @@ from archsim import kernel_tables as kt
 from archsim.api import device_build, load
 from archsim.arch.cluster import single_node
 from archsim.arch.collective import collective, place
-from archsim.arch.gpu.kernels import fa2_tile, paged_attention_parts
+from archsim.arch.gpu.paged_attention import fa2_tile, paged_attention_parts
 from archsim.cli import main
 from archsim.workloads.errors import WorkloadError
 from archsim.workloads.formats import FORMATS

@@ -15,18 +15,13 @@ import pytest
 import archsim.calibration as cal_mod
 from archsim import silicon
 from archsim.api import load
-from archsim.arch.gpu.kernels import (
-    cta_pairs,
-    fa3_cta_work,
-    fa3_tile,
-    paged_attention_time,
-    unit_attention_time,
-)
+from archsim.arch.gpu.kernels import cta_pairs, unit_attention_time
+from archsim.arch.gpu.paged_attention import fa3_cta_work, fa3_tile, paged_attention_time
 from archsim.kernel_tables import attention_op, load_kernel_rows, shape_half
 from archsim.workloads.errors import ConfigError, WorkloadError
 from archsim.workloads.formats import FORMATS
 from archsim.workloads.ops import Attention
-from tests.gpu.gpu_helpers import SHARED_REF
+from tests.gpu.gpu_helpers import SHARED_REF, assert_class_medians
 
 KERNELS = SHARED_REF / "kernels_h100"
 needs_tables = pytest.mark.skipif(not KERNELS.exists(), reason="../shared/ not present")
@@ -238,13 +233,8 @@ def test_kernels_h100_attention_per_class_both_halves(table: str) -> None:
     fitted) and on the fit half (64 / 256)."""
     rows = [r for r in silicon.load_rows(KERNELS / f"{table}.csv.gz")
             if r.data.get("fa") != "fa4"][::_STRIDE]
-    unit = load("gpu/h100").units[0]
-    for half, limits in (("check", _CHECK_MEDIAN), ("fit", _FIT_MEDIAN)):
-        scores = silicon.score(unit, [r for r in rows if shape_half(r.data) == half])
-        assert len(scores) == 1
-        for cls, sc in scores.items():
-            assert len(sc.errors) > 3000
-            assert sc.median_abs <= limits[cls], (half, cls, sc.median_abs)
+    assert_class_medians(load("gpu/h100").units[0], rows,
+                         {"check": _CHECK_MEDIAN, "fit": _FIT_MEDIAN}, 3000)
 
 
 @needs_tables
