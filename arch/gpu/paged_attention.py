@@ -261,13 +261,12 @@ def paged_attention_parts(spec: GpuSpec, op: Attention, kernel: str | None = Non
         # flash_api.cpp: then one CTA per query head)
         unpacked = c.kernel == "fa2" and op.window > 0
         ctas = op.batch * (op.heads if unpacked else op.kv_heads)
-        fixed += c.decode_call_us * 1e-6 + op.batch * c.seq_ns * 1e-9
         # FA4: its tiles (serial, or the scheduler's scan) are SM-side time that the K/V
-        # stream overlaps
+        # stream overlaps; serial tiles replace the per-wave CTA cost
         tiles_s = fa4_decode_tiles_s(c, op.batch, ctas, sms) if c.kernel == "fa4" else 0.0
-        if not fa4_serial_decode(c, op.batch):
-            fixed += max(1.0, ctas / sms) * (c.decode_cta_us * 1e-6
-                                             + op.head_dim * c.cta_dim_ns * 1e-9)
+        waves = 0.0 if fa4_serial_decode(c, op.batch) else (
+            max(1.0, ctas / sms) * (c.decode_cta_us * 1e-6 + op.head_dim * c.cta_dim_ns * 1e-9))
+        fixed += (c.decode_call_us * 1e-6 + op.batch * c.seq_ns * 1e-9 + waves)
         if c.seq_stream_gbps is not None:
             bw = min(bw, op.batch * c.seq_stream_gbps * 1e9)
         read = q_b + 2.0 * op.batch * op.kv_heads * op.keys_seen() * op.head_dim * kv_bpe
