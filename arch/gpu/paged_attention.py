@@ -29,7 +29,9 @@ split-KV combine), timed back to back::
 FA4 (``paged_attention.kernel: fa4``; ``paged_constants``: a Blackwell GPU's own constants,
 ``paged_attention_fa4`` on Hopper for the framework's FA4 calls): the same structure with
 FA4's tiles (``fa4_tile``), the exp beside the MMAs where ``softmax_overlap`` (pair =
-max(MMA, exp)), and, where ``decode_tile_us`` > 0 (FA4's Hopper kernel), one-token calls
+max(MMA, exp)), a key-axis split of prefill calls whose CTAs leave SMs idle
+(``fa4_prefill_splits``: the longest CTA's work / splits, a CTA cost per split, the fp32
+partials written and read back), and, where ``decode_tile_us`` > 0 (FA4's Hopper kernel), one-token calls
 whose (sequence, KV head) tiles run one after another (``fa4_decode_tiles_s``) while the K/V
 stream, at min(BW, batch x ``seq_stream_gbps``), overlaps them::
 
@@ -63,7 +65,7 @@ if TYPE_CHECKING:
 
 __all__ = ["paged_attention_time", "paged_attention_parts", "runs_paged", "estimate_attention",
            "fa3_tile", "fa2_tile", "fa4_tile", "paged_tile", "paged_constants",
-           "fa4_decode_tiles_s", "fa4_serial_decode", "FA4_SCAN_SEQS_PER_STEP",
+           "fa4_decode_tiles_s", "fa4_serial_decode", "fa4_prefill_splits", "FA4_SCAN_SEQS_PER_STEP",
            "FA4_SM100_BLOCK", "paged_kv_refusal", "FA2_PAGED_BLOCK_M", "fa3_cta_work"]
 
 
@@ -291,7 +293,16 @@ def paged_attention_parts(spec: GpuSpec, op: Attention, kernel: str | None = Non
                                      op.causal, bm, bn)
     cta_s = c.cta_us * 1e-6 + bm * op.head_dim * c.cta_tile_ns * 1e-9
     units = op.batch * groups
-    t_sm = max(units * (n * cta_s + total * pair_s) / sms, cta_s + largest * pair_s)
+    # FA4 splits the key axis when its CTAs leave SMs idle (num_splits_heuristic)
+    splits = fa4_prefill_splits(units * n, -(-op.kv_len // bn), sms) if c.kernel == "fa4" \
+        else 1
+    t_sm = max(units * (n * splits * cta_s + total * pair_s) / sms,
+               cta_s + largest / splits * pair_s)
+    if splits > 1:
+        # the fp32 partial outputs, written by the split CTAs and read by the kernel that
+        # merges them (its launch hides behind the call's others: a fitted fixed cost came
+        # out at 0.19 us)
+        fixed += 2.0 * splits * tokens * op.heads * op.head_dim * _PARTIAL_BYTES / bw
     t_hbm = (2.0 * tokens * op.heads * op.head_dim * q_bpe
              + 2.0 * tokens * op.kv_heads * op.head_dim * kv_bpe) / bw
     kv_tok_b = 2.0 * op.kv_heads * op.head_dim * kv_bpe          # K and V of one token
@@ -301,6 +312,20 @@ def paged_attention_parts(spec: GpuSpec, op: Attention, kernel: str | None = Non
     read = q_b + 2.0 * op.batch * op.kv_heads * op.kv_len * op.head_dim * kv_bpe
     return AttentionTime(fixed, t_sm, t_hbm, read, q_b + new_kv_b, pairs, 4.0 * pairs, False,
                          pair_s * f)
+
+
+#: bytes of one element of a split's partial output (fp32)
+_PARTIAL_BYTES = 4.0
+
+
+def fa4_prefill_splits(ctas: int, key_blocks: int, sms: int) -> int:
+    """Key-axis splits FA4 gives a call of ``ctas`` (sequence, KV head, block M) tiles over
+    ``key_blocks`` block-N tiles of keys (``num_splits_heuristic`` in FA4's
+    ``flash_attn/cute/interface.py``): none up to 4 key blocks, else as many as fill the
+    SMs, at most 128 and at most one per key block."""
+    if key_blocks <= 4 or ctas <= 0:
+        return 1
+    return max(1, min(sms // ctas, 128, key_blocks))
 
 
 #: sequences one step of FA4's varlen tile scheduler covers (a warp prefix sum: 31 lanes
