@@ -98,8 +98,8 @@ _DTYPE = {"bfloat16": "bf16", "float16": "fp16", "fp8": "fp8"}
 #: FA3 rows are priced with the generation the GPU itself runs (``paged_attention.kernel``),
 #: whatever the label says; FA4 rows (FlashAttention's CuTe-DSL kernel, which vLLM 0.24 runs
 #: on Hopper for head_dim 512, beyond FA3) with FA4's constants
-#: (``arch.gpu.paged_attention.paged_constants``: the GPU's own on Blackwell, ``paged_attention_fa4``
-#: on Hopper) and scored in their own classes
+#: (``arch.gpu.paged_attention.paged_constants``: the GPU's own on Blackwell,
+#: ``paged_attention_fa4`` on Hopper) and scored in their own classes
 FA_PREFIX = "vllm_flash_attn"
 FA_SKIPPED_VERSIONS: frozenset[str] = frozenset()
 #: the FlashAttention label priced by FA4's constants

@@ -31,9 +31,10 @@ FA4 (``paged_attention.kernel: fa4``; ``paged_constants``: a Blackwell GPU's own
 FA4's tiles (``fa4_tile``), the exp beside the MMAs where ``softmax_overlap`` (pair =
 max(MMA, exp)), a key-axis split of prefill calls whose CTAs leave SMs idle
 (``fa4_prefill_splits``: the longest CTA's work / splits, a CTA cost per split, the fp32
-partials written and read back), and, where ``decode_tile_us`` > 0 (FA4's Hopper kernel), one-token calls
-whose (sequence, KV head) tiles run one after another (``fa4_decode_tiles_s``) while the K/V
-stream, at min(BW, batch x ``seq_stream_gbps``), overlaps them::
+partials written and read back), and one-token calls whose (sequence, KV head) tiles cost
+SM time (``fa4_decode_tiles_s``: one after another where ``decode_tile_us`` > 0, FA4's
+Hopper kernel, else the tile scheduler's scan) that the K/V stream, at min(BW, batch x
+``seq_stream_gbps``), overlaps::
 
     decode (fa4, Hopper): T = decode_call + batch x seq_ns
                               + max(fa4_decode_tiles_s, K,V bytes / min(BW, batch x seq_stream))
@@ -65,7 +66,8 @@ if TYPE_CHECKING:
 
 __all__ = ["paged_attention_time", "paged_attention_parts", "runs_paged", "estimate_attention",
            "fa3_tile", "fa2_tile", "fa4_tile", "paged_tile", "paged_constants",
-           "fa4_decode_tiles_s", "fa4_serial_decode", "fa4_prefill_splits", "FA4_SCAN_SEQS_PER_STEP",
+           "fa4_decode_tiles_s", "fa4_serial_decode", "fa4_prefill_splits",
+           "FA4_SCAN_SEQS_PER_STEP",
            "FA4_SM100_BLOCK", "paged_kv_refusal", "FA2_PAGED_BLOCK_M", "fa3_cta_work"]
 
 

@@ -211,7 +211,8 @@ class PagedAttentionSpec:
     min_keys: float = param(doc="decode: keys a CTA loads at least (its first K/V tiles, "
                                 "whatever the context)", min=1)
     kernel: str = param("fa3", doc="FlashAttention generation the backend runs on this GPU "
-                                   "(arch/gpu/paged_attention.py paged_tile): fa3 (Hopper: TMA, wgmma, "
+                                   "(arch/gpu/paged_attention.py paged_tile): fa3 (Hopper: TMA, "
+                                   "wgmma, "
                                    "warp specialisation, packed GQA, an e4m3 kernel), fa2 "
                                    "(Ampere: mma.sync, vLLM's split-KV kernel for a paged "
                                    "cache, no fp8 KV cache) or fa4 (FlashAttention's CuTe-DSL "
@@ -224,7 +225,8 @@ class PagedAttentionSpec:
         min_exclusive=True)
     no_overlap_factor: float = param(1.0, doc="prefill: per-pair time multiplier of the FA3 "
                                               "tile configurations built without "
-                                              "intra-warpgroup overlap (arch/gpu/paged_attention.py "
+                                              "intra-warpgroup overlap "
+                                              "(arch/gpu/paged_attention.py "
                                               "fa3_tile)", min=1)
     fp8_call_us: float = param(0.0, doc="extra fixed work with an fp8 KV cache (the query's "
                                         "fp8 quantisation kernel)", unit="us", min=0)
