@@ -118,22 +118,30 @@ def test_fa4_decode_call_closed_form() -> None:
     assert paged_attention_time(s, op, "fa4") == pytest.approx(want, rel=1e-12)
 
 
+def _h100_fa4_pair_and_cta() -> tuple[float, float]:
+    """gpu/h100's FA4 per-pair time at head_dim 512 (2 x 512 / (bf16 MMA rate per SM x
+    eff) + one exp, seconds) and one 64-row CTA's fixed time (cta_us + 64 x 512 x
+    cta_tile_ns)."""
+    s = load("gpu/h100").units[0].spec
+    c = s.paged_attention_fa4
+    f = s.tensor_clock_mhz * 1e6
+    pair = 2 * 512 / (s.tc_rate_per_sm("bf16") * c.mma_efficiency * f) \
+        + 1 / (s.cuda_core.sfu_per_sm * f)
+    return pair, c.cta_us * 1e-6 + 64 * 512 * c.cta_tile_ns * 1e-9
+
+
 def test_fa4_prefill_pairs_closed_form() -> None:
     """One sequence of 16384 causal tokens, 8 query heads over one KV head, head_dim 512 (far
     more 64-row CTAs than SMs): the SM time is the sum over the CTAs of cta + work x pair
     over the SMs; the pair = 2 x 512 / (bf16 MMA rate per SM x eff) + one exp."""
     s = load("gpu/h100").units[0].spec
-    c = s.paged_attention_fa4
-    f = s.tensor_clock_mhz * 1e6
     op = Attention(name="a", batch=1, heads=8, kv_heads=1, q_len=16384, kv_len=16384,
                    head_dim=512, causal=True, a_format=BF16, w_format=BF16)
     t = paged_attention_parts(s, op, "fa4")
-    pair = 2 * 512 / (s.tc_rate_per_sm("bf16") * c.mma_efficiency * f) \
-        + 1 / (s.cuda_core.sfu_per_sm * f)
+    pair, cta = _h100_fa4_pair_and_cta()
     # packed rows 16384 x 8 in 2048 CTAs of 64: CTA j (rows 64j..64j+63, queries 8j..8j+7)
     # visits key tiles 0..floor((8j+7)/64): (floor((8j+7)/64) + 1) x 64 keys x 64 rows
     work = sum(64 * 64 * ((8 * j + 7) // 64 + 1) for j in range(2048))
-    cta = c.cta_us * 1e-6 + 64 * 512 * c.cta_tile_ns * 1e-9
     assert t.sm_s == pytest.approx((2048 * cta + work * pair) / s.sm_count, rel=1e-12)
 
 
@@ -250,14 +258,11 @@ def test_fa4_prefill_splits_the_key_axis_for_few_ctas() -> None:
     assert fa4_prefill_splits(8, 4, 132) == 1            # 4 key blocks or fewer: no split
     s = load("gpu/h100").units[0].spec
     c = s.paged_attention_fa4
-    f = s.tensor_clock_mhz * 1e6
     op = Attention(name="a", batch=1, heads=1, kv_heads=1, q_len=2048, kv_len=2048,
                    head_dim=512, causal=True, a_format=BF16, w_format=BF16)
     t = paged_attention_parts(s, op, "fa4")
-    pair = 2 * 512 / (s.tc_rate_per_sm("bf16") * c.mma_efficiency * f) \
-        + 1 / (s.cuda_core.sfu_per_sm * f)
+    pair, cta = _h100_fa4_pair_and_cta()
     n, total, largest = fa3_cta_work(2048, 2048, 1, 0, True, 64, 64)
-    cta = c.cta_us * 1e-6 + 64 * 512 * c.cta_tile_ns * 1e-9
     assert t.sm_s == pytest.approx(max((n * 4 * cta + total * pair) / 132,
                                        cta + largest / 4 * pair), rel=1e-12)
     tok = c.token_ns * 1e-9 + 2 * 512 * 2 / (c.cache_write_gbps * 1e9)
