@@ -22,13 +22,17 @@ no shared power window). Files read:
   isl,step,num_heads,num_key_value_heads,head_dim,attn_dtype,kv_cache_dtype,window_size,ms``:
   one vLLM FlashAttention call through the paged-KV backend, prefill (``isl`` new tokens per
   sequence, causal) or decode (one new token after ``step`` cached ones). Rows of vLLM's
-  FLASH_ATTN backend (:func:`is_fa_row`: FA3 on Hopper, FA2 on Ampere; the collector names
-  them ``vllm_flash_attn_fa<version>``) are read; FA4 rows and rows whose KV heads do not
-  divide the query heads are skipped. Predicted by ``arch.gpu.kernels.paged_attention_time``
-  with the FlashAttention generation *the GPU* runs (``paged_attention.kernel``); None where
-  that kernel cannot run the row's KV cache (fp8 on FA2: ``paged_kv_refusal``). Classes
-  ``vllm_attn_prefill`` and ``vllm_attn_decode``, split by head_dim: 64 and 256 fit, 128
-  and 192 check.
+  FLASH_ATTN backend (:func:`is_fa_row`: FA3 on Hopper, FA2 on Ampere, FA4; the collector
+  names them ``vllm_flash_attn_fa<version>``) are read; rows whose KV heads do not divide
+  the query heads are skipped. Predicted by ``arch.gpu.paged_attention.paged_attention_time``: FA2 /
+  FA3 rows with the FlashAttention generation *the GPU* runs (``paged_attention.kernel``),
+  FA4 rows (``"fa": "fa4"`` in the row) with FA4's constants (``paged_constants``: the GPU's
+  own where it runs FA4, else ``paged_attention_fa4``); None where the GPU has no such
+  constants or the kernel cannot run the row's KV cache (fp8 on FA2 / FA4:
+  ``paged_kv_refusal``). Classes ``vllm_attn_prefill`` and ``vllm_attn_decode``, split by
+  head_dim: 64 and 256 fit, 128 and 192 check; FA4 rows (all head_dim 512 on H100) in
+  ``vllm_attn_prefill_fa4`` / ``vllm_attn_decode_fa4``, split by GQA shape family
+  (:data:`FA4_FIT_HEADS`).
 
 * ``moe.csv(.gz)`` — ``kernel,moe_dtype,num_tokens,hidden_size,inter_size,topk,num_experts,
   moe_tp_size,moe_ep_size,distribution,ms``: one vLLM fused-MoE layer call (``kind``
@@ -55,14 +59,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from archsim.arch.gpu.kernels import (
-    ROW_CHUNK_ELEMS,
-    paged_attention_time,
-    paged_kv_refusal,
-    row_quant_fixed_s,
-    row_quant_s,
-)
+from archsim.arch.gpu.kernels import ROW_CHUNK_ELEMS, row_quant_fixed_s, row_quant_s
 from archsim.arch.gpu.moe import fused_moe_time, moe_kernel_spec
+from archsim.arch.gpu.paged_attention import (
+    paged_attention_time,
+    paged_constants,
+    paged_kv_refusal,
+)
 from archsim.workloads.errors import ConfigError, Problem
 from archsim.workloads.formats import FORMATS
 from archsim.workloads.ops import Attention, FusedMoE, Gemm
@@ -72,6 +75,7 @@ __all__ = ["load_kernel_rows", "is_kernel_table", "kernel_class", "predict_b2b_m
            "TINY_MNK", "VLLM_SCALED_MM_TILES", "scaled_mm_kernel", "scaled_mm_estimate", "attention_op",
            "ATTN_FIT_HEAD_DIMS", "moe_op", "MOE_KERNELS", "TABLE_SWITCHING_ACTIVITY",
            "fit_switching_activity", "gemm_row_estimate", "fit_quant_call_us", "is_fa_row",
+           "fa_version", "FA4_LABEL", "FA4_FIT_HEADS",
            "fp8_linear_is_marlin"]
 
 _GEMM_COLS = ("dtype", "kernel", "m", "n", "k", "ms")
@@ -90,11 +94,16 @@ MOE_KERNELS = {
 }
 _DTYPE = {"bfloat16": "bf16", "float16": "fp16", "fp8": "fp8"}
 #: vLLM FLASH_ATTN backend rows: the collector names them ``vllm_flash_attn`` plus
-#: ``_fa<version>`` when it records the FlashAttention version; every version but FA4
-#: (Blackwell's CuTe kernel, not modelled) is read, and the model prices each row with the
-#: generation the GPU itself runs (``paged_attention.kernel``), whatever the label says
+#: ``_fa<version>`` when it records the FlashAttention version. Every version is read: FA2 /
+#: FA3 rows are priced with the generation the GPU itself runs (``paged_attention.kernel``),
+#: whatever the label says; FA4 rows (FlashAttention's CuTe-DSL kernel, which vLLM 0.24 runs
+#: on Hopper for head_dim 512, beyond FA3) with FA4's constants
+#: (``arch.gpu.paged_attention.paged_constants``: the GPU's own on Blackwell,
+#: ``paged_attention_fa4`` on Hopper) and scored in their own classes
 FA_PREFIX = "vllm_flash_attn"
-FA_SKIPPED_VERSIONS = frozenset({"fa4"})
+FA_SKIPPED_VERSIONS: frozenset[str] = frozenset()
+#: the FlashAttention label priced by FA4's constants
+FA4_LABEL = "fa4"
 
 
 def is_fa_row(kernel: str) -> bool:
@@ -105,8 +114,17 @@ def is_fa_row(kernel: str) -> bool:
     if not kernel.startswith(FA_PREFIX + "_"):
         return False
     return kernel[len(FA_PREFIX) + 1:] not in FA_SKIPPED_VERSIONS
+
+
+def fa_version(kernel: str) -> str:
+    """The FlashAttention version suffix of a backend row's kernel label ('' without one)."""
+    return kernel[len(FA_PREFIX) + 1:] if kernel.startswith(FA_PREFIX + "_") else ""
 #: head_dims of the attention rows' fit half (the extremes; 128 and 192 are the check half)
 ATTN_FIT_HEAD_DIMS = (64, 256)
+#: query heads of the FA4 rows' fit half: every FA4 row has head_dim 512, so they split by
+#: GQA shape family instead: 1 (MHA), 4 (one KV head) and 16 (over 2 KV heads) fit, 2 and 8
+#: (one KV head) check
+FA4_FIT_HEADS = (1, 4, 16)
 
 
 def is_kernel_table(path: str | Path) -> bool:
@@ -183,6 +201,8 @@ def _attention_rows(reader: csv.DictReader, p: Path) -> list[tuple[int, dict[str
                                           ("d", "head_dim"), ("window", "window_size"))}
             d.update(ms=float(r["ms"]), protocol="b2b", dtype=_DTYPE[r["attn_dtype"]],
                      kv_dtype=_DTYPE[r["kv_cache_dtype"]])
+            if fa_version(r["kernel"]) == FA4_LABEL:
+                d["fa"] = FA4_LABEL
         except (KeyError, ValueError, TypeError) as e:
             raise ConfigError(Problem(f"expected integer shape columns, a float ms and dtypes "
                                       f"in {sorted(_DTYPE)} ({e!s})", f"{p}:{i}")) from None
@@ -262,10 +282,11 @@ def attention_op(row: dict[str, Any]) -> Attention:
 
 def kernel_class(row: dict[str, Any]) -> str:
     """Scoring class of a back-to-back GEMM or attention row ('' for other rows)."""
+    fa4 = "_fa4" if row.get("fa") == FA4_LABEL else ""
     if row.get("protocol") == "b2b" and row.get("kind") == "attn_context":
-        return "vllm_attn_prefill"
+        return "vllm_attn_prefill" + fa4
     if row.get("protocol") == "b2b" and row.get("kind") == "attn_generation":
-        return "vllm_attn_decode"
+        return "vllm_attn_decode" + fa4
     if row.get("kind") == "moe":
         return f"vllm_moe_{row['backend']}_{'bf16' if row['dtype'] == 'bfloat16' else row['dtype']}"
     if row.get("kind") != "gemm" or row.get("protocol") != "b2b":
@@ -279,6 +300,8 @@ def shape_half(row: dict[str, Any]) -> str:
     """``fit`` when K is a power of two, else ``check`` (split by shape family); attention
     rows: ``fit`` at the head_dims :data:`ATTN_FIT_HEAD_DIMS`, else ``check``; moe rows:
     ``fit`` when the hidden size is a power of two."""
+    if str(row.get("kind", "")).startswith("attn_") and row.get("fa") == FA4_LABEL:
+        return "fit" if int(row["h"]) in FA4_FIT_HEADS else "check"
     if str(row.get("kind", "")).startswith("attn_"):
         return "fit" if int(row["d"]) in ATTN_FIT_HEAD_DIMS else "check"
     if row.get("kind") == "moe":
@@ -352,17 +375,20 @@ def predict_b2b_ms(unit: Any, row: dict[str, Any]) -> float | None:
     ``F.linear`` = the library's GEMM; vLLM's fp8 linear = the dynamic per-token activation
     quantisation kernel (``arch.gpu.kernels.row_quant_s``) + the CUTLASS scaled-mm with
     vLLM's tile for the M bucket (:func:`scaled_mm_kernel`). Attention rows:
-    ``arch.gpu.kernels.paged_attention_time`` (None without ``paged_attention`` constants);
+    ``arch.gpu.paged_attention.paged_attention_time`` (None without ``paged_attention`` constants);
     moe rows: ``arch.gpu.moe.fused_moe_time`` (None where the GPU has no constants for the
     row's kernel and weight format).
     ``unit`` should be :func:`back_to_back`."""
     if str(row.get("kind", "")).startswith("attn_"):
-        if getattr(unit.spec, "paged_attention", None) is None:
+        kernel = row.get("fa")
+        c = paged_constants(unit.spec, kernel)
+        if c is None:
             return None
         op = attention_op(row)
-        if paged_kv_refusal(unit.spec, int(op.kv_bytes_per_element * 8)):
+        if paged_kv_refusal(replace(unit.spec, paged_attention=c),
+                            int(op.kv_bytes_per_element * 8)):
             return None
-        return paged_attention_time(unit.spec, op) * 1e3
+        return paged_attention_time(unit.spec, op, kernel) * 1e3
     if row.get("kind") == "moe":
         moe = moe_op(row)
         if getattr(unit.spec, "fused_moe", None) is None \
@@ -438,8 +464,12 @@ def fit_launch_b2b_us(unit: Any, rows: list[dict[str, Any]]) -> tuple[float, int
 
 def sample(rows: list[Any], every: int) -> list[Any]:
     """Every ``every``-th row (deterministic; the tables hold ~71k rows, a model call costs
-    milliseconds)."""
-    return rows[::max(1, every)]
+    milliseconds), counted over the rows other than FA4's, plus every FA4 row (1.4k of the
+    attention tables' 112k: a stride would leave too few for a class median; rows or
+    ``silicon.Row``-like objects with ``.data``)."""
+    def fa4(r: Any) -> bool:
+        return (r.data if hasattr(r, "data") else r).get("fa") == FA4_LABEL
+    return [r for r in rows if not fa4(r)][::max(1, every)] + [r for r in rows if fa4(r)]
 
 
 def gemm_row_estimate(unit: Any, row: dict[str, Any]) -> Any:

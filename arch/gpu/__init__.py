@@ -2,7 +2,9 @@
 
 Modules: ``spec`` (the YAML schema), ``precision`` (which MMA datapath runs a format pair),
 ``gemm`` (the CTA-tile GEMM model), ``unit`` (the registered :class:`TensorCoreGpu`),
-``lower`` (CTA-tile lowering to ``sim.TaskGraph``). Equations: ``docs/gpu.md``.
+``lower`` (CTA-tile lowering to ``sim.TaskGraph``), ``kernels`` (SDPA attention, vector
+ops, the quantisation kernel), ``paged_attention`` (FlashAttention as a serving framework
+calls it: FA2 / FA3 / FA4 through a paged KV cache). Equations: ``docs/gpu.md``.
 """
 
 from archsim.arch.gpu.spec import GpuSpec

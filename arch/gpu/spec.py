@@ -177,7 +177,7 @@ class NvlinkSpec:
 class PagedAttentionSpec:
     """FlashAttention as a serving framework calls it through a paged-KV backend (vLLM's FA3
     on Hopper, FA2 on Ampere): the fixed work of one call and the per-token / per-CTA costs
-    beyond the MMAs and the KV stream (arch/gpu/kernels.py ``paged_attention_time``)."""
+    beyond the MMAs and the KV stream (arch/gpu/paged_attention.py ``paged_attention_time``)."""
 
     prefill_call_us: float = param(doc="fixed work of one prefill call: the backend's kernels "
                                        "(KV-cache write, scheduler metadata, attention) at "
@@ -211,10 +211,13 @@ class PagedAttentionSpec:
     min_keys: float = param(doc="decode: keys a CTA loads at least (its first K/V tiles, "
                                 "whatever the context)", min=1)
     kernel: str = param("fa3", doc="FlashAttention generation the backend runs on this GPU "
-                                   "(arch/gpu/kernels.py paged_tile): fa3 (Hopper: TMA, wgmma, "
-                                   "warp specialisation, packed GQA, an e4m3 kernel) or fa2 "
+                                   "(arch/gpu/paged_attention.py paged_tile): fa3 (Hopper: TMA, "
+                                   "wgmma, "
+                                   "warp specialisation, packed GQA, an e4m3 kernel), fa2 "
                                    "(Ampere: mma.sync, vLLM's split-KV kernel for a paged "
-                                   "cache, no fp8 KV cache)", choices=("fa3", "fa2"))
+                                   "cache, no fp8 KV cache) or fa4 (FlashAttention's CuTe-DSL "
+                                   "kernel: Blackwell's, also run on Hopper; no fp8 KV cache "
+                                   "in vLLM)", choices=("fa3", "fa2", "fa4"))
     mma_efficiency_fp8: float | None = param(
         None, doc="the same with an fp8 KV cache (FA3's e4m3 kernel: the query quantised to "
                   "fp8, V transposed in shared memory), of the dense fp8 MMA rate; null = no "
@@ -222,16 +225,46 @@ class PagedAttentionSpec:
         min_exclusive=True)
     no_overlap_factor: float = param(1.0, doc="prefill: per-pair time multiplier of the FA3 "
                                               "tile configurations built without "
-                                              "intra-warpgroup overlap (arch/gpu/kernels.py "
+                                              "intra-warpgroup overlap "
+                                              "(arch/gpu/paged_attention.py "
                                               "fa3_tile)", min=1)
     fp8_call_us: float = param(0.0, doc="extra fixed work with an fp8 KV cache (the query's "
                                         "fp8 quantisation kernel)", unit="us", min=0)
     fp8_token_factor: float = param(1.0, doc="prefill: per-token cost multiplier with an fp8 "
                                              "KV cache (per-token scale and convert)", min=1)
+    decode_tile_us: float = param(0.0, doc="fa4 decode, up to serial_max_batch sequences: time "
+                                           "of one (sequence, KV head) tile of a one-token "
+                                           "call, the tiles taken one after another (measured "
+                                           "on FA4's Hopper kernel: the call grows with batch "
+                                           "x KV heads long before the SMs fill); 0 = the "
+                                           "per-wave decode_cta_us model", unit="us", min=0)
+    decode_tile_pair_ns: float = param(0.0, doc="fa4 decode, up to serial_max_batch sequences: "
+                                                "per pair of tiles (each tile's time grows "
+                                                "with the tiles before it)", unit="ns", min=0)
+    serial_max_batch: int = param(0, doc="fa4 decode with decode_tile_us: largest batch whose "
+                                         "tiles run one after another; above it they run in "
+                                         "parallel, each paying the varlen tile scheduler's "
+                                         "scan (scan_step_us); 0 = serial at every batch",
+                                  min=0)
+    scan_step_us: float = param(0.0, doc="fa4 decode (tiles in parallel): one step of the "
+                                         "varlen tile scheduler's linear scan for a tile's "
+                                         "sequence (a warp prefix sum over 31 sequences: a "
+                                         "dependent load and shuffles); a tile takes batch / "
+                                         "62 steps on average (arch/gpu/paged_attention.py "
+                                         "fa4_decode_tiles_s)", unit="us", min=0)
+    seq_stream_gbps: float | None = param(
+        None, doc="fa4 decode: the K/V stream rate one sequence reaches (its KV split CTAs); "
+                  "the call streams at min(sustained HBM rate, batch x this); null = the HBM "
+                  "rate", unit="GB/s", min=0, min_exclusive=True)
+    softmax_overlap: bool = param(False, doc="prefill: the exp runs beside the MMAs (FA4 on "
+                                             "Blackwell: asynchronous tcgen05 MMAs issued by one "
+                                             "warp, softmax in other warpgroups): per pair "
+                                             "max(MMA, exp) instead of their sum")
 
     def check(self) -> list[tuple[str, str]]:
-        if self.kernel == "fa2" and self.mma_efficiency_fp8 is not None:
-            return [("mma_efficiency_fp8", "expected null with kernel fa2 (FlashAttention-2 "
+        if self.kernel in ("fa2", "fa4") and self.mma_efficiency_fp8 is not None:
+            name = "FlashAttention-2" if self.kernel == "fa2" else "vLLM's FA4"
+            return [("mma_efficiency_fp8", f"expected null with kernel {self.kernel} ({name} "
                                            "has no fp8 KV kernel)")]
         return []
 
@@ -351,6 +384,10 @@ class GpuSpec:
     paged_attention: PagedAttentionSpec | None = param(
         None, doc="FlashAttention through a serving framework's paged-KV backend (fitted on "
                   "kernels_h100 attention tables); null = not modelled")
+    paged_attention_fa4: PagedAttentionSpec | None = param(
+        None, doc="FA4 (kernel: fa4) on a GPU whose backend runs another generation: the "
+                  "constants that price a framework's FA4 calls there (kernels_h100 FA4 rows "
+                  "on Hopper; arch/gpu/paged_attention.py paged_constants); null = none")
     fused_moe: FusedMoeSpec | None = param(
         None, doc="fused mixture-of-experts layers as a serving framework runs them (fitted on "
                   "kernels_h100 moe.csv.gz); null = not modelled")
@@ -382,6 +419,8 @@ class GpuSpec:
                                             f"{self.tensor_clock_mhz:g}"))
         if self.static_power_w > self.tdp_w:
             out.append(("static_power_w", f"expected <= tdp_w ({self.tdp_w:g})"))
+        if self.paged_attention_fa4 is not None and self.paged_attention_fa4.kernel != "fa4":
+            out.append(("paged_attention_fa4.kernel", "expected fa4"))
         return out
 
     def unused(self) -> list[tuple[str, str]]:

@@ -46,11 +46,8 @@ from archsim.arch.gpu.gemm import (
 from archsim.arch.gpu.host import EAGER_OPS_PER_ATTENTION, RUNTIME_NOTES, host_s
 from archsim.arch.gpu.kernels import (
     attention_tc_format,
-    estimate_attention,
     norm_kernels,
     norm_pass_s,
-    paged_kv_refusal,
-    runs_paged,
     softmax_global_reread_b,
     softmax_global_s,
     softmax_register_s,
@@ -60,6 +57,7 @@ from archsim.arch.gpu.kernels import (
 )
 from archsim.arch.gpu.lower import lower_attention, lower_gemm, lower_stream
 from archsim.arch.gpu.moe import estimate_fused_moe, moe_kernel_spec
+from archsim.arch.gpu.paged_attention import estimate_attention, paged_kv_refusal, runs_paged
 from archsim.arch.gpu.power import solve_clock
 from archsim.arch.gpu.precision import (
     MmaPlan,

@@ -265,7 +265,8 @@ def add_attention_kernel_flag(p: argparse.ArgumentParser, default: str) -> None:
                         "call on contiguous K/V (PyTorch SDPA; the eager, event-timed model); "
                         "paged = a serving framework's paged-KV backend (vLLM's FlashAttention "
                         "backend: the call also writes the new K/V into the cache; GPUs with "
-                        f"paged_attention constants: gpu/h100). Default: {default} "
+                        "paged_attention constants: gpu/h100 and gpu/h200 FA3, gpu/a100 FA2, "
+                        f"gpu/b200 and gpu/gb200 FA4). Default: {default} "
                         "(docs/gpu.md 'FlashAttention as vLLM calls it')")
 
 

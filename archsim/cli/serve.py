@@ -65,7 +65,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    metavar="KEY=VALUE", help="override a config value (repeatable)")
     add_runtime_flag(p)
     add_attention_kernel_flag(p, "paged where the design has paged_attention constants "
-                                 "(gpu/h100), else sdpa with a note")
+                                 "(the GPUs above), else sdpa with a note")
     g = p.add_argument_group("deployment")
     g.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel devices per replica "
                    "(the prefill pool's when disaggregated)")

@@ -23,7 +23,7 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from archsim.api import load
-from archsim.arch.gpu.kernels import paged_attention_time
+from archsim.arch.gpu.paged_attention import paged_attention_time
 from archsim.kernel_tables import attention_op, load_kernel_rows, shape_half
 from tests.gpu.gpu_helpers import SHARED_REF
 

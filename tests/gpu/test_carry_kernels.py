@@ -18,7 +18,7 @@ from archsim import kernel_tables as kt
 from archsim.api import device_build, load
 from archsim.arch.cluster import single_node
 from archsim.arch.collective import collective, place
-from archsim.arch.gpu.kernels import fa2_tile, paged_attention_parts
+from archsim.arch.gpu.paged_attention import fa2_tile, paged_attention_parts
 from archsim.cli import main
 from archsim.workloads.errors import WorkloadError
 from archsim.workloads.formats import FORMATS
@@ -210,13 +210,15 @@ def test_a100_fp8_linear_is_weight_only_marlin(units):
 
 
 def test_fa2_rows_of_the_table_are_read(tmp_path):
-    # the collector labels vLLM FLASH_ATTN rows by FA version (vllm_flash_attn_fa<N>)
+    # the collector labels vLLM FLASH_ATTN rows by FA version (vllm_flash_attn_fa<N>); FA4
+    # rows are read too, with their label (test_fa4.py)
     p = tmp_path / "attention_context.csv"
     p.write_text("kernel,batch_size,isl,step,num_heads,num_key_value_heads,head_dim,attn_dtype,"
                  "kv_cache_dtype,window_size,ms\n"
                  "vllm_flash_attn_fa2,1,512,0,32,8,128,bfloat16,bfloat16,0,0.1\n"
                  "vllm_flash_attn_fa4,1,512,0,32,8,128,bfloat16,bfloat16,0,0.1\n")
-    assert [i for i, _ in kt.load_kernel_rows(p)] == [2]
+    rows = kt.load_kernel_rows(p)
+    assert [i for i, _ in rows] == [2, 3] and [d.get("fa") for _, d in rows] == [None, "fa4"]
 
 
 @pytest.mark.parametrize("gpu", ["h200", "a100"])
@@ -259,10 +261,12 @@ def test_fa2_windowed_decode_runs_one_cta_per_query_head():
 
 def test_flash_attention_rows_read_by_name() -> None:
     """The collector names FLASH_ATTN rows ``vllm_flash_attn`` + ``_fa<version>``: every
-    version but FA4 is read (the GPU's own generation prices it); other backends are not."""
+    version is read (FA2 / FA3 priced by the GPU's own generation, FA4 by FA4's constants:
+    test_fa4.py); other backends are not."""
     from archsim.kernel_tables import is_fa_row
 
-    for k in ("vllm_flash_attn_fa3", "vllm_flash_attn_fa2", "vllm_flash_attn"):
+    for k in ("vllm_flash_attn_fa3", "vllm_flash_attn_fa2", "vllm_flash_attn_fa4",
+              "vllm_flash_attn"):
         assert is_fa_row(k), k
-    for k in ("vllm_flash_attn_fa4", "vllm_flashinfer", "vllm_flash_attnx", "trtllm_attention"):
+    for k in ("vllm_flashinfer", "vllm_flash_attnx", "trtllm_attention"):
         assert not is_fa_row(k), k

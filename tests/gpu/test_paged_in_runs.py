@@ -17,7 +17,7 @@ from dataclasses import replace
 import pytest
 
 from archsim.api import device_build, load
-from archsim.arch.gpu.kernels import paged_attention_parts, paged_attention_time
+from archsim.arch.gpu.paged_attention import paged_attention_parts, paged_attention_time
 from archsim.cli import main
 from archsim.kernel_tables import attention_op
 from archsim.parallel import shape_of
