@@ -759,7 +759,7 @@ class Attention(Op):
 
 
 #: Fused-MoE kernels a ``FusedMoE`` op may name (vLLM 0.24's dispatch).
-MOE_BACKENDS = ("triton", "cutlass")
+MOE_BACKENDS = ("triton", "cutlass", "marlin")
 
 
 @dataclass(frozen=True, kw_only=True)
