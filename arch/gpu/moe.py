@@ -7,7 +7,7 @@ received tokens: expert ``e``'s M = its tokens), the SwiGLU, the grouped down GE
 weighted combine (``moe_sum``). Constants per kernel and weight format are in
 ``GpuSpec.fused_moe`` (:class:`~archsim.arch.gpu.spec.MoeKernelSpec`)::
 
-    T = call [+ sort_us above 16 tokens] + tokens x (token_ns + token_hidden_b x hidden / BW)
+    T = call [+ sort_us above 16 tokens with EP] + tokens x (token_ns + token_hidden_b x hidden / BW)
         + pairs x (pair_width_b x width + pair_hidden_b x hidden) / BW      (every pair)
         + local pairs x (local_width_b x width + local_hidden_b x hidden) / BW
         + experts hit x expert_us
@@ -57,7 +57,9 @@ MOE_FORMATS = ("bf16", "fp16", "fp8_e4m3", "int4", "mxfp4")
 MARLIN_BLOCK_M = (8, 16, 32, 48, 64)
 MARLIN_FILL = 0.9
 #: most tokens triton_kernels' routing sorts with its one fused kernel
-#: (``sort_tokens_fused``, tag C); above, a multi-kernel sort (``MoeKernelSpec.sort_us``)
+#: (``sort_tokens_fused``, tag C); above, a multi-kernel sort, which costs a call
+#: ``MoeKernelSpec.sort_us`` more under expert parallelism (the table shows the step there
+#: only: with EP 1 the call does not change from 16 to 32 tokens)
 FUSED_SORT_MAX_TOKENS = 16
 
 
@@ -183,7 +185,7 @@ def fused_moe_time(spec: GpuSpec, op: FusedMoE) -> MoeTime:
     pair_b = pairs * (k.pair_width_b * wide + k.pair_hidden_b * op.hidden)
     local_b = local * (k.local_width_b * wide + k.local_hidden_b * op.hidden)
     tok_b = op.tokens * k.token_hidden_b * op.hidden
-    sort = k.sort_us if op.tokens > FUSED_SORT_MAX_TOKENS else 0.0
+    sort = k.sort_us if op.tokens > FUSED_SORT_MAX_TOKENS and op.ep > 1 else 0.0
     fixed = ((k.call_us + sort) * 1e-6 + op.tokens * k.token_ns * 1e-9
              + len(loads) * k.expert_us * 1e-6
              + (pair_b + local_b + tok_b) / bw)

@@ -292,10 +292,11 @@ class MoeKernelSpec:
                                            "clamped to [block_m_small, block_m]: "
                                            "triton_kernels' routing)",
                               choices=("fixed", "marlin", "pow2"))
-    sort_us: float = param(0.0, doc="extra fixed work of a call above 16 tokens, where "
-                                    "triton_kernels' routing leaves its one fused sort "
-                                    "kernel for the multi-kernel sort (gpt-oss's MXFP4 "
-                                    "kernel)", unit="us", min=0)
+    sort_us: float = param(0.0, doc="extra fixed work of a call above 16 tokens under "
+                                    "expert parallelism, where triton_kernels' routing "
+                                    "leaves its one fused sort kernel for the multi-kernel "
+                                    "sort and keeps the local experts' pairs (gpt-oss's "
+                                    "MXFP4 kernel)", unit="us", min=0)
     dequant_per_clock: float | None = param(None, doc="weight elements one SM dequantises "
                                                       "per clock on its CUDA cores (4-bit "
                                                       "weight-only kernels: each M tile "

@@ -9,6 +9,11 @@ constants were made; tests/gpu/test_fused_moe.py checks them).
 
     python3 -m tests.gpu.moe_refit [CLASS ...]     # e.g. vllm_moe_cutlass_fp8; default all
 
+The 4-bit weight-only classes (:data:`DEQUANT_CLASSES`: gpt-oss's MXFP4 Triton kernel,
+Marlin int4 and MXFP4) fit on their own halves (``shape_half``: gpt-oss by expert count,
+Marlin by log2(tp x ep) parity), every :data:`FIT_STRIDE_4BIT`-th fit row, with
+``dequant_per_clock`` and (gpt-oss's kernel) ``sort_us``.
+
 Every class fits ``token_hidden_b`` (bytes per token per hidden element: the input's
 quantisation and the combine's output row, for every token whatever its experts). The
 per-tensor fp8 CUTLASS class also fits ``partial_tile_gbps`` (an expert's last, partial
