@@ -37,6 +37,7 @@ from archsim.serve.replica import SchedulerSpec
 from archsim.serve.run import benchmark_report, serve
 from archsim.serve.session import REQUESTS_PER_CLIENT, closed_loop_requests, run_serving
 from archsim.workloads.errors import Problem, WorkloadError
+from archsim.workloads.formats import get_format
 
 __all__ = ["Deployment", "Prediction", "ZOO", "EngineSettings", "engine_settings",
            "HEADROOM_TOKENS", "SGLANG_CHUNK_TOKENS", "ENGINE_TOKENS", "BACKEND_POLICY",
@@ -253,20 +254,26 @@ def unsupported(d: Deployment) -> str | None:
 FORMATS: dict[str, dict[str, Any]] = {
     "": {}, "fp8": {"a_format": "fp8_e4m3", "w_format": "fp8_e4m3", "kv_format": "bf16"}}
 
-#: vLLM runs a MoE block's routed experts as its fused MoE layer (``FusedMoE``: the kernel for
-#: the experts' format, e.g. OpenAI's MXFP4 Triton kernel for gpt-oss), so vLLM rows of MoE
-#: models price each block's experts as one fused call (``arch/gpu/moe.py``, fitted on
-#: ``kernels_h100/moe.csv.gz``) with this routing; TensorRT-LLM and SGLang rows keep the
-#: separate expert GEMMs (their own MoE kernels, not in the tables).
+#: vLLM runs a MoE block's routed experts as its fused MoE layer (``FusedMoE``), with the
+#: kernel for the experts' format. Where that kernel is known — 4-bit experts: OpenAI's
+#: MXFP4 Triton kernel for gpt-oss on Hopper (vLLM's one MXFP4 path there), Marlin for int4
+#: — vLLM rows price each block's experts as that fused call (``arch/gpu/moe.py``, fitted on
+#: ``kernels_h100/moe.csv.gz``) with this routing. fp8 experts (MiniMax-M2.5) keep the
+#: separate expert GEMMs: vLLM 0.24 picks among several fp8 MoE kernels (Triton, FlashInfer
+#: CUTLASS, DeepGEMM) by model and setting, and the rows do not say which (run as Triton
+#: block fp8 they move from TTFT 14 % / TPOT 13 % to 41 % / 21 %: docs/serving.md). TensorRT-
+#: LLM and SGLang rows keep the separate GEMMs (their own MoE kernels, not in the tables).
 VLLM_MOE_ROUTING = "balanced"
 
 
 def moe_routing(d: Deployment, fused_moe: bool = True) -> str | None:
     """The ``moe_routing`` a row is served with: :data:`VLLM_MOE_ROUTING` for a vLLM row of a
-    MoE model (``fused_moe``), else None (separate expert GEMMs)."""
+    MoE model with 4-bit experts (``fused_moe``), else None (separate expert GEMMs)."""
     if not fused_moe or d.backend != "vllm" or d.model_path not in ZOO:
         return None
-    return VLLM_MOE_ROUTING if model_shape(ZOO[d.model_path]).is_moe else None
+    s = model_shape(ZOO[d.model_path])
+    four_bit = bool(s.expert_w_format) and get_format(s.expert_w_format).bytes_per_element < 1
+    return VLLM_MOE_ROUTING if s.is_moe and four_bit else None
 
 
 #: The link disaggregated engines move KV over: their transfer engines (NIXL, Mooncake) use
@@ -310,8 +317,9 @@ def predict(d: Deployment, acc: Accelerator | str = "gpu/h100", requests_per_cli
     ``--warmup-request-count`` of 2 per client is drained before the measured requests
     start, so the measured phase opens with the same burst) is used throughout.
 
-    A vLLM row of a MoE model prices each block's routed experts as vLLM's fused MoE call
-    (:func:`moe_routing`; ``fused_moe=False``: as separate expert GEMMs, the model before).
+    A vLLM row of a MoE model with 4-bit experts (gpt-oss) prices each block's routed experts
+    as vLLM's fused MoE call (:func:`moe_routing`; ``fused_moe=False``: as separate expert
+    GEMMs, the model before).
     A disaggregated row (:func:`disaggregated_setup`) runs with ``concurrency`` clients,
     which the row does not give.
 

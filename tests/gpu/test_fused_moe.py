@@ -335,8 +335,10 @@ def test_serving_builds_the_fused_op_on_request() -> None:
 
 
 def test_vllm_rows_of_moe_models_serve_the_fused_kernel() -> None:
-    """archsim.validation.serving_h100: a vLLM row of a MoE model runs vLLM's fused MoE
-    call (balanced routing); TensorRT-LLM rows and dense models keep separate GEMMs."""
+    """archsim.validation.serving_h100: a vLLM row of a MoE model with 4-bit experts
+    (gpt-oss) runs vLLM's fused MoE call (balanced routing); fp8 experts (MiniMax: which of
+    vLLM's fp8 MoE kernels ran is not given), TensorRT-LLM rows and dense models keep
+    separate GEMMs."""
     def row(backend: str, model: str) -> Deployment:
         return Deployment(backend, model, "fp4", "agg", 1024, 1024, 8, 4, 1, 1, 1, 50.0, 5.0,
                           2, (0, 0, 0, 0), (0, 0, 0, 0), 1)
@@ -344,6 +346,7 @@ def test_vllm_rows_of_moe_models_serve_the_fused_kernel() -> None:
     assert moe_routing(row("vllm", "openai/gpt-oss-120b"), fused_moe=False) is None
     assert moe_routing(row("trtllm", "openai/gpt-oss-120b")) is None
     assert moe_routing(row("vllm", "meta-llama/Llama-3.1-8B-Instruct")) is None
+    assert moe_routing(row("vllm", "MiniMaxAI/MiniMax-M2.5")) is None
 
 
 def test_builder_refuses_fused_moe_where_it_does_not_apply() -> None:
