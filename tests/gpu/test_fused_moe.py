@@ -280,6 +280,31 @@ def test_unpriced_formats_and_backends_refused_with_a_reason() -> None:
         a100.supports(_moe(w_format=FP8)) or "")
 
 
+def test_marlin_int4_carried_to_ampere_and_h200() -> None:
+    """Marlin MoE is an sm80 kernel: gpu/a100 carries H100's marlin_int4 set (and no MXFP4
+    kernel: refused with the reason), gpu/h200 all three 4-bit sets (same die). A
+    prefill-sized W4A16 call (16384 tokens x top-8 of 384 experts, 7168 / 2048: MMA and
+    dequant bound) scales from H100 to A100 by the ratio of their FP16 FMA rates per chip
+    (MMAs) and of their SMs x clock (the carried per-SM dequant rate): its compute time lies
+    between the two ratios."""
+    a100, h100 = load("gpu/a100").units[0], _h100()
+    h200 = load("gpu/h200").units[0].spec
+    w4 = _moe(tokens=16384, hidden=7168, width=2048, experts=384, top_k=8, backend="marlin",
+              w_format=FORMATS["int4"])
+    assert a100.supports(w4) is None
+    assert "no fused_moe constants for triton_mxfp4" in (
+        a100.supports(_moe(w_format=FORMATS["mxfp4"])) or "")
+    for key in ("triton_mxfp4", "marlin_int4", "marlin_mxfp4"):
+        assert getattr(h200.fused_moe, key) == getattr(h100.spec.fused_moe, key)
+    a, h = a100.spec, h100.spec
+    sm_clock = (h.sm_count * h.tensor_clock_mhz) / (a.sm_count * a.tensor_clock_mhz)
+    fma = sm_clock * h.tc_rate_per_sm("fp16") / a.tc_rate_per_sm("fp16")
+    ta, th = fused_moe_time(a, w4), fused_moe_time(h, w4)
+    lo, hi = sorted((sm_clock, fma))
+    assert th.compute_s * lo <= ta.compute_s <= th.compute_s * hi
+    assert ta.time_s > th.time_s
+
+
 def test_h200_same_kernels_faster_hbm() -> None:
     """H200 carries H100's constants (same die, same kernels): a weight-bound decode call is
     faster by at most the HBM ratio (4.8 vs 3.35 TB/s peak), a fixed-cost-bound one not."""
