@@ -33,10 +33,13 @@ no shared power window). Files read:
 * ``moe.csv(.gz)`` — ``kernel,moe_dtype,num_tokens,hidden_size,inter_size,topk,num_experts,
   moe_tp_size,moe_ep_size,distribution,ms``: one vLLM fused-MoE layer call (``kind``
   ``moe``), predicted by ``arch.gpu.moe.fused_moe_time`` on the op of :func:`moe_op`.
-  Rows of the Triton kernel (bf16, fp8_block) and FlashInfer's CUTLASS kernel (fp8,
-  fp8_block) are read; other weight formats (int4, mxfp4: Marlin and gpt-oss kernels) are
-  skipped. Classes ``vllm_moe_<kernel>_<dtype>``, split by shape family: hidden size a
-  power of two fits, the others (2688, 2816, 3072, 5120, 6144, 7168) check.
+  Rows of the Triton kernel (bf16, fp8_block), FlashInfer's CUTLASS kernel (fp8,
+  fp8_block) and the 4-bit weight-only kernels (gpt-oss's MXFP4 Triton kernel, Marlin MoE
+  int4 and MXFP4: :data:`MOE_KERNELS`) are read. Classes ``vllm_moe_<kernel>_<dtype>``,
+  split by shape family: hidden size a power of two fits, the others (2688, 2816, 3072,
+  5120, 6144, 7168) check; the 4-bit kernels, one model shape each, split by expert count
+  (gpt-oss: 32 fit, 128 check) or by the per-device expert shape (Marlin: log2(tp x ep)
+  even fit, odd check).
 
 Rows become dicts with ``kind`` ``gemm`` (``"protocol": "b2b"``, ``"quant"`` for fp8)
 or ``fp8_quant_delta``. Classes scored: ``vllm_gemm_bf16``, ``vllm_gemm_fp8`` (m > 64) and

@@ -16,6 +16,7 @@ from archsim.api import device_build, load
 from archsim.api import workload as build_workload
 from archsim.arch.gpu.moe import block_m, fused_moe_time
 from archsim.kernel_tables import kernel_class, moe_op, shape_half
+from archsim.serve.session import run_serving
 from archsim.validation.serving_h100 import Deployment, moe_routing
 from archsim.workloads.errors import WorkloadError
 from archsim.workloads.formats import FORMATS
@@ -379,6 +380,28 @@ def test_builder_refuses_fused_moe_where_it_does_not_apply() -> None:
         build_workload("gpt2-small", moe_routing="balanced")
     with pytest.raises(WorkloadError, match="not for phase train"):
         build_workload("mixtral-8x7b", phase="train", moe_routing="balanced")
+
+
+def test_run_serving_prices_the_fused_mxfp4_call() -> None:
+    """run_serving(moe_routing=...) serves gpt-oss-20b with its experts as the fused MXFP4
+    call: one client's decode steps differ from the separate-GEMM ones (another kernel),
+    and both runs finish their requests."""
+    def tpot(mr: str | None) -> float:
+        r = run_serving("gpu/h100", "gpt-oss-20b", concurrency=1, isl="64", osl="8",
+                        requests=2, moe_routing=mr)
+        assert r.benchmark is not None
+        return r.benchmark.tpot_ms["mean"]
+    fused, sep = tpot("balanced"), tpot(None)
+    assert fused > 0 and sep > 0 and fused != sep
+
+
+def test_serve_cli_bad_moe_routing_names_the_flag(capsys) -> None:
+    from archsim.cli import main
+
+    assert main(["serve", "gpu/h100", "--model", "gpt-oss-20b", "--concurrency", "1",
+                 "--isl", "64", "--osl", "4", "--moe-routing", "zipf"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--moe-routing" in err[0]
 
 
 def test_run_cli_prices_mixtral_decode_with_skewed_routing(capsys) -> None:
