@@ -45,6 +45,7 @@ from archsim.workloads.kvtech import (
 from archsim.workloads.onnx_import import from_onnx
 from archsim.workloads.ops import Attention, Gemm, Op
 from archsim.workloads.parallel import DeviceBuild
+from archsim.workloads.routing import parse_routing
 from archsim.workloads.zoo import build, transformer_shape
 
 __all__ = ["load", "workload", "gemm_workload", "workload_from_dict", "evaluate", "find_config",
@@ -333,7 +334,7 @@ def device_build(acc: Accelerator, a_format: str | None = None, w_format: str | 
                  attention_kernel: str = "sdpa", tp_allreduce: str = "nccl",
                  weight_sparsity: float = 0.0, w_group_size: int = 0,
                  act_order: bool = False, kv: KVTechniques | None = None,
-                 kv_block_size: int = 16) -> DeviceBuild:
+                 kv_block_size: int = 16, moe_routing: str | None = None) -> DeviceBuild:
     """The choices a model's graph is built with on ``acc``, wherever it runs (one device,
     each device of a plan, a serving replica): the design's attention
     (:func:`preferred_attention`), the given formats, else the design's
@@ -342,8 +343,10 @@ def device_build(acc: Accelerator, a_format: str | None = None, w_format: str | 
     needs a unit that models it and fused attention), the tensor-parallel all-reduce's
     implementation (``nccl``, ``custom-graph``, ``custom-eager``), the fraction of zero
     weights run as sparse loads + dense MMA (:func:`check_weight_sparsity`), group-wise
-    weight scales and act-order (``Workload.with_weight_groups``), and the KV-cache techniques
-    of its decode graphs (``kv``, blocks of ``kv_block_size`` tokens: ``DeviceBuild.kv``).
+    weight scales and act-order (``Workload.with_weight_groups``), the KV-cache techniques
+    of its decode graphs (``kv``, blocks of ``kv_block_size`` tokens: ``DeviceBuild.kv``), and
+    ``moe_routing`` (MoE blocks as one fused-MoE call with that routing: ``DeviceBuild
+    .moe_routing``).
 
     Raises:
         WorkloadError: an unknown format or attention kernel, naming its flag; ``paged`` on
@@ -356,6 +359,8 @@ def device_build(acc: Accelerator, a_format: str | None = None, w_format: str | 
                        ("--kv-format", kv_format)):
         if name is not None:
             get_format(name, flag)
+    if moe_routing is not None:
+        parse_routing(moe_routing, "--moe-routing")
     attention = preferred_attention(acc)
     if attention_kernel == "paged":
         if not paged_attention_available(acc):
@@ -384,7 +389,8 @@ def device_build(acc: Accelerator, a_format: str | None = None, w_format: str | 
                        w_format=w_format, kv_format=kv_format, native=native,
                        attention_kernel=attention_kernel, tp_allreduce=tp_allreduce,
                        weight_sparsity=float(weight_sparsity), w_group_size=w_group_size,
-                       act_order=act_order, kv=kv or KVTechniques(), kv_block_size=kv_block_size)
+                       act_order=act_order, kv=kv or KVTechniques(), kv_block_size=kv_block_size,
+                       moe_routing=moe_routing)
 
 
 def check_weight_sparsity(acc: Accelerator, fraction: float) -> None:

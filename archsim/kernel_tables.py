@@ -37,10 +37,13 @@ no shared power window). Files read:
 * ``moe.csv(.gz)`` — ``kernel,moe_dtype,num_tokens,hidden_size,inter_size,topk,num_experts,
   moe_tp_size,moe_ep_size,distribution,ms``: one vLLM fused-MoE layer call (``kind``
   ``moe``), predicted by ``arch.gpu.moe.fused_moe_time`` on the op of :func:`moe_op`.
-  Rows of the Triton kernel (bf16, fp8_block) and FlashInfer's CUTLASS kernel (fp8,
-  fp8_block) are read; other weight formats (int4, mxfp4: Marlin and gpt-oss kernels) are
-  skipped. Classes ``vllm_moe_<kernel>_<dtype>``, split by shape family: hidden size a
-  power of two fits, the others (2688, 2816, 3072, 5120, 6144, 7168) check.
+  Rows of the Triton kernel (bf16, fp8_block), FlashInfer's CUTLASS kernel (fp8,
+  fp8_block) and the 4-bit weight-only kernels (gpt-oss's MXFP4 Triton kernel, Marlin MoE
+  int4 and MXFP4: :data:`MOE_KERNELS`) are read. Classes ``vllm_moe_<kernel>_<dtype>``,
+  split by shape family: hidden size a power of two fits, the others (2688, 2816, 3072,
+  5120, 6144, 7168) check; the 4-bit kernels, one model shape each, split by expert count
+  (gpt-oss: 32 fit, 128 check) or by the per-device expert shape (Marlin: log2(tp x ep)
+  even fit, odd check).
 
 Rows become dicts with ``kind`` ``gemm`` (``"protocol": "b2b"``, ``"quant"`` for fp8)
 or ``fp8_quant_delta``. Classes scored: ``vllm_gemm_bf16``, ``vllm_gemm_fp8`` (m > 64) and
@@ -73,7 +76,7 @@ from archsim.workloads.ops import Attention, FusedMoE, Gemm
 __all__ = ["load_kernel_rows", "is_kernel_table", "kernel_class", "predict_b2b_ms",
            "shape_half", "back_to_back", "fit_launch_b2b_us", "fit_row_quant_us", "sample",
            "TINY_MNK", "VLLM_SCALED_MM_TILES", "scaled_mm_kernel", "scaled_mm_estimate", "attention_op",
-           "ATTN_FIT_HEAD_DIMS", "moe_op", "MOE_KERNELS", "TABLE_SWITCHING_ACTIVITY",
+           "ATTN_FIT_HEAD_DIMS", "moe_op", "MOE_KERNELS", "MOE_WEIGHT_FORMATS", "TABLE_SWITCHING_ACTIVITY",
            "fit_switching_activity", "gemm_row_estimate", "fit_quant_call_us", "is_fa_row",
            "fa_version", "FA4_LABEL", "FA4_FIT_HEADS",
            "fp8_linear_is_marlin"]
@@ -91,7 +94,25 @@ MOE_KERNELS = {
     "vllm_fp8moe_triton_tritonexperts": ("triton", ("fp8_block",)),
     "vllm_fp8moe_flashinfer_cutlass_flashinferexperts": ("cutlass", ("fp8_block",)),
     "vllm_modeloptfp8moe_flashinfer_cutlass_flashinferexperts": ("cutlass", ("fp8",)),
+    # the 4-bit weight-only kernels (bf16 activations): gpt-oss's MXFP4 experts through
+    # OpenAI's triton_kernels, and Marlin MoE for int4 (W4A16) and MXFP4 weights
+    "vllm_gptossmxfp4moe_triton_oaitritonmxfp4expertsmonolithic": ("triton", ("w4a16_mxfp4",)),
+    "vllm_compressedtensorswna16marlinmoe_marlin_marlinexperts": ("marlin", ("int4_wo",)),
+    "vllm_compressedtensorsw4a4mxfp4moe_marlin_marlinexperts_situ_as_silu":
+        ("marlin", ("w4a16_mxfp4",)),
 }
+#: moe_dtype of the table -> the archsim weight format of the experts
+MOE_WEIGHT_FORMATS = {"bfloat16": "bf16", "fp8": "fp8_e4m3", "fp8_block": "fp8_e4m3",
+                      "int4_wo": "int4", "w4a16_mxfp4": "mxfp4"}
+#: moe_dtype -> the class name's suffix (``vllm_moe_<backend>_<suffix>``)
+_MOE_CLASS_DTYPE = {"bfloat16": "bf16", "fp8": "fp8", "fp8_block": "fp8_block",
+                    "int4_wo": "int4", "w4a16_mxfp4": "mxfp4"}
+#: the 4-bit kernels each measure one model shape (gpt-oss-20b and -120b for the Triton
+#: MXFP4 kernel, 7168/2048 x 384 experts for Marlin int4, 3584/3072 x 896 for Marlin MXFP4),
+#: so their rows split by another shape family than the hidden size (:func:`shape_half`):
+#: gpt-oss by its expert count (32 experts, gpt-oss-20b, fit; 128, gpt-oss-120b, check);
+#: Marlin by the per-device expert shape, ``log2(tp x ep)`` even fit, odd check
+MOE_FIT_EXPERTS_TRITON_MXFP4 = 32
 _DTYPE = {"bfloat16": "bf16", "float16": "fp16", "fp8": "fp8"}
 #: vLLM FLASH_ATTN backend rows: the collector names them ``vllm_flash_attn`` plus
 #: ``_fa<version>`` when it records the FlashAttention version. Every version is read: FA2 /
@@ -255,7 +276,7 @@ def moe_op(row: dict[str, Any]) -> FusedMoE:
     """The ``FusedMoE`` op of a moe-table row: the expert width sharded over
     ``moe_tp_size``, ``moe_ep_size`` devices' worth of experts (the row times EP rank 0, the
     busiest under power-law routing)."""
-    f = FORMATS["bf16" if row["dtype"] == "bfloat16" else "fp8_e4m3"]
+    f = FORMATS[MOE_WEIGHT_FORMATS[str(row["dtype"])]]
     return FusedMoE(name="moe", tokens=int(row["tokens"]), hidden=int(row["hidden"]),
                     width=-(-int(row["inter"]) // int(row["tp"])), experts=int(row["experts"]),
                     top_k=int(row["top_k"]), ep=int(row["ep"]), routing=str(row["routing"]),
@@ -288,7 +309,7 @@ def kernel_class(row: dict[str, Any]) -> str:
     if row.get("protocol") == "b2b" and row.get("kind") == "attn_generation":
         return "vllm_attn_decode" + fa4
     if row.get("kind") == "moe":
-        return f"vllm_moe_{row['backend']}_{'bf16' if row['dtype'] == 'bfloat16' else row['dtype']}"
+        return f"vllm_moe_{row['backend']}_{_MOE_CLASS_DTYPE[str(row['dtype'])]}"
     if row.get("kind") != "gemm" or row.get("protocol") != "b2b":
         return ""
     if int(row["m"]) <= 64:
@@ -305,6 +326,11 @@ def shape_half(row: dict[str, Any]) -> str:
     if str(row.get("kind", "")).startswith("attn_"):
         return "fit" if int(row["d"]) in ATTN_FIT_HEAD_DIMS else "check"
     if row.get("kind") == "moe":
+        dt = str(row["dtype"])
+        if dt == "w4a16_mxfp4" and row["backend"] == "triton":
+            return "fit" if int(row["experts"]) == MOE_FIT_EXPERTS_TRITON_MXFP4 else "check"
+        if row["backend"] == "marlin":
+            return "fit" if (int(row["tp"]) * int(row["ep"])).bit_length() % 2 else "check"
         h = int(row["hidden"])
         return "fit" if h & (h - 1) == 0 else "check"
     k = int(row["k"])

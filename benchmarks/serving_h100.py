@@ -4,6 +4,7 @@
     python3 benchmarks/serving_h100.py [REQUESTS_PER_CLIENT]
     python3 benchmarks/serving_h100.py --disaggregated [REQUESTS_PER_CLIENT]
     python3 benchmarks/serving_h100.py --model gpt-oss --precision fp4 [REQUESTS_PER_CLIENT]
+    python3 benchmarks/serving_h100.py --separate-experts --model gpt-oss --precision fp4
 
 Runs every row of ``shared/reference/serving_h100/deployments.csv`` that archsim can express
 (:func:`archsim.validation.serving_h100.unsupported` says why the others are not) as the
@@ -17,6 +18,10 @@ row on one core.
 ``--model SUBSTR`` keeps the rows whose model id contains SUBSTR (case-insensitive),
 ``--precision P`` those of precision P (``bf16`` for the empty column), ``--backend B``
 those of backend B: a subset of the rows, run the same way.
+
+``--separate-experts`` prices the vLLM rows' MoE blocks as separate expert GEMMs instead
+of vLLM's fused MoE call (:func:`archsim.validation.serving_h100.moe_routing`): the model
+before the fused MoE reached serving, on the same commit.
 
 ``--disaggregated`` runs instead the disaggregated rows of the served models, with the decode
 slots (``decode_batch_size x decode_num_workers``) as the client count the rows do not give
@@ -89,6 +94,8 @@ def _keep(d: Deployment, f: dict[str, str]) -> bool:
 def main(argv: list[str]) -> int:
     if argv and argv[0] == "--disaggregated":
         return disaggregated(int(argv[1]) if len(argv) > 1 else 10)
+    fused = "--separate-experts" not in argv
+    argv = [a for a in argv if a != "--separate-experts"]
     filt, argv = _filters(argv)
     per_client = int(argv[0]) if argv else 10
     rows = [d for d in load_deployments() if _keep(d, filt)]
@@ -98,7 +105,7 @@ def main(argv: list[str]) -> int:
     preds = []
     print("line backend model tp isl osl conc | TTFT meas pred err | TPOT meas pred err")
     for d in ok:
-        p = predict(d, acc, requests_per_client=per_client)
+        p = predict(d, acc, requests_per_client=per_client, fused_moe=fused)
         preds.append(p)
         print(f"{d.line} {d.backend} {d.model} {d.tp} {d.isl} {d.osl} {d.concurrency} | "
               f"{d.ttft_ms:.1f} {p.ttft_ms:.1f} {p.ttft_error:+.0%} | {d.tpot_ms:.2f} "

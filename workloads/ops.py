@@ -38,7 +38,7 @@ __all__ = [
     "Sparsity", "Op", "Gemm", "Conv2d", "Softmax", "Norm", "Elementwise", "Embedding",
     "AllReduce", "VectorOp", "VECTOR_OPS_PER_ELEMENT", "PASSES", "MATRIX_OPS", "Attention",
     "ROLES", "ATTENTION_CORE_ROLES", "EXPERT_ROLES", "PassGroup", "pass_group", "FusedMoE",
-    "MOE_BACKENDS", "ATTENTION_KERNELS", "ALLREDUCE_MIN_BITS", "ALLREDUCE_IMPLS",
+    "MOE_BACKENDS", "moe_backend", "ATTENTION_KERNELS", "ALLREDUCE_MIN_BITS", "ALLREDUCE_IMPLS",
 ]
 
 #: How an ``Attention`` call is made (``Attention.kernel``): ``sdpa`` (one call on contiguous
@@ -759,7 +759,15 @@ class Attention(Op):
 
 
 #: Fused-MoE kernels a ``FusedMoE`` op may name (vLLM 0.24's dispatch).
-MOE_BACKENDS = ("triton", "cutlass")
+MOE_BACKENDS = ("triton", "cutlass", "marlin")
+
+
+def moe_backend(w_format: NumberFormat) -> str:
+    """The fused-MoE kernel vLLM runs for experts in ``w_format`` on a Hopper GPU: Marlin MoE
+    for integer weights of at most 4 bits (compressed-tensors / GPTQ / AWQ W4A16), else
+    Triton (vLLM's ``fused_moe`` for 16-bit and fp8, OpenAI's triton_kernels for gpt-oss's
+    MXFP4 experts)."""
+    return "marlin" if w_format.kind == "int" and w_format.bits <= 4 else "triton"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -149,6 +149,9 @@ class DeviceBuild:
             prefill after cached tokens (:meth:`graph`'s ``context``); the KV offload is
             priced by the evaluator (a plan: ``archsim.parallel``).
         kv_block_size: tokens per KV block (top-k's blocks; vLLM's default 16).
+        moe_routing: None: a MoE block's routed experts as separate expert GEMMs; else one
+            ``FusedMoE`` op per block with this routing (``balanced``, ``power_law:ALPHA``):
+            the serving framework's fused MoE kernel (vLLM's), in the experts' own format.
     """
 
     attention: str = "unfused"
@@ -164,6 +167,7 @@ class DeviceBuild:
     act_order: bool = False
     kv: KVTechniques = KVTechniques()
     kv_block_size: int = 16
+    moe_routing: str | None = None
 
     def __post_init__(self) -> None:
         for flag, v, ok in (("--attention-kernel", self.attention_kernel, ATTENTION_KERNELS),
@@ -205,10 +209,10 @@ class DeviceBuild:
             amp = get_format(self.a_format or "bf16", "--a-format").name
             return self.framework_calls(build_transformer(
                 replace(s, a_format=amp, w_format=amp), phase, batch, seq, context, tp, ep,
-                attention=self.attention, kernels=self.kernels
+                attention=self.attention, kernels=self.kernels, moe_routing=self.moe_routing
             ).with_weight_sparsity(self.weight_sparsity))
         w = build_transformer(s, phase, batch, seq, context, tp, ep, attention=self.attention,
-                              kernels=self.kernels)
+                              kernels=self.kernels, moe_routing=self.moe_routing)
         if self.a_format or self.w_format:
             w = w.with_formats(get_format(self.a_format, "--a-format") if self.a_format
                                else None,

@@ -316,6 +316,26 @@ class MoeKernelSpec:
                                                      "its time instead of the tile's MMAs; "
                                                      "null = priced like a full tile",
                                             unit="GB/s", min=0, min_exclusive=True)
+    block_m_rule: str = param("fixed", doc="how the kernel picks its block M: fixed "
+                                           "(block_m, or block_m_small when tokens <= "
+                                           "experts: vLLM's Triton defaults), marlin (the "
+                                           "smallest of 8, 16, 32, 48, 64 above 1/0.9 x the "
+                                           "mean tokens per local expert), pow2 (the mean "
+                                           "tokens per expert rounded up to a power of two, "
+                                           "clamped to [block_m_small, block_m]: "
+                                           "triton_kernels' routing)",
+                              choices=("fixed", "marlin", "pow2"))
+    sort_us: float = param(0.0, doc="extra fixed work of a call above 16 tokens under "
+                                    "expert parallelism, where triton_kernels' routing "
+                                    "leaves its one fused sort kernel for the multi-kernel "
+                                    "sort and keeps the local experts' pairs (gpt-oss's "
+                                    "MXFP4 kernel)", unit="us", min=0)
+    dequant_per_clock: float | None = param(None, doc="weight elements one SM dequantises "
+                                                      "per clock on its CUDA cores (4-bit "
+                                                      "weight-only kernels: each M tile "
+                                                      "dequantises its N x K weights before "
+                                                      "the 16-bit MMAs); null = no dequant",
+                                            min=0, min_exclusive=True)
 
 
 @dataclass(frozen=True)
@@ -332,6 +352,14 @@ class FusedMoeSpec:
                                                         "per-tensor scales")
     cutlass_fp8_block: MoeKernelSpec | None = param(None, doc="FlashInfer CUTLASS, fp8 "
                                                               "weights with block scales")
+    triton_mxfp4: MoeKernelSpec | None = param(None, doc="OpenAI's triton_kernels "
+                                                         "matmul_ogs (vLLM's gpt-oss MXFP4 "
+                                                         "experts, monolithic), bf16 "
+                                                         "activations")
+    marlin_int4: MoeKernelSpec | None = param(None, doc="Marlin MoE, int4 weights with group "
+                                                        "scales, bf16 activations (W4A16)")
+    marlin_mxfp4: MoeKernelSpec | None = param(None, doc="Marlin MoE, MXFP4 weights, bf16 "
+                                                         "activations (weight-only)")
 
 
 @dataclass(frozen=True)

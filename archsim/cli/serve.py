@@ -84,6 +84,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "faster than NCCL, NCCL above), nccl (NCCL's LL/LL128/Simple "
                         "protocols over the GPU's link), or vLLM's custom all-reduce in a CUDA "
                         "graph (custom-graph) or eager (custom-eager)")
+    g.add_argument("--moe-routing", metavar="ROUTING", default=None,
+                   help="mixture-of-experts models: price each MoE block's routed experts as "
+                        "one fused call (vLLM's fused MoE kernel for the experts' format: "
+                        "Triton bf16/fp8, gpt-oss's MXFP4 Triton kernel, Marlin for int4; "
+                        "GPUs with fused_moe constants) with this routing: 'balanced' or "
+                        "'power_law:ALPHA'; default: separate expert GEMMs")
     g.add_argument("--replicas", type=positive_int, default=1, help="data-parallel replicas")
     g.add_argument("--router", choices=ROUTERS, default="round-robin")
     g.add_argument("--decode-replicas", type=positive_int,
@@ -195,7 +201,7 @@ def run(args: argparse.Namespace) -> int:
         kv_offload_gb=args.kv_offload_gb, attention_kernel=args.attention_kernel,
         tp_allreduce=args.tp_allreduce, overlap=args.overlap,
         weight_sparsity=args.weight_sparsity, w_group_size=args.w_group_size,
-        act_order=args.act_order)
+        act_order=args.act_order, moe_routing=args.moe_routing)
     res = sr.result
     if res is None:
         print("no tested rate meets the SLO (the lowest tried was 0.25 req/s)",

@@ -313,7 +313,8 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
                 prefix_hit_rate: float = 0.0, kv_remat: bool = False, topk_blocks: int = 0,
                 kv_offload_gb: float = 0.0, overlap: str = "none",
                 weight_sparsity: float = 0.0, w_group_size: int = 0,
-                act_order: bool = False, kv_manager: str = "hybrid") -> ServingRun:
+                act_order: bool = False, kv_manager: str = "hybrid",
+                moe_routing: str | None = None) -> ServingRun:
     """Simulate serving ``model`` on ``design`` (docs/serving.md).
 
     Args:
@@ -361,6 +362,10 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
             sparse loads + dense MMA (``archsim.api.check_weight_sparsity``; GPU designs).
         w_group_size, act_order: group-wise weight scales and GPTQ act-order of every
             replica (``Workload.with_weight_groups``).
+        moe_routing: None (default): a MoE block's routed experts as separate expert GEMMs;
+            else each block's routed experts as one fused-MoE call (vLLM's kernel for the
+            experts' format: ``arch/gpu/moe.py``) with this routing (``balanced``,
+            ``power_law:ALPHA``).
         progress: called with (finished, total) requests during a run.
         note: called with one line per capacity-search step (and the attention kernel's
             fallback note).
@@ -444,7 +449,8 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
                                         dacc, attention_kernel)[0],
                                     tp_allreduce=tp_allreduce,
                                     weight_sparsity=weight_sparsity,
-                                    w_group_size=w_group_size, act_order=act_order))
+                                    w_group_size=w_group_size, act_order=act_order,
+                                    moe_routing=moe_routing))
         decode = PoolSpec(decode_replicas, dtp, sch, dpp, dep, dacc, dbuild)
     else:
         for flag, v in (("--decode-tp", decode_tp), ("--decode-pp", decode_pp),
@@ -465,7 +471,8 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
                        device_build(acc, a_format, w_format, kv_format=kv_format,
                                     attention_kernel=kernel, tp_allreduce=tp_allreduce,
                                     weight_sparsity=weight_sparsity,
-                                    w_group_size=w_group_size, act_order=act_order),
+                                    w_group_size=w_group_size, act_order=act_order,
+                                    moe_routing=moe_routing),
                        KVTechniques(prefix_hit_rate, kv_remat, topk_blocks, kv_offload_gb),
                        parse_overlap(overlap))
     raw: dict[str, Any] = {}

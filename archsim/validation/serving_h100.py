@@ -37,12 +37,13 @@ from archsim.serve.replica import SchedulerSpec
 from archsim.serve.run import benchmark_report, serve
 from archsim.serve.session import REQUESTS_PER_CLIENT, closed_loop_requests, run_serving
 from archsim.workloads.errors import Problem, WorkloadError
+from archsim.workloads.formats import get_format
 
 __all__ = ["Deployment", "Prediction", "ZOO", "EngineSettings", "engine_settings",
            "HEADROOM_TOKENS", "SGLANG_CHUNK_TOKENS", "ENGINE_TOKENS", "BACKEND_POLICY",
            "RESERVED_SLOTS", "deployments_path", "load_deployments", "checkpoint_precision",
            "unsupported", "predict", "disaggregated_setup", "FORMATS", "DISAGG_LINK",
-           "median_errors", "render_markdown"]
+           "median_errors", "render_markdown", "VLLM_MOE_ROUTING", "moe_routing"]
 
 _DATA = Path(__file__).resolve().parents[2] / "tests" / "data"
 _HF = _DATA / "hf_dense"
@@ -253,6 +254,28 @@ def unsupported(d: Deployment) -> str | None:
 FORMATS: dict[str, dict[str, Any]] = {
     "": {}, "fp8": {"a_format": "fp8_e4m3", "w_format": "fp8_e4m3", "kv_format": "bf16"}}
 
+#: vLLM runs a MoE block's routed experts as its fused MoE layer (``FusedMoE``), with the
+#: kernel for the experts' format. Where that kernel is known — 4-bit experts: OpenAI's
+#: MXFP4 Triton kernel for gpt-oss on Hopper (vLLM's one MXFP4 path there), Marlin for int4
+#: — vLLM rows price each block's experts as that fused call (``arch/gpu/moe.py``, fitted on
+#: ``kernels_h100/moe.csv.gz``) with this routing. fp8 experts (MiniMax-M2.5) keep the
+#: separate expert GEMMs: vLLM 0.24 picks among several fp8 MoE kernels (Triton, FlashInfer
+#: CUTLASS, DeepGEMM) by model and setting, and the rows do not say which (run as Triton
+#: block fp8 they move from TTFT 14 % / TPOT 13 % to 41 % / 21 %: docs/serving.md). TensorRT-
+#: LLM and SGLang rows keep the separate GEMMs (their own MoE kernels, not in the tables).
+VLLM_MOE_ROUTING = "balanced"
+
+
+def moe_routing(d: Deployment, fused_moe: bool = True) -> str | None:
+    """The ``moe_routing`` a row is served with: :data:`VLLM_MOE_ROUTING` for a vLLM row of a
+    MoE model with 4-bit experts (``fused_moe``), else None (separate expert GEMMs)."""
+    if not fused_moe or d.backend != "vllm" or d.model_path not in ZOO:
+        return None
+    s = model_shape(ZOO[d.model_path])
+    four_bit = bool(s.expert_w_format) and get_format(s.expert_w_format).bytes_per_element < 1
+    return VLLM_MOE_ROUTING if s.is_moe and four_bit else None
+
+
 #: The link disaggregated engines move KV over: their transfer engines (NIXL, Mooncake) use
 #: the GPUs' RDMA NICs, InfiniBand NDR 400 Gb/s per GPU on an H100 SXM node.
 DISAGG_LINK = "ib-ndr"
@@ -283,7 +306,7 @@ def disaggregated_setup(d: Deployment, acc: Accelerator) -> ServeSetup:
 
 def predict(d: Deployment, acc: Accelerator | str = "gpu/h100", requests_per_client: int = REQUESTS_PER_CLIENT,
             iteration_overhead_ms: float = 0.0, scheduler: str | None = None,
-            concurrency: int | None = None) -> Prediction:
+            concurrency: int | None = None, fused_moe: bool = True) -> Prediction:
     """Run ``d`` as its benchmark ran (``concurrency`` clients, ``requests_per_client`` x
     ``concurrency`` requests of ``isl``/``osl`` tokens, TP ``tp``, the engine as deployed:
     :func:`engine_settings`, or the policy ``scheduler`` with the same budget), its pipeline
@@ -294,6 +317,9 @@ def predict(d: Deployment, acc: Accelerator | str = "gpu/h100", requests_per_cli
     ``--warmup-request-count`` of 2 per client is drained before the measured requests
     start, so the measured phase opens with the same burst) is used throughout.
 
+    A vLLM row of a MoE model with 4-bit experts (gpt-oss) prices each block's routed experts
+    as vLLM's fused MoE call (:func:`moe_routing`; ``fused_moe=False``: as separate expert
+    GEMMs, the model before).
     A disaggregated row (:func:`disaggregated_setup`) runs with ``concurrency`` clients,
     which the row does not give.
 
@@ -325,6 +351,7 @@ def predict(d: Deployment, acc: Accelerator | str = "gpu/h100", requests_per_cli
                       max_num_seqs=eng.max_num_seqs,
                       pp=max(1, d.pp), ep=max(1, d.moe_ep), a_format=fmts.get("a_format"),
                       w_format=fmts.get("w_format"), kv_format=fmts.get("kv_format"),
+                      moe_routing=moe_routing(d, fused_moe),
                       **budget)  # type: ignore[arg-type]
     b = run.benchmark
     assert b is not None            # closed-loop runs always carry the report

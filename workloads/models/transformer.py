@@ -107,6 +107,7 @@ from archsim.workloads.ops import (
     Norm,
     Op,
     Softmax,
+    moe_backend,
 )
 from archsim.workloads.routing import parse_routing
 
@@ -679,8 +680,8 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
         assert moe_routing is not None
         out = b.add(FusedMoE(name=f"{L}.moe.experts", tokens=tokens, hidden=d, width=width,
                              experts=s.experts, top_k=s.top_k, ep=ep, routing=moe_routing,
-                             layer=L, block=blk, a_format=a_fmt, w_format=w_fmt,
-                             acc_format=acc_fmt), [router])
+                             backend=moe_backend(ew_fmt), layer=L, block=blk,
+                             a_format=a_fmt, w_format=ew_fmt, acc_format=acc_fmt), [router])
         if not s.shared_experts:
             return out
         return add(f"{L}.moe.combine", L, m, d, [out, shared(L, f_in)], role="combine")
