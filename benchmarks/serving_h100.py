@@ -23,6 +23,10 @@ those of backend B: a subset of the rows, run the same way.
 of vLLM's fused MoE call (:func:`archsim.validation.serving_h100.moe_routing`): the model
 before the fused MoE reached serving, on the same commit.
 
+``--runtime R`` runs the aggregated rows' GPUs under runtime R (``cuda_graph``: the engines'
+CUDA-graph replay, kernels back to back; default: gpu/h100's own, ``ideal``, each kernel
+launched alone; :func:`archsim.validation.serving_h100.engine_design`).
+
 ``--disaggregated`` runs instead the disaggregated rows of the served models, with the decode
 slots (``decode_batch_size x decode_num_workers``) as the client count the rows do not give
 (an assumption: docs/serving.md, "Disaggregated rows"); 20-45 s per row.
@@ -37,6 +41,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import archsim  # noqa: E402
+from archsim.arch.gpu.host import RUNTIMES  # noqa: E402
 from archsim.validation.serving_h100 import (  # noqa: E402
     ZOO,
     Deployment,
@@ -69,12 +74,12 @@ def disaggregated(per_client: int) -> int:
 
 
 def _filters(argv: list[str]) -> tuple[dict[str, str], list[str]]:
-    """``--model/--precision/--backend VALUE`` pairs out of ``argv``; the rest."""
+    """``--model/--precision/--backend/--runtime VALUE`` pairs out of ``argv``; the rest."""
     got: dict[str, str] = {}
     rest: list[str] = []
     it = iter(argv)
     for a in it:
-        if a in ("--model", "--precision", "--backend"):
+        if a in ("--model", "--precision", "--backend", "--runtime"):
             v = next(it, None)
             if v is None:
                 print(f"{a}: expected a value", file=sys.stderr)
@@ -98,6 +103,9 @@ def main(argv: list[str]) -> int:
     argv = [a for a in argv if a != "--separate-experts"]
     filt, argv = _filters(argv)
     per_client = int(argv[0]) if argv else 10
+    if filt.get("runtime", "ideal") not in RUNTIMES:
+        print(f"--runtime: expected one of {', '.join(RUNTIMES)}", file=sys.stderr)
+        return 2
     rows = [d for d in load_deployments() if _keep(d, filt)]
     why = Counter(r for r in (unsupported(d) for d in rows) if r)
     ok = [d for d in rows if unsupported(d) is None]
@@ -105,7 +113,8 @@ def main(argv: list[str]) -> int:
     preds = []
     print("line backend model tp isl osl conc | TTFT meas pred err | TPOT meas pred err")
     for d in ok:
-        p = predict(d, acc, requests_per_client=per_client, fused_moe=fused)
+        p = predict(d, acc, requests_per_client=per_client, fused_moe=fused,
+                    runtime=filt.get("runtime"))
         preds.append(p)
         print(f"{d.line} {d.backend} {d.model} {d.tp} {d.isl} {d.osl} {d.concurrency} | "
               f"{d.ttft_ms:.1f} {p.ttft_ms:.1f} {p.ttft_error:+.0%} | {d.tpot_ms:.2f} "

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from archsim.api import device_build, load
-from archsim.arch.accelerator import Accelerator
+from archsim.arch.accelerator import Accelerator, load_data
 from archsim.arch.reference import reference_dir
 from archsim.serve.cluster import PoolSpec, ServeSetup, parse_link
 from archsim.serve.cost import model_shape
@@ -43,7 +43,8 @@ __all__ = ["Deployment", "Prediction", "ZOO", "EngineSettings", "engine_settings
            "HEADROOM_TOKENS", "SGLANG_CHUNK_TOKENS", "ENGINE_TOKENS", "BACKEND_POLICY",
            "RESERVED_SLOTS", "deployments_path", "load_deployments", "checkpoint_precision",
            "unsupported", "predict", "disaggregated_setup", "FORMATS", "DISAGG_LINK",
-           "median_errors", "render_markdown", "VLLM_MOE_ROUTING", "moe_routing"]
+           "median_errors", "render_markdown", "VLLM_MOE_ROUTING", "moe_routing",
+           "engine_design"]
 
 _DATA = Path(__file__).resolve().parents[2] / "tests" / "data"
 _HF = _DATA / "hf_dense"
@@ -102,6 +103,7 @@ BACKEND_POLICY = {"trtllm": "orca", "vllm": "sarathi", "sglang": "vllm"}
 RESERVED_SLOTS = {"trtllm": 1, "vllm": 0, "sglang": 0}
 
 
+
 @dataclass(frozen=True)
 class EngineSettings:
     """One deployment's engine settings as archsim runs them (docs/serving.md).
@@ -127,6 +129,16 @@ def engine_settings(d: Deployment) -> EngineSettings:
               else d.concurrency + d.isl + HEADROOM_TOKENS)
     return EngineSettings(BACKEND_POLICY[d.backend], budget,
                           max(1, d.concurrency - RESERVED_SLOTS[d.backend]))
+
+
+def engine_design(acc: Accelerator | str, runtime: str) -> Accelerator:
+    """``acc`` with every GPU unit under ``runtime`` (``units[i].runtime``, as ``archsim serve
+    --runtime`` sets it: ``cuda_graph`` for a serving engine's CUDA-graph replay, kernels
+    back to back); ``acc`` itself when its units already run it (or have no runtime)."""
+    a = acc if isinstance(acc, Accelerator) else load(acc)
+    sets = [f"units[{i}].runtime={runtime}" for i, u in enumerate(a.units)
+            if getattr(getattr(u, "spec", None), "runtime", runtime) != runtime]
+    return load_data(a.raw, a.source or a.name, sets) if sets else a
 
 
 @dataclass(frozen=True)
@@ -306,7 +318,8 @@ def disaggregated_setup(d: Deployment, acc: Accelerator) -> ServeSetup:
 
 def predict(d: Deployment, acc: Accelerator | str = "gpu/h100", requests_per_client: int = REQUESTS_PER_CLIENT,
             iteration_overhead_ms: float = 0.0, scheduler: str | None = None,
-            concurrency: int | None = None, fused_moe: bool = True) -> Prediction:
+            concurrency: int | None = None, fused_moe: bool = True,
+            runtime: str | None = None) -> Prediction:
     """Run ``d`` as its benchmark ran (``concurrency`` clients, ``requests_per_client`` x
     ``concurrency`` requests of ``isl``/``osl`` tokens, TP ``tp``, the engine as deployed:
     :func:`engine_settings`, or the policy ``scheduler`` with the same budget), its pipeline
@@ -316,6 +329,14 @@ def predict(d: Deployment, acc: Accelerator | str = "gpu/h100", requests_per_cli
     default, and the ``--request-count`` of aiconfigurator's genai-perf runner; its
     ``--warmup-request-count`` of 2 per client is drained before the measured requests
     start, so the measured phase opens with the same burst) is used throughout.
+
+    ``runtime`` (None: the design's own, ``ideal`` on gpu/h100: each kernel launched alone)
+    runs the design's GPUs under that launch protocol (:func:`engine_design`). The engines
+    replay CUDA graphs (``cuda_graph``: kernels back to back, each paying ``launch_b2b_us``,
+    the protocol the kernel tables were timed under), which prices each kernel of a decode
+    step as the tables do, but with it alone the dense models' rows lose the time the
+    isolated launches stood in for (a per-iteration engine cost not modelled), so the rows
+    are still run as before: docs/serving.md, "Decode step of gpt-oss-120b, op by op".
 
     A vLLM row of a MoE model with 4-bit experts (gpt-oss) prices each block's routed experts
     as vLLM's fused MoE call (:func:`moe_routing`; ``fused_moe=False``: as separate expert
@@ -344,7 +365,8 @@ def predict(d: Deployment, acc: Accelerator | str = "gpu/h100", requests_per_cli
         "max_batched_tokens": eng.token_budget}
     # a 16-bit checkpoint run in fp8 (FORMATS); a checkpoint's own precision: its formats
     fmts = FORMATS[d.precision] if checkpoint_precision(ZOO[d.model_path]) == "" else {}
-    run = run_serving(acc, ZOO[d.model_path], tp=d.tp, concurrency=d.concurrency,
+    run = run_serving(engine_design(acc, runtime) if runtime else acc, ZOO[d.model_path], tp=d.tp,
+                      concurrency=d.concurrency,
                       isl=str(d.isl), osl=str(d.osl),
                       requests=requests_per_client * d.concurrency,
                       iteration_overhead_ms=iteration_overhead_ms, scheduler=policy,

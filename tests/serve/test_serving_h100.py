@@ -10,12 +10,13 @@ import pytest
 
 import archsim
 from archsim.api import device_build
-from archsim.serve.cost import model_shape
+from archsim.serve.cost import Batch, IterationCost, model_shape
 from archsim.validation.serving_h100 import (
     ZOO,
     Prediction,
     checkpoint_precision,
     disaggregated_setup,
+    engine_design,
     load_deployments,
     median_errors,
     predict,
@@ -95,6 +96,41 @@ def test_representative_rows_within_the_stated_band(rows, h100, backend, tp, isl
     # (vLLM's TTFT was 2.3x the measured one with the engines' default 8192-token budget)
     assert p.tpot_error == pytest.approx(0.0, abs=0.25), (d, p)
     assert p.ttft_error == pytest.approx(0.0, abs=0.25), (d, p)
+
+
+def test_engine_design_sets_the_launch_protocol_of_every_gpu_unit(h100):
+    # an engine's CUDA-graph replay (predict(runtime="cuda_graph")): the design's GPUs under
+    # runtime cuda_graph; the design is left alone when it already runs it
+    g = engine_design(h100, "cuda_graph")
+    assert g.units[0].spec.runtime == "cuda_graph" and h100.units[0].spec.runtime == "ideal"
+    assert engine_design(g, "cuda_graph") is g
+    assert engine_design("gpu/h100", "ideal").units[0].spec.runtime == "ideal"
+
+
+def test_gpt_oss_decode_step_pays_back_to_back_launches_per_kernel(h100):
+    # one decode iteration of gpt-oss-120b at TP 4, 64 requests of 1536 keys (docs/serving.md
+    # "Decode step of gpt-oss-120b, op by op"). Each of the 36 blocks has 8 kernels whose cost
+    # is a launch plus a body -- 2 RMSNorms, 2 residual adds, rope, the QKV, output and router
+    # GEMMs -- and 4 whose per-call cost is their own kernel-table fit (the paged FA3 call,
+    # the fused MoE call, the two custom all-reduces); outside the blocks the embedding
+    # gather, the final norm and the LM head pay a launch, the embedding's all-reduce does
+    # not. Replayed back to back (runtime cuda_graph) each launch is launch_b2b_us (1.94 us)
+    # instead of an isolated launch_overhead_us (5 us): (36 x 8 + 3) x 3.06 us = 890.46 us
+    # less per iteration, to the clock cycle each op's time is counted in
+    spec = h100.units[0].spec
+    per_kernel_s = (spec.launch_overhead_us - spec.launch_b2b_us) * 1e-6
+    assert per_kernel_s == pytest.approx(3.06e-6)
+    step = Batch(chunks=[], decodes=64, decode_keys=64 * 1536, emit=64)
+    times = []
+    for design in (h100, engine_design(h100, "cuda_graph")):
+        b = device_build(design, attention_kernel="paged", tp_allreduce="auto",
+                         moe_routing="balanced")
+        ic = IterationCost(design, ZOO["openai/gpt-oss-120b"], tp=4, build=b)
+        assert ic.layers == 36
+        times.append(ic.cost(step).time_s)
+    kernels = 36 * 8 + 3
+    assert times[0] - times[1] == pytest.approx(kernels * per_kernel_s,
+                                                abs=kernels / spec.clock_hz)
 
 
 def test_median_errors_and_table_on_hand_made_predictions(rows):
