@@ -595,8 +595,10 @@ class TensorCoreGpu(Unit[GpuMapping]):
             return self._estimate_stream(op, "vector", op.input_bytes() + op.weight_bytes(),
                                          op.output_bytes(), op.vector_ops(), sfu,
                                          serial_s=serial, l2_reread_b=extra)
-        if extra and op.input_bytes() <= s.l2.l2_bytes * s.l2.usable_fraction:
-            # the re-reads hit L2 (the tensor fits): charged on the L2 at its bandwidth
+        reread = op.stream_bytes() if isinstance(op, Norm) else op.input_bytes()
+        if extra and reread <= s.l2.l2_bytes * s.l2.usable_fraction:
+            # the re-reads hit L2 (the tensor re-read fits: a fused residual norm's new
+            # stream): charged on the L2 at its bandwidth
             return self._estimate_stream(op, "vector", op.input_bytes() + op.weight_bytes(),
                                          op.output_bytes(), op.vector_ops(), sfu,
                                          l2_extra_b=extra)

@@ -100,3 +100,16 @@ def test_streaming_families_price_the_same_bytes(design):
     vec = ROWS * COLS * 2
     assert e.dram_read_bytes == pytest.approx(2 * vec + COLS * 2)
     assert e.dram_write_bytes == pytest.approx(2 * vec)
+
+
+def test_gpu_fused_reread_hits_l2_when_the_stream_fits():
+    # the second pass re-reads the new stream only: a stream that fits in L2's usable part
+    # is re-read from L2 even when the two inputs together do not fit
+    u = archsim.load("gpu/h100").units[0]
+    l2 = u.spec.l2.l2_bytes * u.spec.l2.usable_fraction
+    rows = int(0.9 * l2 / (COLS * 2))
+    f = Norm(name="f", rows=rows, cols=COLS, norm="rmsnorm", residual=True, a_format=BF16)
+    assert f.stream_bytes() <= l2 < f.input_bytes()
+    e = u.estimate(f)
+    assert e.dram_read_bytes == pytest.approx(f.input_bytes() + f.weight_bytes())
+    assert e.dram_write_bytes == pytest.approx(f.output_bytes())
