@@ -504,11 +504,19 @@ class Softmax(_VectorOp):
 
 @dataclass(frozen=True, kw_only=True)
 class Norm(_VectorOp):
-    """Layer normalisation (``norm="layernorm"``) or RMS normalisation (``"rmsnorm"``)."""
+    """Layer normalisation (``norm="layernorm"``) or RMS normalisation (``"rmsnorm"``).
+
+    ``residual=True`` is the residual add fused into the norm, one kernel as serving
+    engines run it (vLLM's ``fused_add_rms_norm``, SGLang, TensorRT-LLM): it reads the
+    sublayer's output and the residual stream, writes the new stream (their sum) and the
+    normalised output, one add per element more; its re-read pass reads the new stream
+    (:meth:`stream_bytes`). Its ``role`` stays ``norm``.
+    """
 
     kind: ClassVar[str] = "norm"
     norm: str = "layernorm"
     role: str = "norm"
+    residual: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -517,7 +525,21 @@ class Norm(_VectorOp):
                                         self.name))
 
     def _ops_per_element(self) -> int:
-        return VECTOR_OPS_PER_ELEMENT[self.norm]
+        return VECTOR_OPS_PER_ELEMENT[self.norm] + (VECTOR_OPS_PER_ELEMENT["add"] if self.residual else 0)
+
+    def stream_bytes(self) -> float:
+        """Bytes of the one tensor the norm normalises (``rows x cols``); a fused residual
+        add reads and writes one more of them."""
+        return self.elements * self.a_format.bytes_per_element
+
+    def input_bytes(self) -> float:
+        return (1 + int(self.residual)) * self.stream_bytes()
+
+    def output_bytes(self) -> float:
+        return (1 + int(self.residual)) * self.stream_bytes()
+
+    def describe(self) -> str:
+        return super().describe() + (" +residual" if self.residual else "")
 
     def weight_bytes(self) -> float:
         per = 2 if self.norm == "layernorm" else 1

@@ -45,7 +45,7 @@ from archsim.workloads.ops import Attention, Norm, Op, Softmax
 
 __all__ = ["attention_tc_format", "row_quant_s", "row_quant_fixed_s", "ROW_CHUNK_ELEMS",
            "AttentionTime", "attention_time",
-           "cta_imbalance", "cta_pairs", "vector_read_passes",
+           "cta_imbalance", "cta_pairs", "vector_read_passes", "vector_reread_bytes",
            "softmax_reread_s", "softmax_path", "softmax_steps", "softmax_global_s",
            "softmax_global_reread_b", "SOFTMAX_BLOCK_THREADS", "SOFTMAX_REG_MAX",
            "softmax_register_s", "softmax_register_blocks", "SOFTMAX_TWO_BLOCKS_MAX_ILP",
@@ -87,7 +87,8 @@ def norm_pass_s(spec: GpuSpec, op: Op) -> float | None:
         return None
     rate = spec.cuda_core.norm_scalar_bytes_per_clock
     assert rate is not None
-    return 2.0 * op.input_bytes() / (rate * spec.sm_count * spec.clock_hz)
+    assert isinstance(op, Norm)
+    return 2.0 * op.stream_bytes() / (rate * spec.sm_count * spec.clock_hz)
 
 
 #: PyTorch's softmax over rows wider than _SOFTMAX_PERSISTENT_COLS (``host_softmax`` in
@@ -221,6 +222,15 @@ def vector_read_passes(op: Op) -> int:
     if isinstance(op, Norm):
         return 2
     return 1
+
+
+def vector_reread_bytes(op: Op) -> float:
+    """Bytes a vector kernel's passes after the first read (:func:`vector_read_passes`):
+    the input again, or for a norm the one tensor it normalises (a fused residual add's
+    second pass reads the new stream it wrote, not both inputs: vLLM's
+    ``fused_add_rms_norm_kernel``)."""
+    one = op.stream_bytes() if isinstance(op, Norm) else op.input_bytes()
+    return (vector_read_passes(op) - 1) * one
 
 
 #: Query rows per CTA (FlashAttention-2 forward, head_dim 128); also the key tile.
@@ -363,7 +373,7 @@ def softmax_reread_s(spec: GpuSpec, op: Op) -> float:
     if (not rate or not isinstance(op, Softmax) or softmax_global_s(spec, op) is not None
             or softmax_register_s(spec, op) is not None):
         return 0.0
-    extra = (vector_read_passes(op) - 1) * op.input_bytes()
+    extra = vector_reread_bytes(op)
     return extra / (rate * spec.sm_count * spec.clock_hz)
 
 

@@ -53,7 +53,7 @@ from archsim.arch.gpu.kernels import (
     softmax_register_s,
     softmax_reread_s,
     unit_attention_time,
-    vector_read_passes,
+    vector_reread_bytes,
 )
 from archsim.arch.gpu.lower import lower_attention, lower_gemm, lower_stream
 from archsim.arch.gpu.moe import estimate_fused_moe, moe_kernel_spec
@@ -560,7 +560,7 @@ class TensorCoreGpu(Unit[GpuMapping]):
             return self._estimate_stream(op, "attn_fused", 0.0, 0.0, op.vector_ops(), sfu,
                                          launch=False)
 
-        extra = (vector_read_passes(op) - 1) * op.input_bytes()
+        extra = vector_reread_bytes(op)
         s = self.spec
         passes = norm_pass_s(s, op)
         if passes is not None:
@@ -595,8 +595,10 @@ class TensorCoreGpu(Unit[GpuMapping]):
             return self._estimate_stream(op, "vector", op.input_bytes() + op.weight_bytes(),
                                          op.output_bytes(), op.vector_ops(), sfu,
                                          serial_s=serial, l2_reread_b=extra)
-        if extra and op.input_bytes() <= s.l2.l2_bytes * s.l2.usable_fraction:
-            # the re-reads hit L2 (the tensor fits): charged on the L2 at its bandwidth
+        reread = op.stream_bytes() if isinstance(op, Norm) else op.input_bytes()
+        if extra and reread <= s.l2.l2_bytes * s.l2.usable_fraction:
+            # the re-reads hit L2 (the tensor re-read fits: a fused residual norm's new
+            # stream): charged on the L2 at its bandwidth
             return self._estimate_stream(op, "vector", op.input_bytes() + op.weight_bytes(),
                                          op.output_bytes(), op.vector_ops(), sfu,
                                          l2_extra_b=extra)

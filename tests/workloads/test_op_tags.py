@@ -20,7 +20,7 @@ from archsim.serve.cost import Batch, IterationCost
 from archsim.workloads.errors import WorkloadError
 from archsim.workloads.graph import Workload
 from archsim.workloads.models.transformer import TransformerShape, build_transformer
-from archsim.workloads.ops import Attention, Gemm
+from archsim.workloads.ops import Attention, Gemm, Norm
 from archsim.workloads.parallel import ParallelPlan, without_collectives
 from archsim.workloads.tags import ATTENTION_CORE_ROLES, EXPERT_ROLES, ROLES
 from archsim.workloads.zoo import transformer_shape
@@ -69,10 +69,13 @@ def test_decoder_tags(attention):
         core = [op for op in w.ops() if op.role == "qk"]
         assert roles["av"] == roles["attn"] == n
     assert sorted(op.block for op in core) == list(range(n))
-    # one per block: qkv, proj, rope, two norms, two residuals, gate/up/down, activation
+    # one per block: qkv, proj, rope, two norms, gate/up/down, activation; the two residual
+    # adds run inside the norm after each (fused inference: the next block's ln1, ln2, the
+    # final norm; block 0's ln1 priced alike), so no residual op is left
     for r in ("qkv", "proj", "rope", "ffn_gate", "ffn_up", "ffn_down", "act"):
         assert roles[r] == n, r
-    assert roles["norm"] == 2 * n + 1 and roles["residual"] == 2 * n     # + final norm
+    assert roles["norm"] == 2 * n + 1 and roles["residual"] == 0     # + final norm
+    assert sum(op.residual for op in w.ops() if isinstance(op, Norm)) == 2 * n + 1
     assert roles["embedding"] == 1 and roles["lm_head"] == 1
     # outside the blocks: embedding, final norm, head; every op has a known role
     assert {op.role for op in w.ops() if op.block is None} == {"embedding", "norm", "lm_head"}

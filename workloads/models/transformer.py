@@ -64,7 +64,14 @@ Counting rules (documented choices):
   the router stays fp16.
 
 Kernels (``kernels=``): ``fused`` (default) is one kernel per op above, as a tuned engine
-runs the model (dropout folded into the residual add). ``eager_amp`` is what PyTorch eager
+runs the model (dropout folded into the residual add); in its inference graphs (prefill,
+decode) of a pre-norm RMSNorm model each residual add is fused into the norm after it (the
+next block's ``ln1``, the block's ``ln2``, ``final_norm``): one ``Norm(residual=True)``
+that reads the branch and the stream and writes the new stream and the normalised output,
+as vLLM's ``fused_add_rms_norm`` (SGLang, TensorRT-LLM: the same kernel); no
+``...residual`` op is left (one with no norm after it stays an add). Training graphs keep
+the add (Megatron fuses bias + dropout + add, not the norm), and so do LayerNorm and
+post-norm models (vLLM runs ``nn.LayerNorm`` alone). ``eager_amp`` is what PyTorch eager
 runs for the Hugging Face module code under ``torch.autocast(amp)`` with fp32 parameters
 (the usual mixed-precision training script): every linear layer's fp32 weight is cast to
 ``amp`` once per step (``...cast_w``; autocast's cast cache) and its input is cast when it
@@ -523,6 +530,43 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
             return add(name, layer, m, d, [x, res], fmt=FP32, role="residual")
         return add(name, layer, m, d, [x, res], more=int(drop), role="residual")
 
+    # serving engines run a pre-norm block's residual add and the RMSNorm after it as one
+    # kernel (vLLM's fused_add_rms_norm, SGLang, TensorRT-LLM): fused inference graphs defer
+    # each such add (name, block, branch, stream) into that norm; eager PyTorch and training
+    # (Megatron fuses bias + dropout + add, not the norm) keep the add as its own kernel
+    fuse_add = not eager and ph != "train" and s.pre_norm and s.norm == "rmsnorm"
+    pending: list[tuple[str, int | None, Op, Op | str]] = []
+
+    def res_add(name: str, layer: str, x: Op, res: Op | str) -> Op:
+        """The residual add ``x + res``, or (``fuse_add``) deferred to the next norm."""
+        if fuse_add:
+            pending.append((name, blk, x, res))
+            return x
+        return residual(name, layer, x, res)
+
+    def pre_norm(name: str, layer: str, x: Op) -> tuple[Op, Op | str]:
+        """(the norm's output, the residual stream after it): a deferred residual add fused
+        into the norm (one ``Norm(residual=True)`` reading the branch and the stream,
+        writing the new stream and the output), else a plain norm of ``x``. The first norm
+        of the stream (block 0's ``ln1``; the final norm of a model without blocks) has no
+        add before it and is priced as the fused kernel too (vLLM's first layer runs a plain
+        RMSNorm: one hidden vector read and written too many per forward), so that every
+        block is priced alike and a model is exactly the sum of its per-block units
+        (``workloads.parallel.block_kinds``: serving and plans)."""
+        if not fuse_add:
+            return norm(name, layer, x), x
+        after: list[Op | str] = list(pending.pop()[2:]) if pending else [x]
+        op = b.add(Norm(name=name, rows=m, cols=d, norm=s.norm, residual=True, layer=layer,
+                        block=blk, role="norm", a_format=wide), after)
+        return op, op
+
+    def flush_add() -> Op:
+        """The deferred residual add as its own kernel (no norm follows it)."""
+        name, bk, branch, stream = pending.pop()
+        return b.add(Elementwise(name=name, rows=m, cols=d, fn="add", inputs=2,
+                                 layer=f"blocks.{bk}", block=bk, role="residual",
+                                 a_format=vec), [branch, stream])
+
     def activation(L: str, up: Op, gate: Op | None) -> Op:
         """The FFN activation; eager_amp runs the module's expression kernel by kernel."""
         if not eager:
@@ -725,8 +769,7 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
     for i in range(s.layers):
         L = f"blocks.{i}"
         blk = i
-        res = x
-        h_in = norm(f"{L}.ln1", L, x) if s.pre_norm else x
+        h_in, res = pre_norm(f"{L}.ln1", L, x) if s.pre_norm else (x, x)
         if s.is_mla:
             proj = mla(L, h_in)
         else:
@@ -778,11 +821,10 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
             proj = lin(f"{L}.attn.proj", L, m, d, h * hd, "proj", [ctx_op], bias=row_bias)
         proj = all_reduce(f"{L}.attn.allreduce", L, proj)
         proj = dropout(f"{L}.attn.dropout_out", L, m, d, proj)
-        x = residual(f"{L}.attn.residual", L, proj, res)
+        x = res_add(f"{L}.attn.residual", L, proj, res)
         if not s.pre_norm:
             x = norm(f"{L}.ln1", L, x)
-        res = x
-        f_in = norm(f"{L}.ln2", L, x) if s.pre_norm else x
+        f_in, res = pre_norm(f"{L}.ln2", L, x) if s.pre_norm else (x, x)
         if s.is_moe and i >= s.dense_layers:
             down = moe(L, f_in)
         elif s.ffn_kind == "swiglu":
@@ -796,14 +838,16 @@ def build_transformer(s: TransformerShape, phase: str | None = None, batch: int 
             down = lin(f"{L}.ffn.down", L, m, d, ffn, "ffn_down", [act], bias=row_bias)
         down = all_reduce(f"{L}.ffn.allreduce", L, down)
         down = dropout(f"{L}.ffn.dropout_out", L, m, d, down)
-        x = residual(f"{L}.ffn.residual", L, down, res)
+        x = res_add(f"{L}.ffn.residual", L, down, res)
         if not s.pre_norm:
             x = norm(f"{L}.ln2", L, x)
 
     # --- head ---------------------------------------------------------------------------
     blk = None
     if s.final_norm:
-        x = norm("final_norm", "head", x)
+        x = pre_norm("final_norm", "head", x)[0]
+    elif pending:
+        x = flush_add()
     if s.kind == "decoder":
         rows = m if ph == "train" else batch
         if s.emb != d:
