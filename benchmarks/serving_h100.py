@@ -27,6 +27,17 @@ before the fused MoE reached serving, on the same commit.
 CUDA-graph replay, kernels back to back; default: gpu/h100's own, ``ideal``, each kernel
 launched alone; :func:`archsim.validation.serving_h100.engine_design`).
 
+``--engine E`` runs every row with the serving engine E's host time (``archsim serve
+--engine``; default ``auto``: each row's own backend and release,
+:func:`archsim.validation.serving_h100.engine_for`; ``none``: no host time and the design's
+own runtime, the model before the engines' host time came in).
+
+``--fit-host`` fits each engine's host time (:data:`archsim.serve.engine.ENGINES`) on its
+fit rows (:data:`archsim.validation.serving_h100.HOST_FIT_ROWS`): runs them without host
+time under CUDA-graph replay and prints the least-absolute-deviation ``a + b x n`` (ms) of
+measured - predicted mean TPOT against the running requests ``n``
+(:func:`archsim.validation.serving_h100.fit_host`).
+
 ``--disaggregated`` runs instead the disaggregated rows of the served models, with the decode
 slots (``decode_batch_size x decode_num_workers``) as the client count the rows do not give
 (an assumption: docs/serving.md, "Disaggregated rows"); 20-45 s per row.
@@ -42,9 +53,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import archsim  # noqa: E402
 from archsim.arch.gpu.host import RUNTIMES  # noqa: E402
+from archsim.serve.engine import ENGINES, GRAPH_RUNTIME  # noqa: E402
 from archsim.validation.serving_h100 import (  # noqa: E402
+    RESERVED_SLOTS,
     ZOO,
     Deployment,
+    engine_for,
+    fit_host,
+    host_fit_engine,
     load_deployments,
     median_errors,
     predict,
@@ -74,12 +90,13 @@ def disaggregated(per_client: int) -> int:
 
 
 def _filters(argv: list[str]) -> tuple[dict[str, str], list[str]]:
-    """``--model/--precision/--backend/--runtime VALUE`` pairs out of ``argv``; the rest."""
+    """``--model/--precision/--backend/--runtime/--engine VALUE`` pairs out of ``argv``; the
+    rest."""
     got: dict[str, str] = {}
     rest: list[str] = []
     it = iter(argv)
     for a in it:
-        if a in ("--model", "--precision", "--backend", "--runtime"):
+        if a in ("--model", "--precision", "--backend", "--runtime", "--engine"):
             v = next(it, None)
             if v is None:
                 print(f"{a}: expected a value", file=sys.stderr)
@@ -96,9 +113,30 @@ def _keep(d: Deployment, f: dict[str, str]) -> bool:
             and f.get("backend", d.backend) == d.backend)
 
 
+def fit(per_client: int) -> int:
+    """Each engine's host time on its fit rows (module doc)."""
+    acc = archsim.load("gpu/h100")
+    points: dict[str, list[tuple[int, float]]] = {}
+    for d in load_deployments():
+        e = host_fit_engine(d) if unsupported(d) is None else None
+        if e is None:
+            continue
+        p = predict(d, acc, requests_per_client=per_client, runtime=GRAPH_RUNTIME,
+                    engine=None)
+        n = max(1, d.concurrency - RESERVED_SLOTS[d.backend])
+        points.setdefault(e, []).append((n, d.tpot_ms - p.tpot_ms))
+    for e, pts in points.items():
+        a, b = fit_host(pts)
+        print(f"{e}: {len(pts)} fit rows, host {a:.2f} ms + {b:.3f} ms x running requests "
+              f"(shipped: {ENGINES[e].per_iteration_ms} + {ENGINES[e].per_seq_ms})")
+    return 0
+
+
 def main(argv: list[str]) -> int:
     if argv and argv[0] == "--disaggregated":
         return disaggregated(int(argv[1]) if len(argv) > 1 else 10)
+    if argv and argv[0] == "--fit-host":
+        return fit(int(argv[1]) if len(argv) > 1 else 10)
     fused = "--separate-experts" not in argv
     argv = [a for a in argv if a != "--separate-experts"]
     filt, argv = _filters(argv)
@@ -106,17 +144,23 @@ def main(argv: list[str]) -> int:
     if filt.get("runtime", "ideal") not in RUNTIMES:
         print(f"--runtime: expected one of {', '.join(RUNTIMES)}", file=sys.stderr)
         return 2
+    engine = filt.get("engine", "auto")
+    if engine != "auto" and engine not in ENGINES:
+        print(f"--engine: expected auto or one of {', '.join(ENGINES)}", file=sys.stderr)
+        return 2
     rows = [d for d in load_deployments() if _keep(d, filt)]
     why = Counter(r for r in (unsupported(d) for d in rows) if r)
     ok = [d for d in rows if unsupported(d) is None]
     acc = archsim.load("gpu/h100")
     preds = []
-    print("line backend model tp isl osl conc | TTFT meas pred err | TPOT meas pred err")
+    print("line backend release engine model tp isl osl conc | TTFT meas pred err | TPOT meas "
+          "pred err")
     for d in ok:
         p = predict(d, acc, requests_per_client=per_client, fused_moe=fused,
-                    runtime=filt.get("runtime"))
+                    runtime=filt.get("runtime"), engine=None if engine == "none" else engine)
         preds.append(p)
-        print(f"{d.line} {d.backend} {d.model} {d.tp} {d.isl} {d.osl} {d.concurrency} | "
+        print(f"{d.line} {d.backend} {d.version or '-'} {engine_for(d)} {d.model} {d.tp} "
+              f"{d.isl} {d.osl} {d.concurrency} | "
               f"{d.ttft_ms:.1f} {p.ttft_ms:.1f} {p.ttft_error:+.0%} | {d.tpot_ms:.2f} "
               f"{p.tpot_ms:.2f} {p.tpot_error:+.0%}", flush=True)
     print(f"\n{len(ok)} of {len(rows)} rows expressible; {per_client} requests per client\n")

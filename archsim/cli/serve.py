@@ -41,6 +41,7 @@ from archsim.cli.common import (
 )
 from archsim.mapper.overlap import OVERLAP_HELP
 from archsim.serve.cluster import ROUTERS
+from archsim.serve.engine import ENGINES
 from archsim.serve.outputs import plot_serving, write_timeline
 from archsim.serve.replica import KV_MANAGERS, ORDERS, POLICIES, PREEMPTIONS
 from archsim.serve.session import run_serving
@@ -143,6 +144,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "blocks, as serving engines do; uniform: every layer keeps every token's")
     s.add_argument("--iteration-overhead-ms", type=float, default=0.0,
                    help="engine time per iteration outside the ops (ms; default 0)")
+    s.add_argument("--engine", choices=tuple(ENGINES),
+                   help="a serving engine's host time per iteration, fitted on measured "
+                   "H100 deployments (vllm: >= 0.14, hidden behind the GPU by async "
+                   "scheduling; vllm-sync: earlier releases; trtllm; sglang), with the "
+                   "GPUs' ideal runtime replaced by CUDA-graph replay (default: none, the "
+                   "hardware alone; docs/serving.md 'Engine host time')")
     o = p.add_argument_group("metrics and output")
     o.add_argument("--slo", default="", help="per request: ttft=2s,tpot=100ms[,e2e=..]; "
                    "run percentiles: tbt_p99=100ms, ttft_p90=200ms, ...")
@@ -188,7 +195,7 @@ def run(args: argparse.Namespace) -> int:
         scheduler=args.scheduler, chunk=args.chunk, max_num_seqs=args.max_num_seqs,
         max_batched_tokens=args.max_batched_tokens, order=args.order,
         preemption=args.preemption, block_size=args.block_size, kv_manager=args.kv_manager,
-        iteration_overhead_ms=args.iteration_overhead_ms, slo=args.slo,
+        iteration_overhead_ms=args.iteration_overhead_ms, engine=args.engine, slo=args.slo,
         attainment=args.attainment, find_capacity=args.find_capacity, fidelity=args.fidelity,
         constraints=args.constraints, decode_constraints=args.decode_constraints,
         a_format=args.a_format, w_format=args.w_format, kv_format=args.kv_format,

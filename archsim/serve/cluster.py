@@ -369,10 +369,13 @@ class Simulation:
                 chunks, dec, swap_t = rep.schedule()
                 if chunks or dec:
                     b, c = rep.run(chunks, dec)
+                    sp = rep.spec
+                    host = sp.overhead_s + sp.overhead_per_seq_s * (len(chunks) + len(dec))
                     if rep.pipeline is None:
-                        dt = c.time_s + swap_t + rep.spec.overhead_s
+                        dt = (max(c.time_s, host) + swap_t if sp.overlap_host
+                              else c.time_s + swap_t + host)
                     else:      # through the stages, behind the other engines' batches
-                        dt = rep.pipeline.run(now, swap_t + rep.spec.overhead_s,
+                        dt = rep.pipeline.run(now, swap_t + host,
                                               [x.time_s for x in rep.cost.stage_costs(b)])
                     if dec and rep.kv.used > rep.device_blocks:   # KV offload: host blocks
                         dt += offload_exposed_s(rep.offload_bytes(), rep.spec.host_gbps,

@@ -54,6 +54,12 @@ class SchedulerSpec:
         overhead_s: serving-engine time per iteration outside the model's ops (CPU
             scheduling, sampling, kernel launches), added to every iteration; 0 by default
             (a hardware model has none). docs/serving.md fits it for DistServe's engine.
+        overhead_per_seq_s: engine host time per sequence in the batch (s; decodes and
+            prompt chunks), with ``overhead_s`` the iteration's host time
+            (:class:`~archsim.serve.engine.EngineHost`).
+        overlap_host: True: the host's time overlaps the GPU's (an async engine: the
+            iteration takes max(GPU, host)); False: added to it. Pipeline-parallel
+            replicas always add it (vLLM turns async scheduling off there).
         kv_manager: ``hybrid`` (default: sliding-window layers keep only their window's KV
             blocks, as vLLM's hybrid KV cache manager, SGLang's and TensorRT-LLM's
             sliding-window pools; :class:`~archsim.serve.kv.KVLayout`) or ``uniform``
@@ -72,6 +78,8 @@ class SchedulerSpec:
     host_gbps: float = 64.0
     overhead_s: float = 0.0
     kv_manager: str = "hybrid"
+    overhead_per_seq_s: float = 0.0
+    overlap_host: bool = False
 
 
 def layout_for(cost: IterationCost, spec: SchedulerSpec) -> KVLayout:

@@ -177,6 +177,10 @@ def _deployment(setup: ServeSetup, sim: Simulation) -> dict[str, Any]:
     p = setup.pool
     sch = p.scheduler
     sched = policy_for(sch.policy).label(sch) + f", {sch.order}, preempt by {sch.preemption}"
+    if sch.overhead_s or sch.overhead_per_seq_s:
+        sched += (f", host {sch.overhead_s * 1e3:.3g} ms + {sch.overhead_per_seq_s * 1e3:.3g} "
+                  "ms/sequence per iteration, "
+                  + ("hidden behind the GPU step" if sch.overlap_host else "after the GPU step"))
     if setup.decode is None:
         summary = f"{p.replicas} replica(s) x {p.label()}, router {setup.router}"
     else:

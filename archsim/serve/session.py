@@ -40,6 +40,7 @@ from archsim.mapper.overlap import parse_overlap
 from archsim.run_request import RunWarning
 from archsim.serve.cluster import PoolSpec, ServeSetup, parse_link
 from archsim.serve.cost import model_shape, span_layout
+from archsim.serve.engine import graph_runtime, with_engine
 from archsim.serve.metrics import SLO, BenchmarkReport, ServeResult, parse_slo
 from archsim.serve.replica import SchedulerSpec
 from archsim.serve.requests import (
@@ -314,7 +315,7 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
                 kv_offload_gb: float = 0.0, overlap: str = "none",
                 weight_sparsity: float = 0.0, w_group_size: int = 0,
                 act_order: bool = False, kv_manager: str = "hybrid",
-                moe_routing: str | None = None) -> ServingRun:
+                moe_routing: str | None = None, engine: str | None = None) -> ServingRun:
     """Simulate serving ``model`` on ``design`` (docs/serving.md).
 
     Args:
@@ -344,6 +345,11 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
         scheduler, chunk, max_num_seqs, max_batched_tokens, order, preemption, block_size:
             the batching policy (``vllm``, ``orca``, ``sarathi``) and its limits.
         iteration_overhead_ms: engine time per iteration outside the ops (ms).
+        engine: a serving engine's host time per iteration (``vllm``, ``vllm-sync``,
+            ``trtllm``, ``sglang``, ``none``; :data:`~archsim.serve.engine.ENGINES`), with
+            the GPUs' ``ideal`` runtime replaced by CUDA-graph replay, as the engines run
+            decode steps (:func:`~archsim.serve.engine.graph_runtime`); excludes
+            ``iteration_overhead_ms``. None (default): no host time, the design's runtime.
         kv_manager: ``hybrid`` (default: sliding-window layers keep only their window's
             KV blocks, as the engines do) or ``uniform`` (every layer every token's;
             :class:`~archsim.serve.replica.SchedulerSpec`).
@@ -425,6 +431,14 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
             raise WorkloadError(Problem("give the replica's degrees either as --plan or as "
                                         "--tp/--pp/--ep, not both", "--plan"))
         tp, pp, ep = parse_plan(plan, "--plan")
+    psch = sch
+    if engine is not None:
+        if iteration_overhead_ms:
+            raise WorkloadError(Problem("--engine sets the host time of every iteration; "
+                                        "give --engine or --iteration-overhead-ms, not both",
+                                        "--iteration-overhead-ms"))
+        psch = with_engine(sch, engine, pp)
+        acc = graph_runtime(acc)
     decode = None
     dacc: Accelerator | None = None
     if decode_design is not None:
@@ -433,6 +447,8 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
                                         "--decode-design"))
         dacc = (decode_design if isinstance(decode_design, Accelerator)
                 else load(decode_design, overrides))
+        if engine is not None:
+            dacc = graph_runtime(dacc)
         if dacc.name == acc.name and dacc.raw == acc.raw:
             dacc = None              # the same design: one pool model, as before
     kernel, why = serving_attention_kernel(acc, attention_kernel)
@@ -451,7 +467,9 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
                                     weight_sparsity=weight_sparsity,
                                     w_group_size=w_group_size, act_order=act_order,
                                     moe_routing=moe_routing))
-        decode = PoolSpec(decode_replicas, dtp, sch, dpp, dep, dacc, dbuild)
+        decode = PoolSpec(decode_replicas, dtp,
+                          sch if engine is None else with_engine(sch, engine, dpp), dpp, dep,
+                          dacc, dbuild)
     else:
         for flag, v in (("--decode-tp", decode_tp), ("--decode-pp", decode_pp),
                         ("--decode-ep", decode_ep), ("--decode-plan", decode_plan)):
@@ -465,7 +483,7 @@ def run_serving(design: str | Accelerator, model: str, *, overrides: Sequence[st
         if why and note is not None:
             note(why)
         return run
-    setup = ServeSetup(model, PoolSpec(replicas, tp, sch, pp, ep), decode, router,
+    setup = ServeSetup(model, PoolSpec(replicas, tp, psch, pp, ep), decode, router,
                        parse_link(kv_link), memory_fraction, fidelity, constraints,
                        decode_constraints,
                        device_build(acc, a_format, w_format, kv_format=kv_format,

@@ -15,24 +15,31 @@ attention, DeepSeek's dense then MoE blocks) serve one block per kind (``Iterati
 :func:`unsupported` says why another is not. A disaggregated row's deployment (prefill and
 decode pools with their plans and batch caps, its precision, the KV link) is built by
 :func:`disaggregated_setup`, but the row carries no client count, so :func:`predict` runs it
-only for a given ``concurrency``. Splits for fit/check are by model or by
-backend (:func:`group`), never at random (docs/serving.md, "Measured deployments").
+only for a given ``concurrency``. Each row runs with its engine's host time per iteration
+(:func:`engine_for`, ``archsim serve --engine``), fitted on one model per engine
+(:data:`HOST_FIT_ROWS`, :func:`fit_host`) and checked on the others. Splits for fit/check
+are by model or by backend, never at random (docs/serving.md, "Measured deployments",
+"Engine host time").
 """
 
 from __future__ import annotations
 
 import csv
+import re
 import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from archsim.api import device_build, load
 from archsim.arch.accelerator import Accelerator, load_data
 from archsim.arch.reference import reference_dir
 from archsim.serve.cluster import PoolSpec, ServeSetup, parse_link
 from archsim.serve.cost import model_shape
+from archsim.serve.engine import graph_runtime, with_engine
 from archsim.serve.replica import SchedulerSpec
 from archsim.serve.run import benchmark_report, serve
 from archsim.serve.session import REQUESTS_PER_CLIENT, closed_loop_requests, run_serving
@@ -44,7 +51,8 @@ __all__ = ["Deployment", "Prediction", "ZOO", "EngineSettings", "engine_settings
            "RESERVED_SLOTS", "deployments_path", "load_deployments", "checkpoint_precision",
            "unsupported", "predict", "disaggregated_setup", "FORMATS", "DISAGG_LINK",
            "median_errors", "render_markdown", "VLLM_MOE_ROUTING", "moe_routing",
-           "engine_design"]
+           "engine_design", "engine_for", "fit_host", "HOST_FIT_ROWS", "host_fit_engine",
+           "VLLM_ASYNC_FROM"]
 
 _DATA = Path(__file__).resolve().parents[2] / "tests" / "data"
 _HF = _DATA / "hf_dense"
@@ -131,6 +139,72 @@ def engine_settings(d: Deployment) -> EngineSettings:
                           max(1, d.concurrency - RESERVED_SLOTS[d.backend]))
 
 
+#: First vLLM release with async scheduling on by default (its release notes, 2026-01-20:
+#: "Async scheduling is now enabled by default", pipeline parallelism excluded; the change
+#: is vllm-project/vllm#27614, merged in the last week of 2025).
+VLLM_ASYNC_FROM = (0, 14)
+
+
+def _release(version: str) -> tuple[int, ...] | None:
+    """``0.12.0`` -> (0, 12, 0); None when the column is empty or not numeric."""
+    parts = []
+    for p in version.split("."):
+        m = re.match(r"\d+", p)
+        if m is None:
+            break
+        parts.append(int(m.group()))
+        if m.end() < len(p):            # 0rc3: a pre-release of 0
+            break
+    return tuple(parts) or None
+
+
+def engine_for(d: Deployment) -> str:
+    """The ``--engine`` (:data:`archsim.serve.engine.ENGINES`) a row's backend and release
+    ran as: TensorRT-LLM ``trtllm``, SGLang ``sglang``, vLLM ``vllm`` from
+    :data:`VLLM_ASYNC_FROM` on (async scheduling; ``vllm-sync`` with pipeline stages, which
+    ``engine_host`` resolves) and ``vllm-sync`` before. A vLLM row without a release is
+    taken as synchronous (an assumption: docs/serving.md "Engine host time" shows those rows
+    both ways)."""
+    if d.backend != "vllm":
+        return d.backend
+    rel = _release(d.version)
+    return "vllm" if rel is not None and rel[:2] >= VLLM_ASYNC_FROM else "vllm-sync"
+
+
+#: The rows each engine's host time is fitted on: one model (bf16 rows) of one release per
+#: engine; the engine's other models and releases are its check rows (docs/serving.md
+#: "Engine host time"). vLLM's async engine (``vllm``) reuses the synchronous engine's
+#: host time (the same work, hidden): nothing is fitted on its rows.
+HOST_FIT_ROWS = {"trtllm": ("meta-llama/Llama-3.1-8B-Instruct", "1.0.0rc3"),
+                 "vllm-sync": ("Qwen/Qwen3-32B", "0.12.0"),
+                 "sglang": ("Qwen/Qwen3-32B", "0.5.1.post1")}
+
+
+def host_fit_engine(d: Deployment) -> str | None:
+    """The engine whose host time ``d`` is a fit row of (:data:`HOST_FIT_ROWS`), else None
+    (a check row)."""
+    e = engine_for(d)
+    return e if (d.model_path, d.version) == HOST_FIT_ROWS.get(e) and not d.precision else None
+
+
+def fit_host(points: Sequence[tuple[int, float]]) -> tuple[float, float]:
+    """The host time ``a + b x n`` (ms) that fits ``(n, residual ms)`` points with the least
+    absolute deviation, ``a, b >= 0`` (a host cannot give time back): the residual is a
+    row's measured mean TPOT minus its prediction without host time, ``n`` the requests it
+    runs at once. Grid of 0.01 ms in ``a`` and 0.001 ms in ``b``, the resolution the fit
+    rows resolve (their TPOTs are given to 0.01 ms)."""
+    n = np.array([p[0] for p in points], dtype=float)
+    r = np.array([p[1] for p in points], dtype=float)
+    a = np.arange(0, 1001) * 0.01                         # 0 ... 10 ms
+    best = (np.inf, 0.0, 0.0)
+    for b in np.arange(0, 201) * 0.001:                   # 0 ... 0.2 ms per sequence
+        dev = np.abs(r[None, :] - a[:, None] - b * n[None, :]).sum(axis=1)
+        i = int(dev.argmin())
+        if dev[i] < best[0] - 1e-12:
+            best = (float(dev[i]), float(a[i]), float(b))
+    return round(best[1], 2), round(best[2], 3)
+
+
 def engine_design(acc: Accelerator | str, runtime: str) -> Accelerator:
     """``acc`` with every GPU unit under ``runtime`` (``units[i].runtime``, as ``archsim serve
     --runtime`` sets it: ``cuda_graph`` for a serving engine's CUDA-graph replay, kernels
@@ -145,7 +219,8 @@ def engine_design(acc: Accelerator | str, runtime: str) -> Accelerator:
 class Deployment:
     """One measured row (the columns used; lengths in tokens, times in ms). Disaggregated
     rows: ``prefill`` and ``decode`` = (workers, tp, pp, batch size) of each pool (the
-    ``prefill_*`` / ``decode_*`` columns; zeros on aggregated rows)."""
+    ``prefill_*`` / ``decode_*`` columns; zeros on aggregated rows). ``version``: the
+    ``backend_version`` column (empty on some rows)."""
 
     backend: str
     model_path: str
@@ -164,6 +239,7 @@ class Deployment:
     prefill: tuple[int, int, int, int] = (0, 0, 0, 0)
     decode: tuple[int, int, int, int] = (0, 0, 0, 0)
     moe_tp: int = 0
+    version: str = ""
 
     @property
     def model(self) -> str:
@@ -216,7 +292,7 @@ def load_deployments(path: str | Path | None = None) -> list[Deployment]:
                 float(r["silicon_ttft_ms"]), float(r["silicon_tpot_ms"]), line,
                 tuple(_int(r[f"prefill_{k}"]) for k in _POOL),     # type: ignore[arg-type]
                 tuple(_int(r[f"decode_{k}"]) for k in _POOL),      # type: ignore[arg-type]
-                _int(r["moe_tp_size"])))
+                _int(r["moe_tp_size"]), r.get("backend_version", "").strip()))
     return out
 
 
@@ -319,7 +395,7 @@ def disaggregated_setup(d: Deployment, acc: Accelerator) -> ServeSetup:
 def predict(d: Deployment, acc: Accelerator | str = "gpu/h100", requests_per_client: int = REQUESTS_PER_CLIENT,
             iteration_overhead_ms: float = 0.0, scheduler: str | None = None,
             concurrency: int | None = None, fused_moe: bool = True,
-            runtime: str | None = None) -> Prediction:
+            runtime: str | None = None, engine: str | None = "auto") -> Prediction:
     """Run ``d`` as its benchmark ran (``concurrency`` clients, ``requests_per_client`` x
     ``concurrency`` requests of ``isl``/``osl`` tokens, TP ``tp``, the engine as deployed:
     :func:`engine_settings`, or the policy ``scheduler`` with the same budget), its pipeline
@@ -330,19 +406,23 @@ def predict(d: Deployment, acc: Accelerator | str = "gpu/h100", requests_per_cli
     ``--warmup-request-count`` of 2 per client is drained before the measured requests
     start, so the measured phase opens with the same burst) is used throughout.
 
-    ``runtime`` (None: the design's own, ``ideal`` on gpu/h100: each kernel launched alone)
-    runs the design's GPUs under that launch protocol (:func:`engine_design`). The engines
-    replay CUDA graphs (``cuda_graph``: kernels back to back, each paying ``launch_b2b_us``,
-    the protocol the kernel tables were timed under), which prices each kernel of a decode
-    step as the tables do, but with it alone the dense models' rows lose the time the
-    isolated launches stood in for (a per-iteration engine cost not modelled), so the rows
-    are still run as before: docs/serving.md, "Decode step of gpt-oss-120b, op by op".
+    ``runtime`` (None: the design's own) runs the design's GPUs under that launch protocol
+    (:func:`engine_design`). With an ``engine`` (below) a GPU under ``ideal`` (each kernel
+    launched alone) runs ``cuda_graph`` instead (kernels back to back, each paying
+    ``launch_b2b_us``: how the engines replay a decode step and how the kernel tables were
+    timed), and the engine's host time per iteration is added to (or, for vLLM's async
+    scheduling, overlapped with) every iteration: docs/serving.md, "Engine host time".
 
     A vLLM row of a MoE model with 4-bit experts (gpt-oss) prices each block's routed experts
     as vLLM's fused MoE call (:func:`moe_routing`; ``fused_moe=False``: as separate expert
     GEMMs, the model before).
     A disaggregated row (:func:`disaggregated_setup`) runs with ``concurrency`` clients,
     which the row does not give.
+
+    ``engine``: the serving engine's host time per iteration (``archsim serve --engine``):
+    ``auto`` (default) the row's backend and release (:func:`engine_for`), a name of
+    :data:`archsim.serve.engine.ENGINES`, or None (no host time, the design's runtime:
+    the model before the engines' host time came in).
 
     Raises:
         WorkloadError: ``d`` is not expressible (:func:`unsupported`).
@@ -352,10 +432,17 @@ def predict(d: Deployment, acc: Accelerator | str = "gpu/h100", requests_per_cli
             raise WorkloadError(Problem(f"line {d.line}: a disaggregated row needs the "
                                         "client count (concurrency=N)", "concurrency"))
         h100 = acc if isinstance(acc, Accelerator) else load(acc)
+        setup = disaggregated_setup(d, h100)
+        name = engine_for(d) if engine == "auto" else engine
+        if name is not None:
+            h100 = graph_runtime(h100)
+            pools = [replace(p, scheduler=with_engine(p.scheduler, name, p.pp))
+                     for p in (setup.pool, setup.decode) if p is not None]
+            setup = replace(setup, pool=pools[0], decode=pools[1])
         raw: dict = {}
         reqs = closed_loop_requests(concurrency, str(d.isl), str(d.osl),
                                     requests_per_client * concurrency, 0)
-        serve(h100, disaggregated_setup(d, h100), reqs, raw_out=raw, concurrency=concurrency)
+        serve(h100, setup, reqs, raw_out=raw, concurrency=concurrency)
         rep = benchmark_report(raw, concurrency)
         return Prediction(d, rep.ttft_ms["mean"], rep.tpot_ms["mean"])
     eng = engine_settings(d)
@@ -374,6 +461,7 @@ def predict(d: Deployment, acc: Accelerator | str = "gpu/h100", requests_per_cli
                       pp=max(1, d.pp), ep=max(1, d.moe_ep), a_format=fmts.get("a_format"),
                       w_format=fmts.get("w_format"), kv_format=fmts.get("kv_format"),
                       moe_routing=moe_routing(d, fused_moe),
+                      engine=engine_for(d) if engine == "auto" else engine,
                       **budget)  # type: ignore[arg-type]
     b = run.benchmark
     assert b is not None            # closed-loop runs always carry the report

@@ -160,6 +160,7 @@ VALUES: dict[str, dict[str, list[str]]] = {
               "--chunk": ["64"], "--max-num-seqs": ["1"], "--max-batched-tokens": ["64"],
               "--block-size": ["32"], "--iteration-overhead-ms": ["1"],
               "--kv-manager": ["uniform"], "--moe-routing": ["balanced"],
+              "--engine": ["trtllm"],
               "--slo": ["ttft=1ms"], "--attainment": ["0.5"], "--constraints": ["{tmp}/c.yaml"],
               "--decode-constraints": ["{tmp}/c.yaml"], "--timeline": ["{tmp}/tl.json"],
               "--plot": ["{tmp}/p.png"], "--pp": ["2"], "--ep": ["2"], "--cp": ["2"],
