@@ -80,8 +80,10 @@ P_POW2, P_BBSHIFT = 16, 17  # 1 when every address field count is a power of two
 N_P = 24
 # tab rows (small tables, width 16)
 T_AFIELD, T_ACOUNT, T_LVL, T_FAN, T_SCOPE, T_ASHIFT = range(6)
-N_TAB = 6
-# con rows (one column per constraint, grouped by preceding command via con_ptr)
+T_CWIN = 6  # per command: its first rolling-window constraint (its rows without come first)
+N_TAB = 7
+# con rows (one column per constraint, grouped by preceding command via con_ptr; within a
+# command the rows without a rolling window first, up to tab[T_CWIN, cmd])
 K_LEVEL, K_NEXT, K_LAT, K_WIN, K_WSLOT = range(5)
 # bst rows (per bank): open row (-1: precharged), queued requests hitting the open row
 B_OPEN, B_HITS = 0, 1
@@ -583,9 +585,10 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
                         sched[misc[M_NDIRTY]] = ch
                         misc[M_NDIRTY] += 1
                 s_left[sid] -= 1
-                s_addr[sid] += BB
                 s_out[sid] += 1
-                addr = s_addr[sid]
+                if mode != MODE_TRACE:  # (a trace request is one burst: s_addr read-only)
+                    s_addr[sid] += BB
+                    addr = s_addr[sid]
             if not waiting and held:  # all bursts queued: the slot goes back
                 ring[slot, R_NEXT] = misc[M_RFREE]
                 misc[M_RFREE] = slot
@@ -807,25 +810,28 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
             bk[bank, BK_DB] = 1
             dbl[c, chs[c, H_NDB]] = bank
             chs[c, H_NDB] += 1
-        # bank-scope command: the rows of the timing table, one node per level
-        for k in range(con_ptr[cmd], con_ptr[cmd + 1]):
+        # bank-scope command: the rows of the timing table, one node per level; the rows
+        # without a rolling window first (no window test per row), then those with one
+        kw = tab[T_CWIN, cmd]
+        for k in range(con_ptr[cmd], kw):
             ku = _U(k)
             lv = conf[ku]
             node = c if lv == 0 else (l1 + rk if lv == 1 else (l2 + gn if lv == 2 else l3 + bank))
-            w = conf[ku + _U(K_WIN * NCON)]
-            nxt = conf[ku + _U(K_NEXT * NCON)]
-            if w <= 1:
-                v = t + conf[ku + _U(K_LAT * NCON)]
-            else:  # rolling window (nFAW): wait for the oldest of the last w
-                ws = con[K_WSLOT, k]
-                n = hist_n[node, ws]
-                i = n % w
-                hist[node, ws, i] = t
-                hist_n[node, ws] = n + 1
-                i = 0 if i + 1 == w else i + 1  # (n + 1) % w without a second division
-                v = hist[node, ws, i] + con[K_LAT, k] if n + 1 >= w else -1
-            ni = _U(node * N_CMD + nxt)
-            nxf[ni] = imax(v, nxf[ni])  # (branch-free: v is data)
+            ni = _U(node * N_CMD + conf[ku + _U(K_NEXT * NCON)])
+            nxf[ni] = imax(t + conf[ku + _U(K_LAT * NCON)], nxf[ni])  # (branch-free)
+        for k in range(kw, con_ptr[cmd + 1]):  # rolling window (nFAW): the oldest of w
+            lv = con[K_LEVEL, k]
+            node = c if lv == 0 else (l1 + rk if lv == 1 else (l2 + gn if lv == 2 else l3 + bank))
+            w = con[K_WIN, k]
+            ws = con[K_WSLOT, k]
+            n = hist_n[node, ws]
+            i = n % w
+            hist[node, ws, i] = t
+            hist_n[node, ws] = n + 1
+            i = 0 if i + 1 == w else i + 1  # (n + 1) % w without a second division
+            if n + 1 >= w:
+                ni = _U(node * N_CMD + con[K_NEXT, k])
+                nxf[ni] = imax(hist[node, ws, i] + con[K_LAT, k], nxf[ni])
         cu = _U(c * N_CMD)
         for k in range(N_CMD):  # one command per cycle on the channel's command bus
             nxf[cu + _U(k)] = imax(nxf[cu + _U(k)], t + 1)
@@ -960,18 +966,21 @@ def run_trace(inst, addr, is_write, arrival, s_end):
     ``s_end``. Plain Python: it calls the engine's own compiled signature of ``core``
     (int64 1-D arrays), so a trace compiles nothing beyond it.
 
-    The per-stream work arrays (a copy of the addresses, bursts left, bursts queued, the
-    write flags, finished ids) are the rows of one block: numpy asks Linux for huge pages
-    for an allocation this large, where five separate arrays of 8 bytes per request were
-    fresh 4 KiB pages on every call (~2,000 page faults for 200,000 requests, ~10 % of a
-    sequential trace's CPU time)."""
+    The per-stream work arrays (bursts left, bursts queued, the write flags, finished ids)
+    are the rows of one block: numpy asks Linux for huge pages for an allocation this
+    large, where separate arrays of 8 bytes per request were fresh 4 KiB pages on every
+    call (~2,000 page faults for 200,000 requests, ~10 % of a sequential trace's CPU
+    time). Trace mode reads the addresses in place (never writes them) and sets bursts
+    left, finished ids and ``s_end`` of every request itself, so only the bursts-queued
+    row is zeroed (no calloc of the whole block)."""
     n = addr.shape[0]
     zero = np.int64(0)
-    w = np.zeros((5, max(n, 1)), np.int64)
-    w[0, :n] = addr
-    w[3, :n] = is_write
-    return core(inst, np.int64(MODE_TRACE), zero, zero, zero, w[0], w[1], w[2], w[3], s_end,
-                w[4], np.ascontiguousarray(arrival, np.int64))
+    w = np.empty((4, max(n, 1)), np.int64)
+    w[1, :n] = 0
+    w[2, :n] = is_write
+    return core(inst, np.int64(MODE_TRACE), zero, zero, zero,
+                np.ascontiguousarray(addr, np.int64), w[0], w[1], w[2], s_end, w[3],
+                np.ascontiguousarray(arrival, np.int64))
 
 
 _guard_cache(issue_inst)  # stale cross-file cache entries (sim/jitcache.py)
