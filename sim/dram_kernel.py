@@ -825,7 +825,7 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
             w = con[K_WIN, k]
             ws = con[K_WSLOT, k]
             n = hist_n[node, ws]
-            i = n % w
+            i = n & (w - 1) if w & (w - 1) == 0 else n % w  # (nFAW: w = 4, no division)
             hist[node, ws, i] = t
             hist_n[node, ws] = n + 1
             i = 0 if i + 1 == w else i + 1  # (n + 1) % w without a second division
