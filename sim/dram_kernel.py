@@ -435,6 +435,7 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
         if mode == MODE_TRACE and act_batch and run_slot < 0:
             if ptr < n_tr and arrival[ptr] <= act_now and misc[M_RING_N] < cap:
                 s_left[ptr] = 1
+                s_out[ptr] = 0
                 s_end[ptr] = act_now
                 sid_new = ptr
                 run_slot = misc[M_RFREE]
@@ -971,12 +972,11 @@ def run_trace(inst, addr, is_write, arrival, s_end):
     large, where separate arrays of 8 bytes per request were fresh 4 KiB pages on every
     call (~2,000 page faults for 200,000 requests, ~10 % of a sequential trace's CPU
     time). Trace mode reads the addresses in place (never writes them) and sets bursts
-    left, finished ids and ``s_end`` of every request itself, so only the bursts-queued
-    row is zeroed (no calloc of the whole block)."""
+    left, bursts queued, finished ids and ``s_end`` of every request itself (at its
+    activation), so the block is not zeroed (no calloc)."""
     n = addr.shape[0]
     zero = np.int64(0)
     w = np.empty((4, max(n, 1)), np.int64)
-    w[1, :n] = 0
     w[2, :n] = is_write
     return core(inst, np.int64(MODE_TRACE), zero, zero, zero,
                 np.ascontiguousarray(addr, np.int64), w[0], w[1], w[2], s_end, w[3],
