@@ -620,9 +620,12 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
                 bkey, bage = INF, INF
                 bcmd, bslot, bra, bbg, bba = -1, -1, 0, 0, 0
                 rdue = False
+                due = INF  # the next refresh due after now (it preempts a later command)
                 if refresh:
                     for r in range(RK):
-                        if ref_due[ch * RK + r] <= now:
+                        d = ref_due[ch * RK + r]
+                        due = d if (d > now) & (d < due) else due
+                        if d <= now:
                             rdue = True
                             noinc = True
                             e, cmd, g, b = _refresh_pick(p, tab, nx, bst, ch, r, now)
@@ -730,12 +733,6 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
                         bkey, bcmd, bslot, bra, bbg, bba = e * 4 + 3, C_PRE, -1, r, g, b
                 bt = bkey >> 2 if bkey < INF else INF
                 # a refresh falling due before that command preempts it: re-decide
-                due = INF
-                if refresh:
-                    for r in range(RK):
-                        d = ref_due[ch * RK + r]
-                        if d > now and d < due:
-                            due = d
                 if due < INF and due <= bt:
                     chs[ch, H_REDO] = due
                     chs[ch, H_DIRTY] = 3
