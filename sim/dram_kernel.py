@@ -433,6 +433,7 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
         if mode == MODE_TRACE and act_batch and run_slot < 0:
             if ptr < n_tr and arrival[ptr] <= act_now and misc[M_RING_N] < cap:
                 s_left[ptr] = 1
+                s_out[ptr] = 0
                 s_end[ptr] = act_now
                 sid_new = ptr
                 run_slot = misc[M_RFREE]
@@ -583,9 +584,10 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
                         sched[misc[M_NDIRTY]] = ch
                         misc[M_NDIRTY] += 1
                 s_left[sid] -= 1
-                s_addr[sid] += BB
                 s_out[sid] += 1
-                addr = s_addr[sid]
+                if mode != MODE_TRACE:  # (a trace request is one burst: s_addr read-only)
+                    s_addr[sid] += BB
+                    addr = s_addr[sid]
             if not waiting and held:  # all bursts queued: the slot goes back
                 ring[slot, R_NEXT] = misc[M_RFREE]
                 misc[M_RFREE] = slot
@@ -616,9 +618,12 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
                 bkey, bage = INF, INF
                 bcmd, bslot, bra, bbg, bba = -1, -1, 0, 0, 0
                 rdue = False
+                due = INF  # the next refresh due after now (it preempts a later command)
                 if refresh:
                     for r in range(RK):
-                        if ref_due[ch * RK + r] <= now:
+                        d = ref_due[ch * RK + r]
+                        due = d if (d > now) & (d < due) else due
+                        if d <= now:
                             rdue = True
                             noinc = True
                             e, cmd, g, b = _refresh_pick(p, tab, nx, bst, ch, r, now)
@@ -726,12 +731,6 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
                         bkey, bcmd, bslot, bra, bbg, bba = e * 4 + 3, C_PRE, -1, r, g, b
                 bt = bkey >> 2 if bkey < INF else INF
                 # a refresh falling due before that command preempts it: re-decide
-                due = INF
-                if refresh:
-                    for r in range(RK):
-                        d = ref_due[ch * RK + r]
-                        if d > now and d < due:
-                            due = d
                 if due < INF and due <= bt:
                     chs[ch, H_REDO] = due
                     chs[ch, H_DIRTY] = 3
@@ -819,7 +818,7 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
             else:  # rolling window (nFAW): wait for the oldest of the last w
                 ws = con[K_WSLOT, k]
                 n = hist_n[node, ws]
-                i = n % w
+                i = n & (w - 1) if w & (w - 1) == 0 else n % w  # (nFAW: w = 4, no division)
                 hist[node, ws, i] = t
                 hist_n[node, ws] = n + 1
                 i = 0 if i + 1 == w else i + 1  # (n + 1) % w without a second division
@@ -960,18 +959,20 @@ def run_trace(inst, addr, is_write, arrival, s_end):
     ``s_end``. Plain Python: it calls the engine's own compiled signature of ``core``
     (int64 1-D arrays), so a trace compiles nothing beyond it.
 
-    The per-stream work arrays (a copy of the addresses, bursts left, bursts queued, the
-    write flags, finished ids) are the rows of one block: numpy asks Linux for huge pages
-    for an allocation this large, where five separate arrays of 8 bytes per request were
-    fresh 4 KiB pages on every call (~2,000 page faults for 200,000 requests, ~10 % of a
-    sequential trace's CPU time)."""
+    The per-stream work arrays (bursts left, bursts queued, the write flags, finished ids)
+    are the rows of one block: numpy asks Linux for huge pages for an allocation this
+    large, where separate arrays of 8 bytes per request were fresh 4 KiB pages on every
+    call (~2,000 page faults for 200,000 requests, ~10 % of a sequential trace's CPU
+    time). Trace mode reads the addresses in place (never writes them) and sets bursts
+    left, bursts queued, finished ids and ``s_end`` of every request itself (at its
+    activation), so the block is not zeroed (no calloc)."""
     n = addr.shape[0]
     zero = np.int64(0)
-    w = np.zeros((5, max(n, 1)), np.int64)
-    w[0, :n] = addr
-    w[3, :n] = is_write
-    return core(inst, np.int64(MODE_TRACE), zero, zero, zero, w[0], w[1], w[2], w[3], s_end,
-                w[4], np.ascontiguousarray(arrival, np.int64))
+    w = np.empty((4, max(n, 1)), np.int64)
+    w[2, :n] = is_write
+    return core(inst, np.int64(MODE_TRACE), zero, zero, zero,
+                np.ascontiguousarray(addr, np.int64), w[0], w[1], w[2], s_end, w[3],
+                np.ascontiguousarray(arrival, np.int64))
 
 
 _guard_cache(issue_inst)  # stale cross-file cache entries (sim/jitcache.py)

@@ -16,6 +16,7 @@ from archsim.sim import (
     peak_bytes_per_s,
     simulate_requests,
 )
+from archsim.sim import dram as D
 from archsim.sim.dram import eval_latency
 from archsim.sim.dram_presets import COMMAND_SCOPE, LEVELS, PRESETS
 
@@ -259,3 +260,40 @@ def test_spec_errors_name_the_field() -> None:
     with pytest.raises(DramConfigError, match="unknown DramSpec field"):
         dram_preset("HBM3", colums=3)
     assert COMMANDS[:5] == ("ACT", "PRE", "RD", "WR", "REF")
+
+
+@pytest.mark.parametrize("name", PRESET_NAMES)
+def test_resolve_gives_fresh_state_per_call(name: str) -> None:
+    """resolve reuses the tables of a spec object but every call gets its own arrays: a run
+    on one instance leaves the next one zeroed, the flat views alias their own 2-D arrays,
+    the queue rows stay 64-byte aligned, and a second trace equals the first."""
+    spec = dram_preset(name)
+    a = D.resolve(spec, ring_capacity=8)
+    b = D.resolve(spec, ring_capacity=8)
+    for f in a._fields:
+        assert not np.shares_memory(getattr(a, f), getattr(b, f)), f
+    a.nx[:] = 7
+    a.stats[:] = 7
+    c = D.resolve(spec, ring_capacity=8)
+    assert not c.nx.any() and not c.stats.any()
+    assert np.shares_memory(c.nxf, c.nx) and np.shares_memory(c.conf, c.con)
+    assert c.q.ctypes.data % 64 == 0
+    rng = np.random.default_rng(1)
+    addr = rng.integers(0, spec.capacity_bytes() // spec.burst_bytes, 500) * spec.burst_bytes
+    wr = rng.random(500) < 0.3
+    r1 = simulate_requests(spec, addr, wr, np.zeros(500, np.int64), max_outstanding=8)
+    r2 = simulate_requests(spec, addr, wr, np.zeros(500, np.int64), max_outstanding=8)
+    assert np.array_equal(r1.completion_cycles, r2.completion_cycles)
+    assert r1.stats == r2.stats
+
+
+def test_trace_leaves_the_callers_arrays_unchanged() -> None:
+    """Trace mode reads the caller's int64 address array in place: it must not write it."""
+    spec = dram_preset("DDR4-2400")
+    addr = np.arange(300, dtype=np.int64) * spec.burst_bytes * 7
+    wr = np.arange(300) % 3 == 0
+    arr = np.arange(300, dtype=np.int64) // 4
+    keep = (addr.copy(), wr.copy(), arr.copy())
+    res = simulate_requests(spec, addr, wr, arr, max_outstanding=4)
+    assert all(np.array_equal(x, y) for x, y in zip((addr, wr, arr), keep))
+    assert (res.completion_cycles > arr).all()  # every entry set (the array is np.empty)
