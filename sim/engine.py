@@ -148,8 +148,9 @@ def _ceil_scale(x, num, den):
 # Measured on benchmarks/bench_sim.py (1M tasks): separate int64 arrays 350 ns/task,
 # one 64-byte row 190, this 16-byte row ~140-190 (noisy shared machine). Graphs without
 # DRAM and with one priority run in the calendar-queue loop of sim/engine_bucket.py
-# (~50-60 CPU-ns per task on the same graph), which packs its own flat table of the same
-# four columns (sim.engine_bucket.pack_bucket) from the successors the DAG check built.
+# (~45-50 CPU-ns per task on the same graph), which packs its own table of the same
+# four fields in one 8-byte word per task (sim.engine_bucket.pack_bucket) from the
+# successors the DAG check built.
 @njit(cache=True)
 def _pack(resource, eff_dur, is_dram, priority, op_index, dep_ptr, dep_idx, wtype, width,
           n_res):
@@ -521,18 +522,19 @@ def run(tg: TaskGraph, dram_configs: Sequence[DramSpec] = (), *,
     wtype = np.zeros((), np.int64 if big else np.int32)
     cap = np.ascontiguousarray(tg.resource_capacity, np.int32)
     dep_ptr = np.ascontiguousarray(tg.dep_ptr, np.int64)
-    if max_dur < MAX_BUCKETS and uniform and not (any_mem and is_dram.any()):
+    if max_dur < MAX_BUCKETS and uniform and not big and not (any_mem and is_dram.any()):
         # the common case: calendar queue (sim/engine_bucket.py), same results
         # big arrays allocated by numpy: huge pages (see taskgraph.successors_csr)
         succ_ptr, succ_idx = tg.successors
-        tt = np.empty(4 * (T + 1), wtype.dtype)
-        rcount, busy = pack_bucket(res, eff, dep_ptr, succ_ptr, R, tt)
+        tt = np.empty(T + 1, np.int64)
+        aside = np.empty(2 * T, np.int64)  # written only for rare tasks (pack_bucket)
+        rcount, busy = pack_bucket(res, eff, dep_ptr, succ_ptr, R, tt, aside)
         start = np.empty(T if record_task_times else 1, np.int64)
         end = np.empty(T if record_task_times else 1, np.int64)
         makespan, finished, op_s, op_e = kernel_bucket(
-            tt, succ_idx, np.ascontiguousarray(tg.op_index, np.int32), rcount, cap,
+            tt, aside, succ_idx, np.ascontiguousarray(tg.op_index, np.int32), rcount, cap,
             len(tg.op_names), bucket_count(max_dur), record_task_times,
-            np.empty(4 * (T + 1), wtype.dtype), start, end)
+            np.empty(4 * (T + 1), np.int32), start, end)
         events = finished
     else:
         # priority and op columns only when used (fewer bytes per task, see _pack)
