@@ -38,7 +38,7 @@ from numba import njit, typed
 
 from archsim.sim import dram_kernel as K
 from archsim.sim.dram import DramSpec, dram_preset, resolve
-from archsim.sim.engine_bucket import MAX_BUCKETS, bucket_count, kernel_bucket, pack_bucket
+from archsim.sim.engine_bucket import bucket_count, kernel_bucket, pack_bucket
 from archsim.sim.errors import SimInputError
 from archsim.sim.jitcache import guard as _guard_cache
 from archsim.sim.taskgraph import MODEL_BANDWIDTH, MODEL_DRAM, TaskGraph
@@ -451,31 +451,15 @@ def _inst_list(insts: list) -> typed.List:
     return typed.List.empty_list(_EMPTY_INST_TYPE)
 
 
-def run(tg: TaskGraph, dram_configs: Sequence[DramSpec] = (), *,
-        record_task_times: bool = True) -> SimStats:
-    """Simulate a task graph.
-
-    Args:
-        tg: the task graph (validated at build).
-        dram_configs: DRAM specs; a DRAM resource uses ``dram_configs[dram_index]``
-            (each DRAM resource has its own state).
-        record_task_times: keep per-task start/end arrays (2 x 8 bytes per task).
-
-    Returns:
-        SimStats in the task graph's clock.
-
-    Raises:
-        SimInputError: a DRAM resource refers to a missing config, or a task never
-            finishes (cannot happen for a validated DAG).
-    """
+def _run_heap(tg: TaskGraph, res: np.ndarray, cap: np.ndarray, dep_ptr: np.ndarray,
+              res_inst: np.ndarray, insts: list, specs: list, record: bool) -> tuple:
+    """The heap loop of :func:`run` (graphs the calendar loop does not take): effective
+    durations, DRAM streams, the packed table, :func:`_kernel_plain` or :func:`_kernel`."""
     T, R = tg.num_tasks, tg.num_resources
     model = tg.resource_model
-    res = np.ascontiguousarray(tg.resource, np.int32)
-    any_mem, max_dur, uniform = _graph_facts(np.ascontiguousarray(tg.kind, np.int8),
-                                             np.ascontiguousarray(tg.duration, np.int64),
-                                             np.ascontiguousarray(tg.priority, np.int32))
-    res_inst = np.full(R, -1, np.int64)
-    insts: list[Any] = []
+    any_mem, max_dur, _ = _graph_facts(np.ascontiguousarray(tg.kind, np.int8),
+                                       np.ascontiguousarray(tg.duration, np.int64),
+                                       np.ascontiguousarray(tg.priority, np.int32))
     pe_fs: list[int] = []
     pd_fs: list[int] = []
     eff = np.ascontiguousarray(tg.duration, np.int64)
@@ -496,13 +480,7 @@ def run(tg: TaskGraph, dram_configs: Sequence[DramSpec] = (), *,
             addr = tg.mem_addr.astype(np.int64)
             is_write = (tg.kind == 2).astype(np.int64)
     for r in np.flatnonzero(model == MODEL_DRAM):
-        ci = int(tg.dram_index[r])
-        if ci >= len(dram_configs):
-            raise SimInputError(f"resource {tg.resource_names[r]!r}: dram_index {ci} but only "
-                                f"{len(dram_configs)} dram_configs given")
-        spec = dram_configs[ci]
-        res_inst[r] = len(insts)
-        insts.append(resolve(spec, ring_capacity=int(tg.resource_capacity[r])))
+        spec = specs[res_inst[r]]
         # clock periods in femtoseconds: exact integer time conversion
         pe_fs.append(max(1, round(1e15 / tg.clock_hz)))
         pd_fs.append(max(1, round(spec.tck_ps * 1000)))
@@ -520,15 +498,69 @@ def run(tg: TaskGraph, dram_configs: Sequence[DramSpec] = (), *,
     # table type: int32 unless an id, an edge count or a duration needs int64
     big = tg.dep_idx.size >= 2**31 - 1 or T >= 2**31 - 1 or max_dur >= 2**31 - 1
     wtype = np.zeros((), np.int64 if big else np.int32)
+    # priority and op columns only when used (fewer bytes per task, see _pack)
+    wide = len(tg.op_names) > 1 or bool(np.any(tg.priority != 0))
+    tt, succ, rcount = _pack(res, eff, is_dram, np.ascontiguousarray(tg.priority),
+                             np.ascontiguousarray(tg.op_index), dep_ptr,
+                             np.ascontiguousarray(tg.dep_idx), wtype, 6 if wide else 4, R)
+    if not insts:       # no DRAM: the loop without the DRAM controller compiled
+        return _kernel_plain(tt, succ, cap, len(tg.op_names), record)
+    return _kernel(tt, succ, cap, res_inst, len(tg.op_names), addr, burst_n, is_write,
+                   _inst_list(insts), np.asarray(pe_fs + [1], np.int64),
+                   np.asarray(pd_fs + [1], np.int64), record)
+
+
+def run(tg: TaskGraph, dram_configs: Sequence[DramSpec] = (), *,
+        record_task_times: bool = True) -> SimStats:
+    """Simulate a task graph.
+
+    Args:
+        tg: the task graph (validated at build).
+        dram_configs: DRAM specs; a DRAM resource uses ``dram_configs[dram_index]``
+            (each DRAM resource has its own state).
+        record_task_times: keep per-task start/end arrays (2 x 8 bytes per task).
+
+    Returns:
+        SimStats in the task graph's clock.
+
+    Raises:
+        SimInputError: a DRAM resource refers to a missing config, or a task never
+            finishes (cannot happen for a validated DAG).
+    """
+    T, R = tg.num_tasks, tg.num_resources
+    model = tg.resource_model
+    res = np.ascontiguousarray(tg.resource, np.int32)
     cap = np.ascontiguousarray(tg.resource_capacity, np.int32)
     dep_ptr = np.ascontiguousarray(tg.dep_ptr, np.int64)
-    if max_dur < MAX_BUCKETS and uniform and not big and not (any_mem and is_dram.any()):
-        # the common case: calendar queue (sim/engine_bucket.py), same results
-        # big arrays allocated by numpy: huge pages (see taskgraph.successors_csr)
+    res_inst = np.full(R, -1, np.int64)
+    insts: list[Any] = []
+    specs: list[DramSpec] = []
+    for r in np.flatnonzero(model == MODEL_DRAM):
+        ci = int(tg.dram_index[r])
+        if ci >= len(dram_configs):
+            raise SimInputError(f"resource {tg.resource_names[r]!r}: dram_index {ci} but only "
+                                f"{len(dram_configs)} dram_configs given")
+        res_inst[r] = len(insts)
+        specs.append(dram_configs[ci])
+        insts.append(resolve(dram_configs[ci], ring_capacity=int(tg.resource_capacity[r])))
+    # ids and edge offsets fit the calendar loop's int32 fields (a larger graph: heap loop)
+    fits = tg.dep_idx.size < 2**31 - 1 and T < 2**31 - 1
+    ok = False
+    if fits:
+        # the common case: calendar queue (sim/engine_bucket.py), same results; the
+        # packing pass also checks that the graph qualifies (no DRAM memory task, one
+        # priority, effective durations < MAX_BUCKETS) and gives up at the first task
+        # that does not. Big arrays allocated by numpy: huge pages (successors_csr)
         succ_ptr, succ_idx = tg.successors
+        rate = np.where(model == MODEL_BANDWIDTH, tg.bytes_per_cycle * tg.efficiency, 0.0)
         tt = np.empty(T + 1, np.int64)
         aside = np.empty(2 * T, np.int64)  # written only for rare tasks (pack_bucket)
-        rcount, busy = pack_bucket(res, eff, dep_ptr, succ_ptr, R, tt, aside)
+        ok, max_dur, rcount, busy = pack_bucket(
+            res, np.ascontiguousarray(tg.duration, np.int64),
+            np.ascontiguousarray(tg.kind, np.int8), np.ascontiguousarray(tg.priority, np.int32),
+            np.ascontiguousarray(tg.mem_bytes, np.int64), np.ascontiguousarray(rate, np.float64),
+            dep_ptr, succ_ptr, R, tt, aside)
+    if ok:
         start = np.empty(T if record_task_times else 1, np.int64)
         end = np.empty(T if record_task_times else 1, np.int64)
         makespan, finished, op_s, op_e = kernel_bucket(
@@ -537,19 +569,8 @@ def run(tg: TaskGraph, dram_configs: Sequence[DramSpec] = (), *,
             np.empty(4 * (T + 1), np.int32), start, end)
         events = finished
     else:
-        # priority and op columns only when used (fewer bytes per task, see _pack)
-        wide = len(tg.op_names) > 1 or bool(np.any(tg.priority != 0))
-        tt, succ, rcount = _pack(res, eff, is_dram, np.ascontiguousarray(tg.priority),
-                                 np.ascontiguousarray(tg.op_index), dep_ptr,
-                                 np.ascontiguousarray(tg.dep_idx), wtype, 6 if wide else 4, R)
-        if not insts:       # no DRAM: the loop without the DRAM controller compiled
-            makespan, finished, events, busy, start, end, op_s, op_e = _kernel_plain(
-                tt, succ, cap, len(tg.op_names), record_task_times)
-        else:
-            makespan, finished, events, busy, start, end, op_s, op_e = _kernel(
-                tt, succ, cap, res_inst, len(tg.op_names), addr, burst_n, is_write,
-                _inst_list(insts), np.asarray(pe_fs + [1], np.int64),
-                np.asarray(pd_fs + [1], np.int64), record_task_times)
+        makespan, finished, events, busy, start, end, op_s, op_e = _run_heap(
+            tg, res, cap, dep_ptr, res_inst, insts, specs, record_task_times)
     if finished != T:
         raise SimInputError(f"only {finished} of {T} tasks finished (dependency cycle?)")
     # action totals do not depend on timing: one vectorised pass (bincount adds in input

@@ -45,6 +45,8 @@ Used when the graph has no DRAM resource, every task has the same priority and e
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit
 
@@ -71,12 +73,22 @@ def bucket_count(max_duration: int) -> int:
 
 
 @njit(cache=True)
-def pack_bucket(resource, eff_dur, dep_ptr, succ_ptr, n_res, tt, aside):
-    """Fill the task table ``tt`` of :func:`kernel_bucket`; tasks and busy cycles per
-    resource.
+def pack_bucket(resource, duration, kind, priority, mem_bytes, rate, dep_ptr, succ_ptr, n_res,
+                tt, aside):
+    """Fill the task table ``tt`` of :func:`kernel_bucket` if the graph qualifies for it.
+
+    One pass over the tasks that also checks the conditions of the calendar loop: no
+    memory task on a DRAM resource, one priority, every effective duration below
+    :data:`MAX_BUCKETS` (a memory task on a bandwidth resource takes
+    ``ceil(mem_bytes / rate - 1e-9)`` cycles, the same float64 operations as the heap
+    path). It gives up at the first task that breaks one (``ok`` False; ``tt`` then
+    holds garbage).
 
     Args:
-        resource, eff_dur: per task (-1: no resource; duration in cycles, < 2**16).
+        resource, duration, kind, priority, mem_bytes: per task, as in
+            :class:`sim.taskgraph.TaskGraph`.
+        rate: per resource, bytes per cycle x efficiency of a bandwidth memory, 0.0 for
+            every other resource.
         dep_ptr: predecessor CSR offsets (in-degree = ``dep_ptr[t + 1] - dep_ptr[t]``).
         succ_ptr: successor CSR offsets (:attr:`sim.taskgraph.TaskGraph.successors`),
             below 2**31.
@@ -88,15 +100,25 @@ def pack_bucket(resource, eff_dur, dep_ptr, succ_ptr, n_res, tt, aside):
             task on resource >= :data:`RES_ASIDE` (written only for those tasks).
 
     Returns:
-        ``(rcount, busy)``: tasks per resource; per resource the sum of its tasks'
-        durations (= their busy slot-cycles: no DRAM on this path).
+        ``(ok, max_duration, rcount, busy)``: tasks per resource; per resource the sum of
+        its tasks' effective durations (= their busy slot-cycles: no DRAM on this path).
     """
     T = resource.shape[0]
     rcount = np.zeros(n_res + 1, np.int64)  # index r + 1 (0: tasks without a resource)
     busy = np.zeros(n_res + 1, np.int64)
+    p0 = priority[0] if T > 0 else 0
+    max_d = 0
     for t in range(T):
         r = resource[t]
-        d = eff_dur[t]
+        d = duration[t]
+        if kind[t] > 0:  # a memory task: on a bandwidth resource (DRAM: the heap loop)
+            rt = rate[r]
+            if rt <= 0.0:
+                return False, max_d, rcount[1:], busy[1:]
+            d = np.int64(math.ceil(mem_bytes[t] / rt - 1e-9))
+        if d >= MAX_BUCKETS or priority[t] != p0:
+            return False, max_d, rcount[1:], busy[1:]
+        max_d = max(max_d, d)
         deg = dep_ptr[t + 1] - dep_ptr[t]
         if deg >= DEG_ASIDE:
             aside[2 * t] = deg
@@ -109,7 +131,7 @@ def pack_bucket(resource, eff_dur, dep_ptr, succ_ptr, n_res, tt, aside):
         rcount[r + 1] += 1
         busy[r + 1] += d
     tt[T] = succ_ptr[T] << 32
-    return rcount[1:], busy[1:]
+    return True, max_d, rcount[1:], busy[1:]
 
 
 @njit(cache=True)

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from archsim.sim import TaskGraph, TaskGraphBuilder, run
 from archsim.sim.engine import _inst_list, _kernel, _pack
 from archsim.sim.engine_bucket import MAX_BUCKETS, bucket_count, kernel_bucket, pack_bucket
+from archsim.sim.taskgraph import MODEL_BANDWIDTH
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_engine import reference_run  # noqa: E402
@@ -60,7 +61,12 @@ def _both(tg: TaskGraph, record: bool):
     succ_ptr, succ_idx = tg.successors
     tt = np.empty(T + 1, np.int64)
     aside = np.empty(2 * T, np.int64)
-    rcount, busy = pack_bucket(tg.resource, eff, tg.dep_ptr, succ_ptr, R, tt, aside)
+    rate = np.where(tg.resource_model == MODEL_BANDWIDTH, tg.bytes_per_cycle * tg.efficiency,
+                    0.0)
+    ok, max_dur, rcount, busy = pack_bucket(tg.resource, tg.duration, tg.kind, tg.priority,
+                                            tg.mem_bytes, rate, tg.dep_ptr, succ_ptr, R, tt,
+                                            aside)
+    assert ok and max_dur == eff.max()
     start = np.zeros(T if record else 1, np.int64)
     end = np.zeros(T if record else 1, np.int64)
     makespan, finished, op_s, op_e = kernel_bucket(
