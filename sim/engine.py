@@ -566,7 +566,7 @@ def run(tg: TaskGraph, dram_configs: Sequence[DramSpec] = (), *,
         makespan, finished, op_s, op_e = kernel_bucket(
             tt, aside, succ_idx, np.ascontiguousarray(tg.op_index, np.int32), rcount, cap,
             len(tg.op_names), bucket_count(max_dur), record_task_times,
-            np.empty(4 * (T + 1), np.int32), start, end)
+            np.empty(4 * (T + 8), np.int32), start, end)
         events = finished
     else:
         makespan, finished, events, busy, start, end, op_s, op_e = _run_heap(

@@ -16,11 +16,13 @@ Used when the graph has no DRAM resource, every task has the same priority and e
   The task table is not read again at start or finish (on a 1M-task graph those reads
   were cache misses, ~3 per task).
 * Software prefetches hide the remaining misses: a task's successor list when it
-  starts (it is read when it finishes, ~20 events later), the task-table rows of the
-  successors of the task started 2 starts ago (their in-degree is decremented when it
-  finishes; the first four successor slots, read branch-free), and the resource queue
-  16 entries ahead. Distances tuned on
-  ``benchmarks/bench_sim.py`` (1M tasks: ~190 -> ~70 ns per event with the above).
+  starts (it is read when it finishes, ~20 events later) and, for a queued task, already
+  when it is 4 places from its queue's head (most tasks of a busy resource start from
+  the queue); the task-table rows of the successors of the task started 1 start ago
+  (their in-degree is decremented when it finishes; the first four successor slots,
+  read branch-free); the resource queue 16 entries ahead. Distances tuned on
+  ``benchmarks/bench_sim.py`` (1M tasks: ~190 -> ~70 ns per event with the above; the
+  queue-ahead successor list let the row prefetch move from 2 starts to 1: +4-5 %).
 * With ``record``, a task's start cycle is stored when it starts (tasks start roughly in
   id order, so the store's line is mostly in cache) and its end is ``start + duration``
   after the loop (a task holds its slot exactly its duration). Was: finishes logged to
@@ -55,8 +57,9 @@ from archsim.sim.jitcache import guard as _guard_cache
 
 #: largest bucket count (a graph with a longer duration uses the heap loop)
 MAX_BUCKETS = 1 << 16
-_PF_LAG = 2  # prefetch successor rows of the task started this many starts ago
+_PF_LAG = 1  # prefetch successor rows of the task started this many starts ago
 _PF_QUEUE = 16  # prefetch the resource queue this many entries ahead
+_PF_QSUCC = 4  # prefetch the successor list of the queue entry this many ahead
 _RING = 16  # ring of recent successor ranges (power of two > _PF_LAG)
 _U = np.uintp  # array index type: unsigned, so Numba adds no wrap-around fix-up
 #: task table word (int64): bits 0-7 in-degree, 8-15 resource + 1, 16-31 duration,
@@ -150,8 +153,8 @@ def kernel_bucket(tt, aside, succ, op_index, rcount, res_cap, n_ops, W, record, 
         n_ops: number of ops.
         W: bucket count, a power of two > every duration in the table.
         record: fill per-task start / end cycles.
-        qbuf: int32 work array, at least 4 x (tasks with a resource + 1) entries (the
-            resource queues).
+        qbuf: int32 work array, at least 4 x (tasks with a resource + 1 + ``_PF_QSUCC``)
+            entries (the resource queues; the prefetches read past the last one).
         start, end: outputs, T entries each when ``record`` (else unused).
 
     The big arrays come from the caller: numpy allocates them (huge pages, see
@@ -210,6 +213,7 @@ def kernel_bucket(tt, aside, succ, op_index, rcount, res_cap, n_ops, W, record, 
                 q = qh[_U(r)]
                 qh[_U(r)] = q + 1
                 prefetch(qbuf, 4 * (q + _PF_QUEUE))
+                prefetch(succ, qbuf[_U(4 * (q + _PF_QSUCC) + 2)])  # qbuf is padded
                 task = qbuf[_U(4 * q)]
                 d = qbuf[_U(4 * q + 1)]
                 lo = qbuf[_U(4 * q + 2)]

@@ -71,7 +71,7 @@ def _both(tg: TaskGraph, record: bool):
     end = np.zeros(T if record else 1, np.int64)
     makespan, finished, op_s, op_e = kernel_bucket(
         tt, aside, succ_idx, tg.op_index, rcount, tg.resource_capacity, len(tg.op_names),
-        bucket_count(int(eff.max())), record, np.empty(4 * (T + 1), np.int32), start, end)
+        bucket_count(int(eff.max())), record, np.empty(4 * (T + 8), np.int32), start, end)
     a = (makespan, finished, finished, busy, start, end, op_s, op_e)
     wide = len(tg.op_names) > 1 or bool(np.any(tg.priority != 0))
     tt, succ, rcount = _pack(tg.resource, eff, np.zeros(T, np.bool_), tg.priority,
