@@ -32,8 +32,8 @@ Used when the graph has no DRAM resource, every task has the same priority and e
   successor as bit fields; the rare in-degree >= 255 or resource >= 254 in a side array
   read only for those tasks): eight tasks per cache line and half the bytes of the
   earlier four int32 columns. On 1M tasks the tasks in flight span ~300k ids, so the
-  table's working set decides how many successor rows miss L2 (kernel 46 -> 42 ns per
-  event; a 32-byte row costs 57).
+  table's working set decides how many successor rows miss L2 (loop 46 -> 42 ns per
+  event; a 32-byte row costs 56-59).
 * Flat arrays with constant row widths (``ev[8 * slot + c]``) and unsigned indices (``_U``): Numba then emits neither a stride multiply (a 2-D array's
   row width is a run-time value) nor the negative-index wrap-around fix-up on each
   access, and the loop keeps its state in registers (the 2-D version spilled the array
