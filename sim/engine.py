@@ -40,6 +40,7 @@ from archsim.sim import dram_kernel as K
 from archsim.sim.dram import DramSpec, dram_preset, resolve
 from archsim.sim.engine_bucket import bucket_count, kernel_bucket, pack_bucket
 from archsim.sim.errors import SimInputError
+from archsim.sim.intrinsics import prefetch, prefetch2
 from archsim.sim.jitcache import guard as _guard_cache
 from archsim.sim.taskgraph import MODEL_BANDWIDTH, MODEL_DRAM, TaskGraph
 
@@ -186,7 +187,7 @@ def _pack(resource, eff_dur, is_dram, priority, op_index, dep_ptr, dep_idx, wtyp
         ends[dep_ptr[t + 1]] += 1
         rcount[resource[t] + 1] += 1
     tt[T, 3] = acc
-    succ = np.zeros(E + 2, np.int32)  # 2 padding entries (see engine_bucket)
+    succ = np.zeros(E + 4, np.int32)  # 4 padding entries (read by the loop's prefetches)
     owner = 0
     for k in range(E):
         owner += ends[k]
@@ -219,7 +220,8 @@ def _loop(tt, succ, res_cap, res_inst, n_ops, mem_addr, burst_n, is_write, insts
         qh[r] = acc
         acc += n
     qt = qh.copy()
-    qbuf = np.empty(max(acc, 1), tt.dtype)
+    # zeros: the prefetches read entries up to 8 past a queue's head (valid task ids)
+    qbuf = np.zeros(acc + 8, tt.dtype)
     free = res_cap.astype(np.int64).copy()
     busy = np.zeros(R, np.int64)
     start = np.zeros(T if record else 1, np.int64)
@@ -267,12 +269,18 @@ def _loop(tt, succ, res_cap, res_inst, n_ops, mem_addr, burst_n, is_write, insts
     head_r = -1
     k_lo = 0
     k_hi = 0
+    pf_lo = 0  # successor range start of the task started last (row prefetches)
     while True:
         # ---- make this event's ready tasks ready at `now` (FIFO per resource)
         while True:
             if head_r >= 0:
-                # a finish freed a slot of r (already reserved): its queue head starts
-                task = qbuf[qh[head_r]]
+                # a finish freed a slot of r (already reserved): its queue head starts;
+                # prefetch the row of the entry 8 places behind it and the successor
+                # list of the one 4 places behind (its row was prefetched 4 starts ago)
+                q = qh[head_r]
+                task = qbuf[q]
+                prefetch2(tt, qbuf[q + 8], 0)
+                prefetch(succ, tt[qbuf[q + 4], 3])
                 qh[head_r] += 1
                 head_r = -1
                 r = -1  # no capacity check below
@@ -313,6 +321,16 @@ def _loop(tt, succ, res_cap, res_inst, n_ops, mem_addr, burst_n, is_write, insts
                     any_wake = True
                     continue
                 d = 0
+            # starts: prefetch this task's successor list (read when it finishes) and
+            # the rows of the first four successors of the task started before it
+            # (succ is padded; as in sim/engine_bucket.py)
+            lo = tt[task, 3]
+            prefetch(succ, lo)
+            prefetch2(tt, succ[pf_lo], 0)
+            prefetch2(tt, succ[pf_lo + 1], 0)
+            prefetch2(tt, succ[pf_lo + 2], 0)
+            prefetch2(tt, succ[pf_lo + 3], 0)
+            pf_lo = lo
             if d == 0 and not wide:
                 zq[zt] = task
                 zt += 1
@@ -403,18 +421,15 @@ def _loop(tt, succ, res_cap, res_inst, n_ops, mem_addr, burst_n, is_write, insts
 
 
 @njit(cache=True)
-def _graph_facts(kind, duration, priority):
-    """(any memory task, longest duration, all priorities equal) in one pass."""
+def _graph_facts(kind, priority):
+    """(any memory task, all priorities equal) in one pass."""
     any_mem = False
-    max_dur = 0
     p0 = priority[0] if priority.shape[0] else 0
     uniform = True
     for t in range(kind.shape[0]):
         any_mem |= kind[t] > 0
-        if duration[t] > max_dur:
-            max_dur = duration[t]
         uniform &= priority[t] == p0
-    return any_mem, max_dur, uniform
+    return any_mem, uniform
 
 
 @njit(cache=True)
@@ -452,14 +467,12 @@ def _inst_list(insts: list) -> typed.List:
 
 
 def _run_heap(tg: TaskGraph, res: np.ndarray, cap: np.ndarray, dep_ptr: np.ndarray,
-              res_inst: np.ndarray, insts: list, specs: list, record: bool) -> tuple:
+              res_inst: np.ndarray, insts: list, specs: list, any_mem: bool,
+              record: bool) -> tuple:
     """The heap loop of :func:`run` (graphs the calendar loop does not take): effective
     durations, DRAM streams, the packed table, :func:`_kernel_plain` or :func:`_kernel`."""
     T, R = tg.num_tasks, tg.num_resources
     model = tg.resource_model
-    any_mem, max_dur, _ = _graph_facts(np.ascontiguousarray(tg.kind, np.int8),
-                                       np.ascontiguousarray(tg.duration, np.int64),
-                                       np.ascontiguousarray(tg.priority, np.int32))
     pe_fs: list[int] = []
     pd_fs: list[int] = []
     eff = np.ascontiguousarray(tg.duration, np.int64)
@@ -493,8 +506,7 @@ def _run_heap(tg: TaskGraph, res: np.ndarray, cap: np.ndarray, dep_ptr: np.ndarr
         burst_n[sel] = np.where(tg.mem_bytes[sel] > 0, last - first + 1, 0)
         eff[sel] = 0
         addr[sel] = first * bb  # align the stream start to its first burst
-    if any_mem:
-        max_dur = int(eff.max()) if T else 0
+    max_dur = int(eff.max()) if T else 0
     # table type: int32 unless an id, an edge count or a duration needs int64
     big = tg.dep_idx.size >= 2**31 - 1 or T >= 2**31 - 1 or max_dur >= 2**31 - 1
     wtype = np.zeros((), np.int64 if big else np.int32)
@@ -543,21 +555,23 @@ def run(tg: TaskGraph, dram_configs: Sequence[DramSpec] = (), *,
         res_inst[r] = len(insts)
         specs.append(dram_configs[ci])
         insts.append(resolve(dram_configs[ci], ring_capacity=int(tg.resource_capacity[r])))
-    # ids and edge offsets fit the calendar loop's int32 fields (a larger graph: heap loop)
-    fits = tg.dep_idx.size < 2**31 - 1 and T < 2**31 - 1
-    ok = False
-    if fits:
+    kind = np.ascontiguousarray(tg.kind, np.int8)
+    any_mem, uniform = _graph_facts(kind, np.ascontiguousarray(tg.priority, np.int32))
+    # the calendar loop takes graphs with one priority and no memory task on a DRAM
+    # resource whose ids and edge offsets fit its int32 fields
+    ok = uniform and tg.dep_idx.size < 2**31 - 1 and T < 2**31 - 1
+    if ok and any_mem and insts:
+        ok = not np.any((kind > 0) & (res >= 0) & (model[np.maximum(res, 0)] == MODEL_DRAM))
+    if ok:
         # the common case: calendar queue (sim/engine_bucket.py), same results; the
-        # packing pass also checks that the graph qualifies (no DRAM memory task, one
-        # priority, effective durations < MAX_BUCKETS) and gives up at the first task
-        # that does not. Big arrays allocated by numpy: huge pages (successors_csr)
+        # packing pass gives up at the first effective duration >= MAX_BUCKETS. Big
+        # arrays allocated by numpy: huge pages (see taskgraph.successors_csr)
         succ_ptr, succ_idx = tg.successors
         rate = np.where(model == MODEL_BANDWIDTH, tg.bytes_per_cycle * tg.efficiency, 0.0)
         tt = np.empty(T + 1, np.int64)
         aside = np.empty(2 * T, np.int64)  # written only for rare tasks (pack_bucket)
         ok, max_dur, rcount, busy = pack_bucket(
-            res, np.ascontiguousarray(tg.duration, np.int64),
-            np.ascontiguousarray(tg.kind, np.int8), np.ascontiguousarray(tg.priority, np.int32),
+            res, np.ascontiguousarray(tg.duration, np.int64), kind,
             np.ascontiguousarray(tg.mem_bytes, np.int64), np.ascontiguousarray(rate, np.float64),
             dep_ptr, succ_ptr, R, tt, aside)
     if ok:
@@ -570,7 +584,7 @@ def run(tg: TaskGraph, dram_configs: Sequence[DramSpec] = (), *,
         events = finished
     else:
         makespan, finished, events, busy, start, end, op_s, op_e = _run_heap(
-            tg, res, cap, dep_ptr, res_inst, insts, specs, record_task_times)
+            tg, res, cap, dep_ptr, res_inst, insts, specs, any_mem, record_task_times)
     if finished != T:
         raise SimInputError(f"only {finished} of {T} tasks finished (dependency cycle?)")
     # action totals do not depend on timing: one vectorised pass (bincount adds in input

@@ -76,19 +76,18 @@ def bucket_count(max_duration: int) -> int:
 
 
 @njit(cache=True)
-def pack_bucket(resource, duration, kind, priority, mem_bytes, rate, dep_ptr, succ_ptr, n_res,
-                tt, aside):
+def pack_bucket(resource, duration, kind, mem_bytes, rate, dep_ptr, succ_ptr, n_res, tt,
+                aside):
     """Fill the task table ``tt`` of :func:`kernel_bucket` if the graph qualifies for it.
 
-    One pass over the tasks that also checks the conditions of the calendar loop: no
-    memory task on a DRAM resource, one priority, every effective duration below
-    :data:`MAX_BUCKETS` (a memory task on a bandwidth resource takes
+    The caller checked one priority and no memory task on a DRAM resource; this pass
+    computes the effective durations (a memory task on a bandwidth resource takes
     ``ceil(mem_bytes / rate - 1e-9)`` cycles, the same float64 operations as the heap
-    path). It gives up at the first task that breaks one (``ok`` False; ``tt`` then
-    holds garbage).
+    path) and gives up at the first one >= :data:`MAX_BUCKETS` or a memory task without
+    a bandwidth rate (``ok`` False; ``tt`` then holds garbage).
 
     Args:
-        resource, duration, kind, priority, mem_bytes: per task, as in
+        resource, duration, kind, mem_bytes: per task, as in
             :class:`sim.taskgraph.TaskGraph`.
         rate: per resource, bytes per cycle x efficiency of a bandwidth memory, 0.0 for
             every other resource.
@@ -109,7 +108,6 @@ def pack_bucket(resource, duration, kind, priority, mem_bytes, rate, dep_ptr, su
     T = resource.shape[0]
     rcount = np.zeros(n_res + 1, np.int64)  # index r + 1 (0: tasks without a resource)
     busy = np.zeros(n_res + 1, np.int64)
-    p0 = priority[0] if T > 0 else 0
     max_d = 0
     for t in range(T):
         r = resource[t]
@@ -119,7 +117,7 @@ def pack_bucket(resource, duration, kind, priority, mem_bytes, rate, dep_ptr, su
             if rt <= 0.0:
                 return False, max_d, rcount[1:], busy[1:]
             d = np.int64(math.ceil(mem_bytes[t] / rt - 1e-9))
-        if d >= MAX_BUCKETS or priority[t] != p0:
+        if d >= MAX_BUCKETS:
             return False, max_d, rcount[1:], busy[1:]
         max_d = max(max_d, d)
         deg = dep_ptr[t + 1] - dep_ptr[t]

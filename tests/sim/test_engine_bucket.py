@@ -63,9 +63,8 @@ def _both(tg: TaskGraph, record: bool):
     aside = np.empty(2 * T, np.int64)
     rate = np.where(tg.resource_model == MODEL_BANDWIDTH, tg.bytes_per_cycle * tg.efficiency,
                     0.0)
-    ok, max_dur, rcount, busy = pack_bucket(tg.resource, tg.duration, tg.kind, tg.priority,
-                                            tg.mem_bytes, rate, tg.dep_ptr, succ_ptr, R, tt,
-                                            aside)
+    ok, max_dur, rcount, busy = pack_bucket(tg.resource, tg.duration, tg.kind, tg.mem_bytes,
+                                            rate, tg.dep_ptr, succ_ptr, R, tt, aside)
     assert ok and max_dur == eff.max()
     start = np.zeros(T if record else 1, np.int64)
     end = np.zeros(T if record else 1, np.int64)
