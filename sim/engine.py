@@ -147,9 +147,10 @@ def _ceil_scale(x, num, den):
 # succ_hi = tt[t + 1, 3]; duration -1 marks a DRAM stream task. The heap carries each
 # running task's start cycle, so there is no per-task start array unless ``record``.
 # Measured on benchmarks/bench_sim.py (1M tasks): separate int64 arrays 350 ns/task,
-# one 64-byte row 190, this 16-byte row ~140-190 (noisy shared machine). Graphs without
+# one 64-byte row 190, this 16-byte row ~140-190 (noisy shared machine); with the
+# prefetches below (at a start and at a queue head) ~90 ns with priorities. Graphs without
 # DRAM and with one priority run in the calendar-queue loop of sim/engine_bucket.py
-# (~45-50 CPU-ns per task on the same graph), which packs its own table of the same
+# (~42-44 CPU-ns per task on the same graph), which packs its own table of the same
 # four fields in one 8-byte word per task (sim.engine_bucket.pack_bucket) from the
 # successors the DAG check built.
 @njit(cache=True)
