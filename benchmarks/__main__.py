@@ -76,7 +76,7 @@ FIGURES = (
            _script("bench_serve.py"), r"warm CPU ([0-9.]+) s", "CPU-s", "<= 2",
            "LLMServingSim 2.0: ~86 s for 300 requests"),
     Figure("engine", "event engine, 1M-task random graph",
-           _script("bench_sim.py", "--requests", "100000", "--repeat", "2"),
+           _script("bench_sim.py", "--requests", "100000", "--repeat", "5"),
            r"record_task_times=False: [0-9.]+ CPU-s, ([0-9.]+) M events/CPU-s",
            "M events/CPU-s", ">= 20", "a C++ binary heap: ~20"),
     Figure("dramrate", "DRAM controller, DDR4-2400 random requests",

@@ -10,9 +10,9 @@ in 1000 fan-in joins). The DRAM figures are CPU seconds (``time.process_time``, 
 ``--repeat``; the machine is shared). Numbers are printed, never asserted (see STYLE.md).
 
 Targets (issue #3): engine >= 10 M events/s on the 1,000,000-task random graph below,
-DRAM >= 5 M commands/s; issue 30: engine >= 20 M events per CPU-second (now 20.2-20.7 M
-on the 1M graph at load 2.5, 18-19 M at load 5-7, 24-27 M on 10k / 100k tasks;
-``sim/STATUS.md``). Measured on the shared 2-core dev VM (AMD EPYC, other jobs on
+DRAM >= 5 M commands/s; issue 30: engine >= 20 M events per CPU-second, 22 with a 10 %
+margin (now 23.1-24.0 M on the 1M graph, record on 20.4-21.4 M, 27 M on 10k / 100k
+tasks, on core 1 at load 3.8-4.1; "Engine, fourth round" in ``sim/STATUS.md``). Measured on the shared 2-core dev VM (AMD EPYC, other jobs on
 the host, +-20 %; best of 3 runs); history and analysis in ``sim/STATUS.md``:
 
     figure                       f441d13            4416798          now

@@ -38,8 +38,9 @@ from numba import njit, typed
 
 from archsim.sim import dram_kernel as K
 from archsim.sim.dram import DramSpec, dram_preset, resolve
-from archsim.sim.engine_bucket import MAX_BUCKETS, bucket_count, kernel_bucket, pack_bucket
+from archsim.sim.engine_bucket import bucket_count, kernel_bucket, pack_bucket
 from archsim.sim.errors import SimInputError
+from archsim.sim.intrinsics import prefetch, prefetch2
 from archsim.sim.jitcache import guard as _guard_cache
 from archsim.sim.taskgraph import MODEL_BANDWIDTH, MODEL_DRAM, TaskGraph
 
@@ -146,10 +147,12 @@ def _ceil_scale(x, num, den):
 # succ_hi = tt[t + 1, 3]; duration -1 marks a DRAM stream task. The heap carries each
 # running task's start cycle, so there is no per-task start array unless ``record``.
 # Measured on benchmarks/bench_sim.py (1M tasks): separate int64 arrays 350 ns/task,
-# one 64-byte row 190, this 16-byte row ~140-190 (noisy shared machine). Graphs without
+# one 64-byte row 190, this 16-byte row ~140-190 (noisy shared machine); with the
+# prefetches below (at a start and at a queue head) ~90 ns with priorities. Graphs without
 # DRAM and with one priority run in the calendar-queue loop of sim/engine_bucket.py
-# (~50-60 CPU-ns per task on the same graph), which packs its own flat table of the same
-# four columns (sim.engine_bucket.pack_bucket) from the successors the DAG check built.
+# (~42-44 CPU-ns per task on the same graph), which packs its own table of the same
+# four fields in one 8-byte word per task (sim.engine_bucket.pack_bucket) from the
+# successors the DAG check built.
 @njit(cache=True)
 def _pack(resource, eff_dur, is_dram, priority, op_index, dep_ptr, dep_idx, wtype, width,
           n_res):
@@ -185,7 +188,7 @@ def _pack(resource, eff_dur, is_dram, priority, op_index, dep_ptr, dep_idx, wtyp
         ends[dep_ptr[t + 1]] += 1
         rcount[resource[t] + 1] += 1
     tt[T, 3] = acc
-    succ = np.zeros(E + 2, np.int32)  # 2 padding entries (see engine_bucket)
+    succ = np.zeros(E + 4, np.int32)  # 4 padding entries (read by the loop's prefetches)
     owner = 0
     for k in range(E):
         owner += ends[k]
@@ -218,7 +221,8 @@ def _loop(tt, succ, res_cap, res_inst, n_ops, mem_addr, burst_n, is_write, insts
         qh[r] = acc
         acc += n
     qt = qh.copy()
-    qbuf = np.empty(max(acc, 1), tt.dtype)
+    # zeros: the prefetches read entries up to 8 past a queue's head (valid task ids)
+    qbuf = np.zeros(acc + 8, tt.dtype)
     free = res_cap.astype(np.int64).copy()
     busy = np.zeros(R, np.int64)
     start = np.zeros(T if record else 1, np.int64)
@@ -266,12 +270,18 @@ def _loop(tt, succ, res_cap, res_inst, n_ops, mem_addr, burst_n, is_write, insts
     head_r = -1
     k_lo = 0
     k_hi = 0
+    pf_lo = 0  # successor range start of the task started last (row prefetches)
     while True:
         # ---- make this event's ready tasks ready at `now` (FIFO per resource)
         while True:
             if head_r >= 0:
-                # a finish freed a slot of r (already reserved): its queue head starts
-                task = qbuf[qh[head_r]]
+                # a finish freed a slot of r (already reserved): its queue head starts;
+                # prefetch the row of the entry 8 places behind it and the successor
+                # list of the one 4 places behind (its row was prefetched 4 starts ago)
+                q = qh[head_r]
+                task = qbuf[q]
+                prefetch2(tt, qbuf[q + 8], 0)
+                prefetch(succ, tt[qbuf[q + 4], 3])
                 qh[head_r] += 1
                 head_r = -1
                 r = -1  # no capacity check below
@@ -312,6 +322,16 @@ def _loop(tt, succ, res_cap, res_inst, n_ops, mem_addr, burst_n, is_write, insts
                     any_wake = True
                     continue
                 d = 0
+            # starts: prefetch this task's successor list (read when it finishes) and
+            # the rows of the first four successors of the task started before it
+            # (succ is padded; as in sim/engine_bucket.py)
+            lo = tt[task, 3]
+            prefetch(succ, lo)
+            prefetch2(tt, succ[pf_lo], 0)
+            prefetch2(tt, succ[pf_lo + 1], 0)
+            prefetch2(tt, succ[pf_lo + 2], 0)
+            prefetch2(tt, succ[pf_lo + 3], 0)
+            pf_lo = lo
             if d == 0 and not wide:
                 zq[zt] = task
                 zt += 1
@@ -402,18 +422,15 @@ def _loop(tt, succ, res_cap, res_inst, n_ops, mem_addr, burst_n, is_write, insts
 
 
 @njit(cache=True)
-def _graph_facts(kind, duration, priority):
-    """(any memory task, longest duration, all priorities equal) in one pass."""
+def _graph_facts(kind, priority):
+    """(any memory task, all priorities equal) in one pass."""
     any_mem = False
-    max_dur = 0
     p0 = priority[0] if priority.shape[0] else 0
     uniform = True
     for t in range(kind.shape[0]):
         any_mem |= kind[t] > 0
-        if duration[t] > max_dur:
-            max_dur = duration[t]
         uniform &= priority[t] == p0
-    return any_mem, max_dur, uniform
+    return any_mem, uniform
 
 
 @njit(cache=True)
@@ -450,31 +467,13 @@ def _inst_list(insts: list) -> typed.List:
     return typed.List.empty_list(_EMPTY_INST_TYPE)
 
 
-def run(tg: TaskGraph, dram_configs: Sequence[DramSpec] = (), *,
-        record_task_times: bool = True) -> SimStats:
-    """Simulate a task graph.
-
-    Args:
-        tg: the task graph (validated at build).
-        dram_configs: DRAM specs; a DRAM resource uses ``dram_configs[dram_index]``
-            (each DRAM resource has its own state).
-        record_task_times: keep per-task start/end arrays (2 x 8 bytes per task).
-
-    Returns:
-        SimStats in the task graph's clock.
-
-    Raises:
-        SimInputError: a DRAM resource refers to a missing config, or a task never
-            finishes (cannot happen for a validated DAG).
-    """
+def _run_heap(tg: TaskGraph, res: np.ndarray, cap: np.ndarray, dep_ptr: np.ndarray,
+              res_inst: np.ndarray, insts: list, specs: list, any_mem: bool,
+              record: bool) -> tuple:
+    """The heap loop of :func:`run` (graphs the calendar loop does not take): effective
+    durations, DRAM streams, the packed table, :func:`_kernel_plain` or :func:`_kernel`."""
     T, R = tg.num_tasks, tg.num_resources
     model = tg.resource_model
-    res = np.ascontiguousarray(tg.resource, np.int32)
-    any_mem, max_dur, uniform = _graph_facts(np.ascontiguousarray(tg.kind, np.int8),
-                                             np.ascontiguousarray(tg.duration, np.int64),
-                                             np.ascontiguousarray(tg.priority, np.int32))
-    res_inst = np.full(R, -1, np.int64)
-    insts: list[Any] = []
     pe_fs: list[int] = []
     pd_fs: list[int] = []
     eff = np.ascontiguousarray(tg.duration, np.int64)
@@ -495,13 +494,7 @@ def run(tg: TaskGraph, dram_configs: Sequence[DramSpec] = (), *,
             addr = tg.mem_addr.astype(np.int64)
             is_write = (tg.kind == 2).astype(np.int64)
     for r in np.flatnonzero(model == MODEL_DRAM):
-        ci = int(tg.dram_index[r])
-        if ci >= len(dram_configs):
-            raise SimInputError(f"resource {tg.resource_names[r]!r}: dram_index {ci} but only "
-                                f"{len(dram_configs)} dram_configs given")
-        spec = dram_configs[ci]
-        res_inst[r] = len(insts)
-        insts.append(resolve(spec, ring_capacity=int(tg.resource_capacity[r])))
+        spec = specs[res_inst[r]]
         # clock periods in femtoseconds: exact integer time conversion
         pe_fs.append(max(1, round(1e15 / tg.clock_hz)))
         pd_fs.append(max(1, round(spec.tck_ps * 1000)))
@@ -514,40 +507,85 @@ def run(tg: TaskGraph, dram_configs: Sequence[DramSpec] = (), *,
         burst_n[sel] = np.where(tg.mem_bytes[sel] > 0, last - first + 1, 0)
         eff[sel] = 0
         addr[sel] = first * bb  # align the stream start to its first burst
-    if any_mem:
-        max_dur = int(eff.max()) if T else 0
+    max_dur = int(eff.max()) if T else 0
     # table type: int32 unless an id, an edge count or a duration needs int64
     big = tg.dep_idx.size >= 2**31 - 1 or T >= 2**31 - 1 or max_dur >= 2**31 - 1
     wtype = np.zeros((), np.int64 if big else np.int32)
+    # priority and op columns only when used (fewer bytes per task, see _pack)
+    wide = len(tg.op_names) > 1 or bool(np.any(tg.priority != 0))
+    tt, succ, rcount = _pack(res, eff, is_dram, np.ascontiguousarray(tg.priority),
+                             np.ascontiguousarray(tg.op_index), dep_ptr,
+                             np.ascontiguousarray(tg.dep_idx), wtype, 6 if wide else 4, R)
+    if not insts:       # no DRAM: the loop without the DRAM controller compiled
+        return _kernel_plain(tt, succ, cap, len(tg.op_names), record)
+    return _kernel(tt, succ, cap, res_inst, len(tg.op_names), addr, burst_n, is_write,
+                   _inst_list(insts), np.asarray(pe_fs + [1], np.int64),
+                   np.asarray(pd_fs + [1], np.int64), record)
+
+
+def run(tg: TaskGraph, dram_configs: Sequence[DramSpec] = (), *,
+        record_task_times: bool = True) -> SimStats:
+    """Simulate a task graph.
+
+    Args:
+        tg: the task graph (validated at build).
+        dram_configs: DRAM specs; a DRAM resource uses ``dram_configs[dram_index]``
+            (each DRAM resource has its own state).
+        record_task_times: keep per-task start/end arrays (2 x 8 bytes per task).
+
+    Returns:
+        SimStats in the task graph's clock.
+
+    Raises:
+        SimInputError: a DRAM resource refers to a missing config, or a task never
+            finishes (cannot happen for a validated DAG).
+    """
+    T, R = tg.num_tasks, tg.num_resources
+    model = tg.resource_model
+    res = np.ascontiguousarray(tg.resource, np.int32)
     cap = np.ascontiguousarray(tg.resource_capacity, np.int32)
     dep_ptr = np.ascontiguousarray(tg.dep_ptr, np.int64)
-    if max_dur < MAX_BUCKETS and uniform and not (any_mem and is_dram.any()):
-        # the common case: calendar queue (sim/engine_bucket.py), same results
-        # big arrays allocated by numpy: huge pages (see taskgraph.successors_csr)
+    res_inst = np.full(R, -1, np.int64)
+    insts: list[Any] = []
+    specs: list[DramSpec] = []
+    for r in np.flatnonzero(model == MODEL_DRAM):
+        ci = int(tg.dram_index[r])
+        if ci >= len(dram_configs):
+            raise SimInputError(f"resource {tg.resource_names[r]!r}: dram_index {ci} but only "
+                                f"{len(dram_configs)} dram_configs given")
+        res_inst[r] = len(insts)
+        specs.append(dram_configs[ci])
+        insts.append(resolve(dram_configs[ci], ring_capacity=int(tg.resource_capacity[r])))
+    kind = np.ascontiguousarray(tg.kind, np.int8)
+    any_mem, uniform = _graph_facts(kind, np.ascontiguousarray(tg.priority, np.int32))
+    # the calendar loop takes graphs with one priority and no memory task on a DRAM
+    # resource whose ids and edge offsets fit its int32 fields
+    ok = uniform and tg.dep_idx.size < 2**31 - 1 and T < 2**31 - 1
+    if ok and any_mem and insts:
+        ok = not np.any((kind > 0) & (res >= 0) & (model[np.maximum(res, 0)] == MODEL_DRAM))
+    if ok:
+        # the common case: calendar queue (sim/engine_bucket.py), same results; the
+        # packing pass gives up at the first effective duration >= MAX_BUCKETS. Big
+        # arrays allocated by numpy: huge pages (see taskgraph.successors_csr)
         succ_ptr, succ_idx = tg.successors
-        tt = np.empty(4 * (T + 1), wtype.dtype)
-        rcount, busy = pack_bucket(res, eff, dep_ptr, succ_ptr, R, tt)
+        rate = np.where(model == MODEL_BANDWIDTH, tg.bytes_per_cycle * tg.efficiency, 0.0)
+        tt = np.empty(T + 1, np.int64)
+        aside = np.empty(2 * T, np.int64)  # written only for rare tasks (pack_bucket)
+        ok, max_dur, rcount, busy = pack_bucket(
+            res, np.ascontiguousarray(tg.duration, np.int64), kind,
+            np.ascontiguousarray(tg.mem_bytes, np.int64), np.ascontiguousarray(rate, np.float64),
+            dep_ptr, succ_ptr, R, tt, aside)
+    if ok:
         start = np.empty(T if record_task_times else 1, np.int64)
         end = np.empty(T if record_task_times else 1, np.int64)
         makespan, finished, op_s, op_e = kernel_bucket(
-            tt, succ_idx, np.ascontiguousarray(tg.op_index, np.int32), rcount, cap,
+            tt, aside, succ_idx, np.ascontiguousarray(tg.op_index, np.int32), rcount, cap,
             len(tg.op_names), bucket_count(max_dur), record_task_times,
-            np.empty(4 * (T + 1), wtype.dtype), start, end)
+            np.empty(4 * (T + 8), np.int32), start, end)
         events = finished
     else:
-        # priority and op columns only when used (fewer bytes per task, see _pack)
-        wide = len(tg.op_names) > 1 or bool(np.any(tg.priority != 0))
-        tt, succ, rcount = _pack(res, eff, is_dram, np.ascontiguousarray(tg.priority),
-                                 np.ascontiguousarray(tg.op_index), dep_ptr,
-                                 np.ascontiguousarray(tg.dep_idx), wtype, 6 if wide else 4, R)
-        if not insts:       # no DRAM: the loop without the DRAM controller compiled
-            makespan, finished, events, busy, start, end, op_s, op_e = _kernel_plain(
-                tt, succ, cap, len(tg.op_names), record_task_times)
-        else:
-            makespan, finished, events, busy, start, end, op_s, op_e = _kernel(
-                tt, succ, cap, res_inst, len(tg.op_names), addr, burst_n, is_write,
-                _inst_list(insts), np.asarray(pe_fs + [1], np.int64),
-                np.asarray(pd_fs + [1], np.int64), record_task_times)
+        makespan, finished, events, busy, start, end, op_s, op_e = _run_heap(
+            tg, res, cap, dep_ptr, res_inst, insts, specs, any_mem, record_task_times)
     if finished != T:
         raise SimInputError(f"only {finished} of {T} tasks finished (dependency cycle?)")
     # action totals do not depend on timing: one vectorised pass (bincount adds in input

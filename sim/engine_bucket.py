@@ -16,15 +16,25 @@ Used when the graph has no DRAM resource, every task has the same priority and e
   The task table is not read again at start or finish (on a 1M-task graph those reads
   were cache misses, ~3 per task).
 * Software prefetches hide the remaining misses: a task's successor list when it
-  starts (it is read when it finishes, ~20 events later), the task-table rows of the
-  successors of the task started 2 starts ago (their in-degree is decremented when it
-  finishes; the first four successor slots, read branch-free), and the resource queue
-  16 entries ahead. Distances tuned on
-  ``benchmarks/bench_sim.py`` (1M tasks: ~190 -> ~70 ns per event with the above).
-* With ``record``, finishes are logged in order and scattered to per-task arrays after
-  the loop (sequential stores in the loop instead of two random ones per event).
-* Flat arrays with constant row widths (``tt[4 * t + c]``, ``ev[8 * slot + c]``) and
-  unsigned indices (``_U``): Numba then emits neither a stride multiply (a 2-D array's
+  starts (it is read when it finishes, ~20 events later) and, for a queued task, already
+  when it is 4 places from its queue's head (most tasks of a busy resource start from
+  the queue); the task-table rows of the successors of the task started 1 start ago
+  (their in-degree is decremented when it finishes; the first four successor slots,
+  read branch-free); the resource queue 16 entries ahead. Distances tuned on
+  ``benchmarks/bench_sim.py`` (1M tasks: ~190 -> ~70 ns per event with the above; the
+  queue-ahead successor list let the row prefetch move from 2 starts to 1: +4-5 %).
+* With ``record``, a task's start cycle is stored when it starts (tasks start roughly in
+  id order, so the store's line is mostly in cache) and its end is ``start + duration``
+  after the loop (a task holds its slot exactly its duration). Was: finishes logged to
+  three work arrays that Numba allocated on every call (page faults) and scattered to
+  start and end after the loop; 1M tasks 15 -> 19 M events/CPU-s.
+* One 8-byte word per task (:data:`ROW_FIELDS`: in-degree, resource, duration and first
+  successor as bit fields; the rare in-degree >= 255 or resource >= 254 in a side array
+  read only for those tasks): eight tasks per cache line and half the bytes of the
+  earlier four int32 columns. On 1M tasks the tasks in flight span ~300k ids, so the
+  table's working set decides how many successor rows miss L2 (loop 46 -> 42 ns per
+  event; a 32-byte row costs 56-59).
+* Flat arrays with constant row widths (``ev[8 * slot + c]``) and unsigned indices (``_U``): Numba then emits neither a stride multiply (a 2-D array's
   row width is a run-time value) nor the negative-index wrap-around fix-up on each
   access, and the loop keeps its state in registers (the 2-D version spilled the array
   shapes to the stack): 38 -> 31 ns per event in cache (10k tasks).
@@ -37,6 +47,8 @@ Used when the graph has no DRAM resource, every task has the same priority and e
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit
 
@@ -45,10 +57,17 @@ from archsim.sim.jitcache import guard as _guard_cache
 
 #: largest bucket count (a graph with a longer duration uses the heap loop)
 MAX_BUCKETS = 1 << 16
-_PF_LAG = 2  # prefetch successor rows of the task started this many starts ago
+_PF_LAG = 1  # prefetch successor rows of the task started this many starts ago
 _PF_QUEUE = 16  # prefetch the resource queue this many entries ahead
+_PF_QSUCC = 4  # prefetch the successor list of the queue entry this many ahead
 _RING = 16  # ring of recent successor ranges (power of two > _PF_LAG)
 _U = np.uintp  # array index type: unsigned, so Numba adds no wrap-around fix-up
+#: task table word (int64): bits 0-7 in-degree, 8-15 resource + 1, 16-31 duration,
+#: 32-63 first successor index; an in-degree >= DEG_ASIDE and a resource >= RES_ASIDE
+#: are kept in a side array (the field then holds DEG_ASIDE / RES_ASIDE + 1)
+ROW_FIELDS = ("in-degree:8", "resource+1:8", "duration:16", "first successor:32")
+DEG_ASIDE = 255
+RES_ASIDE = 254
 
 
 def bucket_count(max_duration: int) -> int:
@@ -57,50 +76,74 @@ def bucket_count(max_duration: int) -> int:
 
 
 @njit(cache=True)
-def pack_bucket(resource, eff_dur, dep_ptr, succ_ptr, n_res, tt):
-    """Fill the task table ``tt`` of :func:`kernel_bucket`; tasks and busy cycles per
-    resource.
+def pack_bucket(resource, duration, kind, mem_bytes, rate, dep_ptr, succ_ptr, n_res, tt,
+                aside):
+    """Fill the task table ``tt`` of :func:`kernel_bucket` if the graph qualifies for it.
+
+    The caller checked one priority and no memory task on a DRAM resource; this pass
+    computes the effective durations (a memory task on a bandwidth resource takes
+    ``ceil(mem_bytes / rate - 1e-9)`` cycles, the same float64 operations as the heap
+    path) and gives up at the first one >= :data:`MAX_BUCKETS` or a memory task without
+    a bandwidth rate (``ok`` False; ``tt`` then holds garbage).
 
     Args:
-        resource, eff_dur: per task (-1: no resource; duration in cycles).
+        resource, duration, kind, mem_bytes: per task, as in
+            :class:`sim.taskgraph.TaskGraph`.
+        rate: per resource, bytes per cycle x efficiency of a bandwidth memory, 0.0 for
+            every other resource.
         dep_ptr: predecessor CSR offsets (in-degree = ``dep_ptr[t + 1] - dep_ptr[t]``).
-        succ_ptr: successor CSR offsets (:attr:`sim.taskgraph.TaskGraph.successors`).
+        succ_ptr: successor CSR offsets (:attr:`sim.taskgraph.TaskGraph.successors`),
+            below 2**31.
         n_res: number of resources.
-        tt: output, ``4 * (T + 1)`` entries (int32 unless a value needs int64):
-            ``tt[4 * t + c]`` with c = 0 in-degree, 1 resource, 2 duration, 3 first
-            successor index (row T holds ``succ_ptr[T]``, so the last successor of t is
-            ``tt[4 * t + 7]``).
+        tt: output, int64, T + 1 words, one per task (8 bytes: see :data:`ROW_FIELDS`);
+            word T holds ``succ_ptr[T]``, so the successors of t end at word t + 1's.
+        aside: int64 work array of 2 T entries: ``aside[2 t]`` the in-degree of a task
+            with >= :data:`DEG_ASIDE` predecessors, ``aside[2 t + 1]`` the resource of a
+            task on resource >= :data:`RES_ASIDE` (written only for those tasks).
 
     Returns:
-        ``(rcount, busy)``: tasks per resource; per resource the sum of its tasks'
-        durations (= their busy slot-cycles: no DRAM on this path).
+        ``(ok, max_duration, rcount, busy)``: tasks per resource; per resource the sum of
+        its tasks' effective durations (= their busy slot-cycles: no DRAM on this path).
     """
     T = resource.shape[0]
     rcount = np.zeros(n_res + 1, np.int64)  # index r + 1 (0: tasks without a resource)
     busy = np.zeros(n_res + 1, np.int64)
+    max_d = 0
     for t in range(T):
         r = resource[t]
-        d = eff_dur[t]
-        tt[4 * t] = dep_ptr[t + 1] - dep_ptr[t]
-        tt[4 * t + 1] = r
-        tt[4 * t + 2] = d
-        tt[4 * t + 3] = succ_ptr[t]
+        d = duration[t]
+        if kind[t] > 0:  # a memory task: on a bandwidth resource (DRAM: the heap loop)
+            rt = rate[r]
+            if rt <= 0.0:
+                return False, max_d, rcount[1:], busy[1:]
+            d = np.int64(math.ceil(mem_bytes[t] / rt - 1e-9))
+        if d >= MAX_BUCKETS:
+            return False, max_d, rcount[1:], busy[1:]
+        max_d = max(max_d, d)
+        deg = dep_ptr[t + 1] - dep_ptr[t]
+        if deg >= DEG_ASIDE:
+            aside[2 * t] = deg
+            deg = DEG_ASIDE
+        rf = r + 1
+        if r >= RES_ASIDE:
+            aside[2 * t + 1] = r
+            rf = RES_ASIDE + 1
+        tt[t] = deg | (rf << 8) | (d << 16) | (succ_ptr[t] << 32)
         rcount[r + 1] += 1
         busy[r + 1] += d
-    tt[4 * T] = 0
-    tt[4 * T + 1] = 0
-    tt[4 * T + 2] = 0
-    tt[4 * T + 3] = succ_ptr[T]
-    return rcount[1:], busy[1:]
+    tt[T] = succ_ptr[T] << 32
+    return True, max_d, rcount[1:], busy[1:]
 
 
 @njit(cache=True)
-def kernel_bucket(tt, succ, op_index, rcount, res_cap, n_ops, W, record, qbuf, start, end):
+def kernel_bucket(tt, aside, succ, op_index, rcount, res_cap, n_ops, W, record, qbuf, start,
+                  end):
     """Event loop over the task table ``tt`` of :func:`pack_bucket`.
 
     Args:
-        tt: flat task table; its in-degree entries are consumed.
-        succ: successors in CSR order (``tt[4 * t + 3]:tt[4 * t + 7]``), followed by at
+        tt: task table words of :func:`pack_bucket`; their in-degree fields are consumed.
+        aside: the side array of :func:`pack_bucket` (its in-degrees are consumed).
+        succ: successors in CSR order (``tt[t] >> 32 : tt[t + 1] >> 32``), followed by at
             least 4 padding entries in ``[0, T]`` (read by the prefetches).
         op_index: op of each task (read only when ``n_ops > 1``).
         rcount: tasks per resource.
@@ -108,8 +151,8 @@ def kernel_bucket(tt, succ, op_index, rcount, res_cap, n_ops, W, record, qbuf, s
         n_ops: number of ops.
         W: bucket count, a power of two > every duration in the table.
         record: fill per-task start / end cycles.
-        qbuf: work array of ``tt``'s dtype, at least 4 x (tasks with a resource + 1)
-            entries (the resource queues).
+        qbuf: int32 work array, at least 4 x (tasks with a resource + 1 + ``_PF_QSUCC``)
+            entries (the resource queues; the prefetches read past the last one).
         start, end: outputs, T entries each when ``record`` (else unused).
 
     The big arrays come from the caller: numpy allocates them (huge pages, see
@@ -118,7 +161,7 @@ def kernel_bucket(tt, succ, op_index, rcount, res_cap, n_ops, W, record, qbuf, s
     Returns:
         ``(makespan, finished, op_start, op_end)`` as in :func:`sim.engine._kernel`.
     """
-    T = tt.shape[0] // 4 - 1
+    T = tt.shape[0] - 1
     wide = n_ops > 1
     R = res_cap.shape[0]
     # per-resource FIFO queues as segments of one array (each task queues at most
@@ -133,9 +176,6 @@ def kernel_bucket(tt, succ, op_index, rcount, res_cap, n_ops, W, record, qbuf, s
     free = res_cap.astype(np.int64)
     op_start = np.full(n_ops, -1, np.int64)
     op_end = np.full(n_ops, -1, np.int64)
-    lg_task = np.empty(T if record else 1, tt.dtype)
-    lg_start = np.empty(T if record else 1, np.int64)
-    lg_end = np.empty(T if record else 1, np.int64)
     # calendar: bucket b = time & mask holds a FIFO list of event slots (bh head, bt
     # tail, linked through field 3); bit b of bm is set while bucket b is non-empty
     mask = W - 1
@@ -143,7 +183,7 @@ def kernel_bucket(tt, succ, op_index, rcount, res_cap, n_ops, W, record, qbuf, s
     bh = np.full(W, -1, np.int64)
     bt = np.zeros(W, np.int64)
     bm = np.zeros(W >> 6, np.int64)
-    # event slots ev[8 * slot + c]: (resource, succ_lo, succ_hi, next, task, start, op);
+    # event slots ev[8 * slot + c]: (resource, succ_lo, succ_hi, next, -, -, op);
     # freed slots are reused first (a free list through field 3), so the live ones stay
     # in cache
     ev = np.empty(8 * (T + 1), np.int64)
@@ -171,6 +211,7 @@ def kernel_bucket(tt, succ, op_index, rcount, res_cap, n_ops, W, record, qbuf, s
                 q = qh[_U(r)]
                 qh[_U(r)] = q + 1
                 prefetch(qbuf, 4 * (q + _PF_QUEUE))
+                prefetch(succ, qbuf[_U(4 * (q + _PF_QSUCC) + 2)])  # qbuf is padded
                 task = qbuf[_U(4 * q)]
                 d = qbuf[_U(4 * q + 1)]
                 lo = qbuf[_U(4 * q + 2)]
@@ -181,21 +222,30 @@ def kernel_bucket(tt, succ, op_index, rcount, res_cap, n_ops, W, record, qbuf, s
                 if k_lo < k_hi:
                     task = succ[_U(k_lo)]
                     k_lo += 1
-                    c = tt[_U(4 * task)] - 1
-                    tt[_U(4 * task)] = c
+                    w = tt[_U(task)]
+                    c = w & 255
+                    if c == DEG_ASIDE:  # >= 255 predecessors: counted in the side array
+                        c = aside[_U(2 * task)] - 1
+                        aside[_U(2 * task)] = c
+                    else:
+                        tt[_U(task)] = w - 1
+                        c -= 1
                     if c != 0:
                         continue
                 elif t0 < T:
                     task = t0
                     t0 += 1
-                    if tt[_U(4 * task)] != 0:
+                    w = tt[_U(task)]
+                    if w & 255 != 0:
                         continue
                 else:
                     break
-                r = tt[_U(4 * task + 1)]
-                d = tt[_U(4 * task + 2)]
-                lo = tt[_U(4 * task + 3)]
-                hi = tt[_U(4 * task + 7)]
+                r = ((w >> 8) & 255) - 1
+                if r == RES_ASIDE:
+                    r = aside[_U(2 * task + 1)]
+                d = (w >> 16) & 0xFFFF
+                lo = w >> 32
+                hi = tt[_U(task + 1)] >> 32
                 if wide:
                     op = op_index[_U(task)]
                 if r >= 0:
@@ -224,8 +274,7 @@ def kernel_bucket(tt, succ, op_index, rcount, res_cap, n_ops, W, record, qbuf, s
             ev[_U(e + 2)] = hi
             ev[_U(e + 3)] = -1
             if record:
-                ev[_U(e + 4)] = task
-                ev[_U(e + 5)] = now
+                start[_U(task)] = now
             if wide:
                 ev[_U(e + 6)] = op
                 if op_start[_U(op)] < 0:  # starts come in time order: the first is the min
@@ -246,10 +295,10 @@ def kernel_bucket(tt, succ, op_index, rcount, res_cap, n_ops, W, record, qbuf, s
             ri += 1
             # first four successors, branch-free (succ is padded: reading past a
             # short list prefetches the rows of the next task's successors)
-            prefetch(tt, 4 * succ[_U(k)])
-            prefetch(tt, 4 * succ[_U(k + 1)])
-            prefetch(tt, 4 * succ[_U(k + 2)])
-            prefetch(tt, 4 * succ[_U(k + 3)])
+            prefetch(tt, succ[_U(k)])
+            prefetch(tt, succ[_U(k + 1)])
+            prefetch(tt, succ[_U(k + 2)])
+            prefetch(tt, succ[_U(k + 3)])
         if pending == 0:
             break  # every task finished (or a dependency cycle left some unreachable)
         # ---- next event: the first non-empty bucket at or after now (circularly)
@@ -271,10 +320,6 @@ def kernel_bucket(tt, succ, op_index, rcount, res_cap, n_ops, W, record, qbuf, s
         k_lo = ev[_U(e + 1)]
         k_hi = ev[_U(e + 2)]
         # ---- task finish
-        if record:
-            lg_task[_U(finished)] = ev[_U(e + 4)]
-            lg_start[_U(finished)] = ev[_U(e + 5)]
-            lg_end[_U(finished)] = now
         if wide:
             op_end[_U(ev[_U(e + 6)])] = now  # finishes come in time order: the last is the max
         ev[_U(e + 3)] = fhead
@@ -290,10 +335,9 @@ def kernel_bucket(tt, succ, op_index, rcount, res_cap, n_ops, W, record, qbuf, s
         # one op: the first root starts at 0 (its resource is free), the last finish is now
         op_start[0] = 0
         op_end[0] = now
-    if record:
-        for k in range(T):  # finish order -> per task (every task finished, else run()
-            start[lg_task[k]] = lg_start[k]  # raises)
-            end[lg_task[k]] = lg_end[k]
+    if record:  # a task holds its slot exactly its duration (no DRAM on this path)
+        for t in range(T):
+            end[t] = start[t] + ((tt[t] >> 16) & 0xFFFF)
     makespan = now if finished > 0 else 0
     return makespan, finished, op_start, op_end
 

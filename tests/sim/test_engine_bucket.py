@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from archsim.sim import TaskGraph, TaskGraphBuilder, run
 from archsim.sim.engine import _inst_list, _kernel, _pack
 from archsim.sim.engine_bucket import MAX_BUCKETS, bucket_count, kernel_bucket, pack_bucket
+from archsim.sim.taskgraph import MODEL_BANDWIDTH
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_engine import reference_run  # noqa: E402
@@ -58,13 +59,18 @@ def _both(tg: TaskGraph, record: bool):
     rate = (tg.bytes_per_cycle * tg.efficiency)[tg.resource[bw]]
     eff[bw] = np.ceil(tg.mem_bytes[bw] / rate - 1e-9).astype(np.int64)
     succ_ptr, succ_idx = tg.successors
-    tt = np.empty(4 * (T + 1), np.int32)
-    rcount, busy = pack_bucket(tg.resource, eff, tg.dep_ptr, succ_ptr, R, tt)
+    tt = np.empty(T + 1, np.int64)
+    aside = np.empty(2 * T, np.int64)
+    rate = np.where(tg.resource_model == MODEL_BANDWIDTH, tg.bytes_per_cycle * tg.efficiency,
+                    0.0)
+    ok, max_dur, rcount, busy = pack_bucket(tg.resource, tg.duration, tg.kind, tg.mem_bytes,
+                                            rate, tg.dep_ptr, succ_ptr, R, tt, aside)
+    assert ok and max_dur == eff.max()
     start = np.zeros(T if record else 1, np.int64)
     end = np.zeros(T if record else 1, np.int64)
     makespan, finished, op_s, op_e = kernel_bucket(
-        tt, succ_idx, tg.op_index, rcount, tg.resource_capacity, len(tg.op_names),
-        bucket_count(int(eff.max())), record, np.empty(4 * (T + 1), np.int32), start, end)
+        tt, aside, succ_idx, tg.op_index, rcount, tg.resource_capacity, len(tg.op_names),
+        bucket_count(int(eff.max())), record, np.empty(4 * (T + 8), np.int32), start, end)
     a = (makespan, finished, finished, busy, start, end, op_s, op_e)
     wide = len(tg.op_names) > 1 or bool(np.any(tg.priority != 0))
     tt, succ, rcount = _pack(tg.resource, eff, np.zeros(T, np.bool_), tg.priority,
@@ -99,6 +105,32 @@ def test_bucket_loop_matches_reference(seed: int, max_dur: int, priority: int) -
     assert stats.makespan_cycles == makespan
     np.testing.assert_array_equal(stats.task_start, start)
     np.testing.assert_array_equal(stats.task_end, end)
+
+
+def test_wide_fan_in_and_many_resources_match_the_reference() -> None:
+    # a task table word holds in-degrees < 255 and resources < 254; larger ones live in
+    # the side array (pack_bucket): joins of 255-700 predecessors, 300 servers
+    rng = np.random.default_rng(5)
+    b = TaskGraphBuilder()
+    res = [b.add_server(f"s{i}", int(c)) for i, c in enumerate(rng.integers(1, 3, 300))]
+    ids: list[int] = []
+    for t in range(1500):
+        if t in (400, 700, 1200):  # fan-in 255, 299, 700 (one from each earlier task)
+            deps = list(range(t - {400: 255, 700: 299, 1200: 700}[t], t))
+        else:
+            deps = sorted({t - int(d) for d in rng.integers(1, 40, 2) if t - d >= 0})
+        r = res[int(rng.integers(240, 300))] if t % 3 else res[int(rng.integers(0, 300))]
+        ids.append(b.add_task(r, int(rng.integers(0, 30)), deps=deps))
+    tg = b.build()
+    assert max(np.diff(tg.dep_ptr)) == 700 and tg.num_resources == 300
+    makespan, start, end = reference_run(tg)
+    stats = run(tg)
+    assert stats.makespan_cycles == makespan
+    np.testing.assert_array_equal(stats.task_start, start)
+    np.testing.assert_array_equal(stats.task_end, end)
+    a, h = _both(tg, True)
+    for x, y in zip(a, h):
+        np.testing.assert_array_equal(x, y)
 
 
 def test_long_durations_use_the_heap_loop() -> None:
