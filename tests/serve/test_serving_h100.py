@@ -244,7 +244,7 @@ def test_inferencemax_rows_run_as_deployed(rows, h100):
     # row: median |TTFT error| 12 % (-12 %), |TPOT error| 23 % (-23 %) today
     # (docs/serving.md "Who measured which rows"; TTFT was +67 % under aiconfigurator's
     # rules). TPOT is low: archsim's async engine hides all of vLLM's host time, where the
-    # first async scheduler (vLLM #19970, in 0.10.2) overlapped only the scheduling step.
+    # first async scheduler (vLLM #19970, in 0.10.2) is described as overlapping scheduling.
     ok = [d for d in rows if unsupported(d) is None and d.model_path == "meta-llama/Llama-3.1-70B"
           and d.version == "" and d.concurrency < 512]
     assert ok and all(engine_for(d) == "vllm" for d in ok)
