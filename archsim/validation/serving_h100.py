@@ -19,7 +19,9 @@ only for a given ``concurrency``. Each row runs with its engine's host time per 
 (:func:`engine_for`, ``archsim serve --engine``), fitted on one model per engine
 (:data:`HOST_FIT_ROWS`, :func:`fit_host`) and checked on the others. Splits for fit/check
 are by model or by backend, never at random (docs/serving.md, "Measured deployments",
-"Engine host time").
+"Engine host time"). Rows measured by another harness than aiconfigurator's (:data:`HARNESS`:
+InferenceMAX's vLLM Llama-70B runs) run with that harness's engine settings and request
+lengths (docs/serving.md, "Who measured which rows").
 """
 
 from __future__ import annotations
@@ -52,7 +54,8 @@ __all__ = ["Deployment", "Prediction", "ZOO", "EngineSettings", "engine_settings
            "unsupported", "predict", "disaggregated_setup", "FORMATS", "DISAGG_LINK",
            "median_errors", "render_markdown", "VLLM_MOE_ROUTING", "moe_routing",
            "engine_design", "engine_for", "fit_host", "HOST_FIT_ROWS", "host_fit_engine",
-           "VLLM_ASYNC_FROM"]
+           "VLLM_ASYNC_FROM", "Harness", "HARNESS", "INFERENCEMAX_VLLM", "harness",
+           "request_lengths"]
 
 _DATA = Path(__file__).resolve().parents[2] / "tests" / "data"
 _HF = _DATA / "hf_dense"
@@ -104,11 +107,77 @@ BACKEND_POLICY = {"trtllm": "orca", "vllm": "sarathi", "sglang": "vllm"}
 #: the fit half's TP 1 rows** (Llama-3.1-8B, 42 rows), where the measured TTFT grows in
 #: proportion to the request's service time at 8-64 clients (TTFT ~ E2E / (clients - 1): one
 #: client always waits a whole request for a slot) and checked on its TP 2/4/8 rows
-#: (docs/serving.md). Candidate cause, not verified: TensorRT-LLM's PyTorch executor keeps a
-#: dummy generation request for CUDA-graph batch padding in its sequence slots (TensorRT-LLM
-#: PR #7998, after 1.0.0rc3, reserves an extra slot for it). vLLM and SGLang: 0 (their TTFT
-#: does not grow with the output length).
+#: (docs/serving.md). Its cause is not found: the PR once cited for it (TensorRT-LLM #7998,
+#: "Reserve an extra slot for padded batch") concerns speculative decoding's slots, which
+#: these rows do not use, and whether the harness that measured them set ``max_batch_size``
+#: to the clients is not public (docs/serving.md "Who measured which rows"). Its reach is
+#: every TensorRT-LLM row, though only the Llama-3.1-8B rows' TTFT grows with the output
+#: length (Qwen3-32B fp8 and Qwen3-235B-A22B-FP8 rows do not): narrowing it would be a
+#: choice made on check rows, so it is not narrowed. vLLM and SGLang: 0 (their TTFT does
+#: not grow with the output length).
 RESERVED_SLOTS = {"trtllm": 1, "vllm": 0, "sglang": 0}
+
+
+@dataclass(frozen=True)
+class Harness:
+    """A benchmark harness other than aiconfigurator's that measured a group of rows, with
+    the engine settings its scripts deploy (docs/serving.md, "Who measured which rows").
+
+    Attributes:
+        name: the harness and the script the settings are read from.
+        release: the engine release it ran (the rows' ``backend_version`` is empty).
+        engine: the ``--engine`` (host time) that release ran as, as configured.
+        token_budget: tokens per iteration (vLLM ``--max-num-batched-tokens``).
+        kv_format: the KV cache's format (``--kv-cache-dtype``).
+        range_ratio: each request's input and output lengths are integers drawn uniformly
+            from ``[int(range_ratio x L), L]`` (``L`` = the row's ``isl`` / ``osl``; the
+            client's ``--random-range-ratio``).
+    """
+
+    name: str
+    release: str
+    engine: str
+    token_budget: int
+    kv_format: str
+    range_ratio: float
+
+
+#: SemiAnalysis InferenceMAX's H100 vLLM runs of Llama-3.3-70B-Instruct-FP8 (the shape of
+#: Llama-3.1-70B), as its repository (github.com/SemiAnalysisAI/InferenceX) held them until
+#: they were removed on 2025-10-29 (commit 2582bce, "remove llama 70b"; the rows' measured
+#: date in aiconfigurator-core's ``silicon_data_source`` is 2025-10-29):
+#: ``benchmarks/70b_fp8_h100_{docker,slurm}.sh`` serve ``vllm/vllm-openai:v0.10.2`` with
+#: ``kv-cache-dtype: fp8``, ``async-scheduling: true``, ``no-enable-prefix-caching``,
+#: ``max-num-batched-tokens: 8192``, ``--max-num-seqs=$CONC``; the client
+#: (``kimbochen/bench_serving`` ``benchmark_serving.py``, ``runners/launch_h100-*.sh``)
+#: sends ``--num-prompts=10 x CONC`` at ``--max-concurrency=CONC``, ``--request-rate=inf``,
+#: random prompts with ``--random-range-ratio 0.8`` (``.github/workflows/full-sweep-tmpl.yml``;
+#: lengths uniform in ``[int(0.8 L), L]``), after one single-prompt test request and no
+#: warm-up (warm-up requests came to that client on 2026-01-21). TP 2/4/8, 4-64 clients and
+#: isl/osl 1k/1k, 1k/8k, 8k/1k (``70b-tmpl.yml``, ``benchmark-tmpl.yml``) are the 45 rows'
+#: grid: the rows are identified as these runs by that match and the date, not by a label
+#: in the data.
+INFERENCEMAX_VLLM = Harness("InferenceMAX 70b_fp8_h100 (vLLM v0.10.2)", "0.10.2", "vllm",
+                            8192, "fp8_e4m3", 0.8)
+
+#: (backend, backend_version, model_path) -> the harness that measured those rows; every
+#: other row: aiconfigurator's generator and benchmark (:func:`engine_settings`).
+HARNESS = {("vllm", "", "meta-llama/Llama-3.1-70B"): INFERENCEMAX_VLLM}
+
+
+def harness(d: Deployment) -> Harness | None:
+    """The harness that measured ``d`` when it is not aiconfigurator's (:data:`HARNESS`)."""
+    return HARNESS.get((d.backend, d.version, d.model_path))
+
+
+def request_lengths(d: Deployment) -> tuple[str, str]:
+    """``d``'s request lengths as ``--isl``/``--osl`` specs: fixed ``isl``/``osl``, or
+    ``uniform:int(r x L):L`` under a harness that draws them (:attr:`Harness.range_ratio`)."""
+    h = harness(d)
+    if h is None or h.range_ratio >= 1:
+        return str(d.isl), str(d.osl)
+    return tuple(f"uniform:{int(h.range_ratio * n)}:{n}"      # type: ignore[return-value]
+                 for n in (d.isl, d.osl))
 
 
 
@@ -132,7 +201,11 @@ class EngineSettings:
 
 
 def engine_settings(d: Deployment) -> EngineSettings:
-    """The engine settings ``d`` was deployed with (:class:`EngineSettings`)."""
+    """The engine settings ``d`` was deployed with (:class:`EngineSettings`); under another
+    :func:`harness`, its token budget and ``max_num_seqs`` = the clients."""
+    h = harness(d)
+    if h is not None:
+        return EngineSettings(BACKEND_POLICY[d.backend], h.token_budget, d.concurrency)
     budget = (SGLANG_CHUNK_TOKENS if d.backend == "sglang"
               else d.concurrency + d.isl + HEADROOM_TOKENS)
     return EngineSettings(BACKEND_POLICY[d.backend], budget,
@@ -162,9 +235,13 @@ def engine_for(d: Deployment) -> str:
     """The ``--engine`` (:data:`archsim.serve.engine.ENGINES`) a row's backend and release
     ran as: TensorRT-LLM ``trtllm``, SGLang ``sglang``, vLLM ``vllm`` from
     :data:`VLLM_ASYNC_FROM` on (async scheduling; ``vllm-sync`` with pipeline stages, which
-    ``engine_host`` resolves) and ``vllm-sync`` before. A vLLM row without a release is
-    taken as synchronous (an assumption: docs/serving.md "Engine host time" shows those rows
-    both ways)."""
+    ``engine_host`` resolves) and ``vllm-sync`` before; a row of another :func:`harness`
+    as that harness configured it (InferenceMAX's vLLM 0.10.2 with ``async-scheduling:
+    true``: ``vllm``). Another vLLM row without a release is taken as synchronous (an
+    assumption: docs/serving.md "Engine host time" shows those rows both ways)."""
+    h = harness(d)
+    if h is not None:
+        return h.engine
     if d.backend != "vllm":
         return d.backend
     rel = _release(d.version)
@@ -404,7 +481,10 @@ def predict(d: Deployment, acc: Accelerator | str = "gpu/h100", requests_per_cli
     all arrive at once, so the means depend on the count: 10 per client (``archsim serve``'s
     default, and the ``--request-count`` of aiconfigurator's genai-perf runner; its
     ``--warmup-request-count`` of 2 per client is drained before the measured requests
-    start, so the measured phase opens with the same burst) is used throughout.
+    start, so the measured phase opens with the same burst) is used throughout. Rows of
+    another :func:`harness` run as it ran them: its token budget, KV format, engine and
+    request lengths (:func:`request_lengths`; InferenceMAX: 10 requests per client too, no
+    warm-up).
 
     ``runtime`` (None: the design's own) runs the design's GPUs under that launch protocol
     (:func:`engine_design`). With an ``engine`` (below) a GPU under ``ideal`` (each kernel
@@ -452,9 +532,12 @@ def predict(d: Deployment, acc: Accelerator | str = "gpu/h100", requests_per_cli
         "max_batched_tokens": eng.token_budget}
     # a 16-bit checkpoint run in fp8 (FORMATS); a checkpoint's own precision: its formats
     fmts = FORMATS[d.precision] if checkpoint_precision(ZOO[d.model_path]) == "" else {}
+    h = harness(d)
+    if h is not None:
+        fmts = {**fmts, "kv_format": h.kv_format}
+    isl, osl = request_lengths(d)
     run = run_serving(engine_design(acc, runtime) if runtime else acc, ZOO[d.model_path], tp=d.tp,
-                      concurrency=d.concurrency,
-                      isl=str(d.isl), osl=str(d.osl),
+                      concurrency=d.concurrency, isl=isl, osl=osl,
                       requests=requests_per_client * d.concurrency,
                       iteration_overhead_ms=iteration_overhead_ms, scheduler=policy,
                       max_num_seqs=eng.max_num_seqs,
