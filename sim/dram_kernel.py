@@ -156,7 +156,7 @@ DramInst = namedtuple(
 )
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def imax(a, b):
     """max of two ints. The builtin ``max`` compiles to an out-of-line call in Numba
     (``ol_max`` is not inlined in a function this large: ~50 calls in the controller,
