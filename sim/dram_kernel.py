@@ -80,8 +80,10 @@ P_POW2, P_BBSHIFT = 16, 17  # 1 when every address field count is a power of two
 N_P = 24
 # tab rows (small tables, width 16)
 T_AFIELD, T_ACOUNT, T_LVL, T_FAN, T_SCOPE, T_ASHIFT = range(6)
-N_TAB = 6
-# con rows (one column per constraint, grouped by preceding command via con_ptr)
+T_CWIN = 6  # per command: its first rolling-window constraint (its rows without come first)
+N_TAB = 7
+# con rows (one column per constraint, grouped by preceding command via con_ptr; within a
+# command the rows without a rolling window first, up to tab[T_CWIN, cmd])
 K_LEVEL, K_NEXT, K_LAT, K_WIN, K_WSLOT = range(5)
 # bst rows (per bank): open row (-1: precharged), queued requests hitting the open row
 B_OPEN, B_HITS = 0, 1
@@ -160,7 +162,9 @@ DramInst = namedtuple(
 def imax(a, b):
     """max of two ints. The builtin ``max`` compiles to an out-of-line call in Numba
     (``ol_max`` is not inlined in a function this large: ~50 calls in the controller,
-    measured with perf); this one is inlined at the Numba IR level."""
+    measured with perf); LLVM inlines this one. Not ``inline="always"``: that copies its
+    IR into each of ~30 call sites of ``core`` and slows Numba's front end (~0.8 CPU-s
+    cold, its liveness and SSA passes grow with blocks x variables) for the same code."""
     return a if a >= b else b
 
 
@@ -806,25 +810,28 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
             bk[bank, BK_DB] = 1
             dbl[c, chs[c, H_NDB]] = bank
             chs[c, H_NDB] += 1
-        # bank-scope command: the rows of the timing table, one node per level
-        for k in range(con_ptr[cmd], con_ptr[cmd + 1]):
+        # bank-scope command: the rows of the timing table, one node per level; the rows
+        # without a rolling window first (no window test per row), then those with one
+        kw = tab[T_CWIN, cmd]
+        for k in range(con_ptr[cmd], kw):
             ku = _U(k)
             lv = conf[ku]
             node = c if lv == 0 else (l1 + rk if lv == 1 else (l2 + gn if lv == 2 else l3 + bank))
-            w = conf[ku + _U(K_WIN * NCON)]
-            nxt = conf[ku + _U(K_NEXT * NCON)]
-            if w <= 1:
-                v = t + conf[ku + _U(K_LAT * NCON)]
-            else:  # rolling window (nFAW): wait for the oldest of the last w
-                ws = con[K_WSLOT, k]
-                n = hist_n[node, ws]
-                i = n & (w - 1) if w & (w - 1) == 0 else n % w  # (nFAW: w = 4, no division)
-                hist[node, ws, i] = t
-                hist_n[node, ws] = n + 1
-                i = 0 if i + 1 == w else i + 1  # (n + 1) % w without a second division
-                v = hist[node, ws, i] + con[K_LAT, k] if n + 1 >= w else -1
-            ni = _U(node * N_CMD + nxt)
-            nxf[ni] = imax(v, nxf[ni])  # (branch-free: v is data)
+            ni = _U(node * N_CMD + conf[ku + _U(K_NEXT * NCON)])
+            nxf[ni] = imax(t + conf[ku + _U(K_LAT * NCON)], nxf[ni])  # (branch-free)
+        for k in range(kw, con_ptr[cmd + 1]):  # rolling window (nFAW): the oldest of w
+            lv = con[K_LEVEL, k]
+            node = c if lv == 0 else (l1 + rk if lv == 1 else (l2 + gn if lv == 2 else l3 + bank))
+            w = con[K_WIN, k]
+            ws = con[K_WSLOT, k]
+            n = hist_n[node, ws]
+            i = n & (w - 1) if w & (w - 1) == 0 else n % w  # (nFAW: w = 4, no division)
+            hist[node, ws, i] = t
+            hist_n[node, ws] = n + 1
+            i = 0 if i + 1 == w else i + 1  # (n + 1) % w without a second division
+            if n + 1 >= w:
+                ni = _U(node * N_CMD + con[K_NEXT, k])
+                nxf[ni] = imax(hist[node, ws, i] + con[K_LAT, k], nxf[ni])
         cu = _U(c * N_CMD)
         for k in range(N_CMD):  # one command per cycle on the channel's command bus
             nxf[cu + _U(k)] = imax(nxf[cu + _U(k)], t + 1)
