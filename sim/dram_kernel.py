@@ -105,7 +105,12 @@ H_KEY, H_AGE, H_NOINC = 12, 13, 14
 H_WHEAD, H_WTAIL = 15, 16
 H_NCAND = 17  # candidates in cand[channel]
 H_REDO = 18  # H_DIRTY 3: decide again at this time (a refresh falls due first)
-N_HF = 19
+# the channel's command bus: free from this cycle (the last controller command's time + 1).
+# The controller keeps it here instead of raising all N_CMD entries of nx[channel] on
+# every command; every read of nx[channel, cmd] in core takes the max with it (a REF,
+# issued by `issue`, raises nx[channel] itself: the same max)
+H_BUS = 19
+N_HF = 20
 # bk[bank, field]: request list head/tail, oldest queued read / write hitting the open
 # row (-1: none), position in chb, flat rank id and nx rows of its rank and bank group
 # (static), bank group within its channel (static), 1 while listed in dbl
@@ -556,7 +561,7 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
                                                  and chs[ch, H_RA] == ra):
                         chs[ch, H_DIRTY] = 1
                     else:
-                        now_f = misc[M_NOW]
+                        now_f = imax(misc[M_NOW], chs[ch, H_BUS])  # (the bus: nx[ch])
                         hit = bst[B_HITS, bank] > 0
                         n1, n2, n3 = l1 + rk, l2 + gn, l3 + bank
                         sc = bk[bank, BK_RDH] if hit else bk[bank, BK_HEAD]
@@ -623,6 +628,7 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
                 bcmd, bslot, bra, bbg, bba = -1, -1, 0, 0, 0
                 rdue = False
                 due = INF  # the next refresh due after now (it preempts a later command)
+                nowb = imax(now, chs[ch, H_BUS])  # now, or the bus's free cycle: nx[ch]
                 if refresh:
                     for r in range(RK):
                         d = ref_due[ch * RK + r]
@@ -630,7 +636,7 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
                         if d <= now:
                             rdue = True
                             noinc = True
-                            e, cmd, g, b = _refresh_pick(p, tab, nx, bst, ch, r, now)
+                            e, cmd, g, b = _refresh_pick(p, tab, nx, bst, ch, r, nowb)
                             if e * 4 < bkey:
                                 bkey, bage, bcmd, bra, bbg, bba = e * 4, -1, cmd, r, g, b
                 # FR-FCFS over the queued requests: per active bank its oldest read hit
@@ -678,10 +684,10 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
                     rk = ch * RK + r
                     n1 = l1 + rk
                     # key = time * 4 + class (ACT, PRE: 2; RD, WR: 1)
-                    f0 = imax(imax(nx[ch, 0], nx[n1, 0]), now) * 4 + 2
-                    f1 = imax(imax(nx[ch, 1], nx[n1, 1]), now) * 4 + 2
-                    f2 = imax(imax(nx[ch, 2], nx[n1, 2]), now) * 4 + 1
-                    f3 = imax(imax(nx[ch, 3], nx[n1, 3]), now) * 4 + 1
+                    f0 = imax(imax(nx[ch, 0], nx[n1, 0]), nowb) * 4 + 2
+                    f1 = imax(imax(nx[ch, 1], nx[n1, 1]), nowb) * 4 + 2
+                    f2 = imax(imax(nx[ch, 2], nx[n1, 2]), nowb) * 4 + 1
+                    f3 = imax(imax(nx[ch, 3], nx[n1, 3]), nowb) * 4 + 1
                     if rdue and ref_due[rk] <= now:  # its banks wait for the refresh
                         f0 = f1 = f2 = f3 = BIG * 4 + 3  # > INF: never chosen
                     for g in range(G):
@@ -730,7 +736,7 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
                     loc = q[ch, bslot, Q_LOC]
                     bra, bbg, bba = loc >> 40, (loc >> 20) & LOC_MASK, loc & LOC_MASK
                 if closed:
-                    e, r, g, b = _closed_pick(p, tab, nx, bst, ch, now)
+                    e, r, g, b = _closed_pick(p, tab, nx, bst, ch, nowb)
                     if e < INF and e * 4 + 3 < bkey:
                         bkey, bcmd, bslot, bra, bbg, bba = e * 4 + 3, C_PRE, -1, r, g, b
                 bt = bkey >> 2 if bkey < INF else INF
@@ -832,9 +838,7 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
             if n + 1 >= w:
                 ni = _U(node * N_CMD + con[K_NEXT, k])
                 nxf[ni] = imax(hist[node, ws, i] + con[K_LAT, k], nxf[ni])
-        cu = _U(c * N_CMD)
-        for k in range(N_CMD):  # one command per cycle on the channel's command bus
-            nxf[cu + _U(k)] = imax(nxf[cu + _U(k)], t + 1)
+        chs[c, H_BUS] = t + 1  # one command per cycle on the channel's command bus
         stats[cmd] += 1
         if cmd == C_PRE:
             bst[B_OPEN, bank] = -1
