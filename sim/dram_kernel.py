@@ -163,13 +163,21 @@ DramInst = namedtuple(
 )
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def imax(a, b):
     """max of two ints. The builtin ``max`` compiles to an out-of-line call in Numba
     (``ol_max`` is not inlined in a function this large: ~50 calls in the controller,
-    measured with perf); LLVM inlines this one. Not ``inline="always"``: that copies its
-    IR into each of ~30 call sites of ``core`` and slows Numba's front end (~0.8 CPU-s
-    cold, its liveness and SSA passes grow with blocks x variables) for the same code."""
+    measured with perf); this one is inlined at the Numba IR level (the small helpers and
+    the PIM stream: with a plain call there, the PIM stream was 3-4 % slower)."""
+    return a if a >= b else b
+
+
+@njit(cache=True)
+def cmax(a, b):
+    """:func:`imax` for :func:`core`: a plain jitted call, which LLVM inlines (the same
+    machine code speed). ``inline="always"`` copies its IR with its blocks into every call
+    site, and Numba's front end (liveness and SSA passes, O(blocks x variables)) then
+    took ~0.8 CPU-s longer on ``core``."""
     return a if a >= b else b
 
 
@@ -561,7 +569,7 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
                                                  and chs[ch, H_RA] == ra):
                         chs[ch, H_DIRTY] = 1
                     else:
-                        now_f = imax(misc[M_NOW], chs[ch, H_BUS])  # (the bus: nx[ch])
+                        now_f = cmax(misc[M_NOW], chs[ch, H_BUS])  # (the bus: nx[ch])
                         hit = bst[B_HITS, bank] > 0
                         n1, n2, n3 = l1 + rk, l2 + gn, l3 + bank
                         sc = bk[bank, BK_RDH] if hit else bk[bank, BK_HEAD]
@@ -574,7 +582,7 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
                                 cc = C_WR
                             if sc < 0:
                                 continue
-                            e = imax(imax(imax(nx[ch, cc], nx[n1, cc]), imax(nx[n2, cc], nx[n3, cc])),
+                            e = cmax(cmax(cmax(nx[ch, cc], nx[n1, cc]), cmax(nx[n2, cc], nx[n3, cc])),
                                     now_f)
                             key = e * 4 + (1 if hit else 2)
                             age = q[ch, sc, Q_AGE]
@@ -628,7 +636,7 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
                 bcmd, bslot, bra, bbg, bba = -1, -1, 0, 0, 0
                 rdue = False
                 due = INF  # the next refresh due after now (it preempts a later command)
-                nowb = imax(now, chs[ch, H_BUS])  # now, or the bus's free cycle: nx[ch]
+                nowb = cmax(now, chs[ch, H_BUS])  # now, or the bus's free cycle: nx[ch]
                 if refresh:
                     for r in range(RK):
                         d = ref_due[ch * RK + r]
@@ -684,19 +692,19 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
                     rk = ch * RK + r
                     n1 = l1 + rk
                     # key = time * 4 + class (ACT, PRE: 2; RD, WR: 1)
-                    f0 = imax(imax(nx[ch, 0], nx[n1, 0]), nowb) * 4 + 2
-                    f1 = imax(imax(nx[ch, 1], nx[n1, 1]), nowb) * 4 + 2
-                    f2 = imax(imax(nx[ch, 2], nx[n1, 2]), nowb) * 4 + 1
-                    f3 = imax(imax(nx[ch, 3], nx[n1, 3]), nowb) * 4 + 1
+                    f0 = cmax(cmax(nx[ch, 0], nx[n1, 0]), nowb) * 4 + 2
+                    f1 = cmax(cmax(nx[ch, 1], nx[n1, 1]), nowb) * 4 + 2
+                    f2 = cmax(cmax(nx[ch, 2], nx[n1, 2]), nowb) * 4 + 1
+                    f3 = cmax(cmax(nx[ch, 3], nx[n1, 3]), nowb) * 4 + 1
                     if rdue and ref_due[rk] <= now:  # its banks wait for the refresh
                         f0 = f1 = f2 = f3 = BIG * 4 + 3  # > INF: never chosen
                     for g in range(G):
                         n2 = l2 + rk * G + g
                         o = (r * G + g) * 4
-                        gf[o] = imax(f0, nx[n2, 0] * 4 + 2)
-                        gf[o + 1] = imax(f1, nx[n2, 1] * 4 + 2)
-                        gf[o + 2] = imax(f2, nx[n2, 2] * 4 + 1)
-                        gf[o + 3] = imax(f3, nx[n2, 3] * 4 + 1)
+                        gf[o] = cmax(f0, nx[n2, 0] * 4 + 2)
+                        gf[o + 1] = cmax(f1, nx[n2, 1] * 4 + 2)
+                        gf[o + 2] = cmax(f2, nx[n2, 2] * 4 + 1)
+                        gf[o + 3] = cmax(f3, nx[n2, 3] * 4 + 1)
                 # the smallest (key, age) as one integer, (key - 4 * now, the age's offset
                 # from misc[M_AGE] - PK_AGE, the candidate's index) in bit fields (every gf
                 # entry is >= 4 * now, every queued age < misc[M_AGE]; ages are unique, so
@@ -708,7 +716,7 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
                 best = PK_NONE
                 chk = nc >> PK_JBITS
                 for j in range(nc):
-                    rel = imax(gf[cand[ch, CA_G, j]], cand[ch, CA_B, j]) - base4
+                    rel = cmax(gf[cand[ch, CA_G, j]], cand[ch, CA_B, j]) - base4
                     off = cand[ch, CA_AGE, j] - abase
                     chk |= (rel >> PK_RELBITS) | (off >> PK_AGEBITS)
                     pk = (rel << PK_SHIFT) | (off << PK_JBITS) | j
@@ -723,7 +731,7 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
                             bj = best & ((1 << PK_JBITS) - 1)
                 else:
                     for j in range(nc):
-                        key = imax(gf[cand[ch, CA_G, j]], cand[ch, CA_B, j])
+                        key = cmax(gf[cand[ch, CA_G, j]], cand[ch, CA_B, j])
                         age = cand[ch, CA_AGE, j]
                         better = (key < bkey) | ((key == bkey) & (age < bage))
                         bkey = key if better else bkey
@@ -783,7 +791,7 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
             if ndone >= n_tr:
                 return ndone
             if ptr < n_tr and arrival[ptr] <= t and misc[M_RING_N] < cap:
-                act_now = imax(arrival[ptr], misc[M_NOW])
+                act_now = cmax(arrival[ptr], misc[M_NOW])
                 misc[M_NOW] = act_now
                 act_batch = True
                 continue
@@ -824,7 +832,7 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
             lv = conf[ku]
             node = c if lv == 0 else (l1 + rk if lv == 1 else (l2 + gn if lv == 2 else l3 + bank))
             ni = _U(node * N_CMD + conf[ku + _U(K_NEXT * NCON)])
-            nxf[ni] = imax(t + conf[ku + _U(K_LAT * NCON)], nxf[ni])  # (branch-free)
+            nxf[ni] = cmax(t + conf[ku + _U(K_LAT * NCON)], nxf[ni])  # (branch-free)
         for k in range(kw, con_ptr[cmd + 1]):  # rolling window (nFAW): the oldest of w
             lv = con[K_LEVEL, k]
             node = c if lv == 0 else (l1 + rk if lv == 1 else (l2 + gn if lv == 2 else l3 + bank))
@@ -837,7 +845,7 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
             i = 0 if i + 1 == w else i + 1  # (n + 1) % w without a second division
             if n + 1 >= w:
                 ni = _U(node * N_CMD + con[K_NEXT, k])
-                nxf[ni] = imax(hist[node, ws, i] + con[K_LAT, k], nxf[ni])
+                nxf[ni] = cmax(hist[node, ws, i] + con[K_LAT, k], nxf[ni])
         chs[c, H_BUS] = t + 1  # one command per cycle on the channel's command bus
         stats[cmd] += 1
         if cmd == C_PRE:
