@@ -321,8 +321,9 @@ def _resolve(spec: DramSpec, ring_capacity: int) -> K.DramInst:
     order = spec.address_mapping.split("-")[::-1]
     amap_field = np.array([ADDRESS_FIELDS.index(f) for f in order], np.int64)
     amap_count = np.array([counts[f] for f in order], np.int64)
-    # constraints grouped by preceding command
-    rows = sorted(spec.constraint_rows(), key=lambda r: COMMANDS.index(r[1]))
+    # constraints grouped by preceding command, those with a rolling window last
+    rows = sorted(spec.constraint_rows(),
+                  key=lambda r: (COMMANDS.index(r[1]), len(r) == 5 and r[4] > 1))
     ncon = len(rows)
     con_ptr = np.zeros(N_COMMANDS + 1, np.int64)
     con_level = np.zeros(ncon, np.int64)
@@ -342,6 +343,10 @@ def _resolve(spec: DramSpec, ring_capacity: int) -> K.DramInst:
             nwc += 1
             maxw = max(maxw, r[4])
     con_ptr = np.cumsum(con_ptr).astype(np.int64)
+    cwin = con_ptr[1:].copy()  # per command: its first row with a window (rows sorted)
+    for k in range(ncon - 1, -1, -1):
+        if con_win[k] > 1:
+            cwin[COMMANDS.index(rows[k][1])] = k
     Q = spec.queue_depth
     p = np.zeros(K.N_P, np.int64)
     p[K.P_CH], p[K.P_RK], p[K.P_BG], p[K.P_BA] = C, RK, G, B
@@ -362,6 +367,7 @@ def _resolve(spec: DramSpec, ring_capacity: int) -> K.DramInst:
     tab[K.T_FAN, :3] = (RK, G, B)
     tab[K.T_SCOPE, :N_COMMANDS] = [LEVELS.index(COMMAND_SCOPE[c]) for c in COMMANDS]
     tab[K.T_ASHIFT, :6] = [int(c).bit_length() - 1 for c in amap_count] if pow2 else 0
+    tab[K.T_CWIN, :N_COMMANDS] = cwin
     con = np.zeros((5, max(ncon, 1)), np.int64)
     con[K.K_LEVEL, :ncon] = con_level
     con[K.K_NEXT, :ncon] = con_next

@@ -80,8 +80,10 @@ P_POW2, P_BBSHIFT = 16, 17  # 1 when every address field count is a power of two
 N_P = 24
 # tab rows (small tables, width 16)
 T_AFIELD, T_ACOUNT, T_LVL, T_FAN, T_SCOPE, T_ASHIFT = range(6)
-N_TAB = 6
-# con rows (one column per constraint, grouped by preceding command via con_ptr)
+T_CWIN = 6  # per command: its first rolling-window constraint (its rows without come first)
+N_TAB = 7
+# con rows (one column per constraint, grouped by preceding command via con_ptr; within a
+# command the rows without a rolling window first, up to tab[T_CWIN, cmd])
 K_LEVEL, K_NEXT, K_LAT, K_WIN, K_WSLOT = range(5)
 # bst rows (per bank): open row (-1: precharged), queued requests hitting the open row
 B_OPEN, B_HITS = 0, 1
@@ -103,7 +105,12 @@ H_KEY, H_AGE, H_NOINC = 12, 13, 14
 H_WHEAD, H_WTAIL = 15, 16
 H_NCAND = 17  # candidates in cand[channel]
 H_REDO = 18  # H_DIRTY 3: decide again at this time (a refresh falls due first)
-N_HF = 19
+# the channel's command bus: free from this cycle (the last controller command's time + 1).
+# The controller keeps it here instead of raising all N_CMD entries of nx[channel] on
+# every command; every read of nx[channel, cmd] in core takes the max with it (a REF,
+# issued by `issue`, raises nx[channel] itself: the same max)
+H_BUS = 19
+N_HF = 20
 # bk[bank, field]: request list head/tail, oldest queued read / write hitting the open
 # row (-1: none), position in chb, flat rank id and nx rows of its rank and bank group
 # (static), bank group within its channel (static), 1 while listed in dbl
@@ -160,7 +167,17 @@ DramInst = namedtuple(
 def imax(a, b):
     """max of two ints. The builtin ``max`` compiles to an out-of-line call in Numba
     (``ol_max`` is not inlined in a function this large: ~50 calls in the controller,
-    measured with perf); this one is inlined at the Numba IR level."""
+    measured with perf); this one is inlined at the Numba IR level (the small helpers and
+    the PIM stream: with a plain call there, the PIM stream was 3-4 % slower)."""
+    return a if a >= b else b
+
+
+@njit(cache=True)
+def cmax(a, b):
+    """:func:`imax` for :func:`core`: a plain jitted call, which LLVM inlines (the same
+    machine code speed). ``inline="always"`` copies its IR with its blocks into every call
+    site, and Numba's front end (liveness and SSA passes, O(blocks x variables)) then
+    took ~0.8 CPU-s longer on ``core``."""
     return a if a >= b else b
 
 
@@ -552,7 +569,7 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
                                                  and chs[ch, H_RA] == ra):
                         chs[ch, H_DIRTY] = 1
                     else:
-                        now_f = misc[M_NOW]
+                        now_f = cmax(misc[M_NOW], chs[ch, H_BUS])  # (the bus: nx[ch])
                         hit = bst[B_HITS, bank] > 0
                         n1, n2, n3 = l1 + rk, l2 + gn, l3 + bank
                         sc = bk[bank, BK_RDH] if hit else bk[bank, BK_HEAD]
@@ -565,7 +582,7 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
                                 cc = C_WR
                             if sc < 0:
                                 continue
-                            e = imax(imax(imax(nx[ch, cc], nx[n1, cc]), imax(nx[n2, cc], nx[n3, cc])),
+                            e = cmax(cmax(cmax(nx[ch, cc], nx[n1, cc]), cmax(nx[n2, cc], nx[n3, cc])),
                                     now_f)
                             key = e * 4 + (1 if hit else 2)
                             age = q[ch, sc, Q_AGE]
@@ -619,6 +636,7 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
                 bcmd, bslot, bra, bbg, bba = -1, -1, 0, 0, 0
                 rdue = False
                 due = INF  # the next refresh due after now (it preempts a later command)
+                nowb = cmax(now, chs[ch, H_BUS])  # now, or the bus's free cycle: nx[ch]
                 if refresh:
                     for r in range(RK):
                         d = ref_due[ch * RK + r]
@@ -626,7 +644,7 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
                         if d <= now:
                             rdue = True
                             noinc = True
-                            e, cmd, g, b = _refresh_pick(p, tab, nx, bst, ch, r, now)
+                            e, cmd, g, b = _refresh_pick(p, tab, nx, bst, ch, r, nowb)
                             if e * 4 < bkey:
                                 bkey, bage, bcmd, bra, bbg, bba = e * 4, -1, cmd, r, g, b
                 # FR-FCFS over the queued requests: per active bank its oldest read hit
@@ -674,19 +692,19 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
                     rk = ch * RK + r
                     n1 = l1 + rk
                     # key = time * 4 + class (ACT, PRE: 2; RD, WR: 1)
-                    f0 = imax(imax(nx[ch, 0], nx[n1, 0]), now) * 4 + 2
-                    f1 = imax(imax(nx[ch, 1], nx[n1, 1]), now) * 4 + 2
-                    f2 = imax(imax(nx[ch, 2], nx[n1, 2]), now) * 4 + 1
-                    f3 = imax(imax(nx[ch, 3], nx[n1, 3]), now) * 4 + 1
+                    f0 = cmax(cmax(nx[ch, 0], nx[n1, 0]), nowb) * 4 + 2
+                    f1 = cmax(cmax(nx[ch, 1], nx[n1, 1]), nowb) * 4 + 2
+                    f2 = cmax(cmax(nx[ch, 2], nx[n1, 2]), nowb) * 4 + 1
+                    f3 = cmax(cmax(nx[ch, 3], nx[n1, 3]), nowb) * 4 + 1
                     if rdue and ref_due[rk] <= now:  # its banks wait for the refresh
                         f0 = f1 = f2 = f3 = BIG * 4 + 3  # > INF: never chosen
                     for g in range(G):
                         n2 = l2 + rk * G + g
                         o = (r * G + g) * 4
-                        gf[o] = imax(f0, nx[n2, 0] * 4 + 2)
-                        gf[o + 1] = imax(f1, nx[n2, 1] * 4 + 2)
-                        gf[o + 2] = imax(f2, nx[n2, 2] * 4 + 1)
-                        gf[o + 3] = imax(f3, nx[n2, 3] * 4 + 1)
+                        gf[o] = cmax(f0, nx[n2, 0] * 4 + 2)
+                        gf[o + 1] = cmax(f1, nx[n2, 1] * 4 + 2)
+                        gf[o + 2] = cmax(f2, nx[n2, 2] * 4 + 1)
+                        gf[o + 3] = cmax(f3, nx[n2, 3] * 4 + 1)
                 # the smallest (key, age) as one integer, (key - 4 * now, the age's offset
                 # from misc[M_AGE] - PK_AGE, the candidate's index) in bit fields (every gf
                 # entry is >= 4 * now, every queued age < misc[M_AGE]; ages are unique, so
@@ -698,7 +716,7 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
                 best = PK_NONE
                 chk = nc >> PK_JBITS
                 for j in range(nc):
-                    rel = imax(gf[cand[ch, CA_G, j]], cand[ch, CA_B, j]) - base4
+                    rel = cmax(gf[cand[ch, CA_G, j]], cand[ch, CA_B, j]) - base4
                     off = cand[ch, CA_AGE, j] - abase
                     chk |= (rel >> PK_RELBITS) | (off >> PK_AGEBITS)
                     pk = (rel << PK_SHIFT) | (off << PK_JBITS) | j
@@ -713,7 +731,7 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
                             bj = best & ((1 << PK_JBITS) - 1)
                 else:
                     for j in range(nc):
-                        key = imax(gf[cand[ch, CA_G, j]], cand[ch, CA_B, j])
+                        key = cmax(gf[cand[ch, CA_G, j]], cand[ch, CA_B, j])
                         age = cand[ch, CA_AGE, j]
                         better = (key < bkey) | ((key == bkey) & (age < bage))
                         bkey = key if better else bkey
@@ -726,7 +744,7 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
                     loc = q[ch, bslot, Q_LOC]
                     bra, bbg, bba = loc >> 40, (loc >> 20) & LOC_MASK, loc & LOC_MASK
                 if closed:
-                    e, r, g, b = _closed_pick(p, tab, nx, bst, ch, now)
+                    e, r, g, b = _closed_pick(p, tab, nx, bst, ch, nowb)
                     if e < INF and e * 4 + 3 < bkey:
                         bkey, bcmd, bslot, bra, bbg, bba = e * 4 + 3, C_PRE, -1, r, g, b
                 bt = bkey >> 2 if bkey < INF else INF
@@ -773,7 +791,7 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
             if ndone >= n_tr:
                 return ndone
             if ptr < n_tr and arrival[ptr] <= t and misc[M_RING_N] < cap:
-                act_now = imax(arrival[ptr], misc[M_NOW])
+                act_now = cmax(arrival[ptr], misc[M_NOW])
                 misc[M_NOW] = act_now
                 act_batch = True
                 continue
@@ -806,28 +824,29 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
             bk[bank, BK_DB] = 1
             dbl[c, chs[c, H_NDB]] = bank
             chs[c, H_NDB] += 1
-        # bank-scope command: the rows of the timing table, one node per level
-        for k in range(con_ptr[cmd], con_ptr[cmd + 1]):
+        # bank-scope command: the rows of the timing table, one node per level; the rows
+        # without a rolling window first (no window test per row), then those with one
+        kw = tab[T_CWIN, cmd]
+        for k in range(con_ptr[cmd], kw):
             ku = _U(k)
             lv = conf[ku]
             node = c if lv == 0 else (l1 + rk if lv == 1 else (l2 + gn if lv == 2 else l3 + bank))
-            w = conf[ku + _U(K_WIN * NCON)]
-            nxt = conf[ku + _U(K_NEXT * NCON)]
-            if w <= 1:
-                v = t + conf[ku + _U(K_LAT * NCON)]
-            else:  # rolling window (nFAW): wait for the oldest of the last w
-                ws = con[K_WSLOT, k]
-                n = hist_n[node, ws]
-                i = n & (w - 1) if w & (w - 1) == 0 else n % w  # (nFAW: w = 4, no division)
-                hist[node, ws, i] = t
-                hist_n[node, ws] = n + 1
-                i = 0 if i + 1 == w else i + 1  # (n + 1) % w without a second division
-                v = hist[node, ws, i] + con[K_LAT, k] if n + 1 >= w else -1
-            ni = _U(node * N_CMD + nxt)
-            nxf[ni] = imax(v, nxf[ni])  # (branch-free: v is data)
-        cu = _U(c * N_CMD)
-        for k in range(N_CMD):  # one command per cycle on the channel's command bus
-            nxf[cu + _U(k)] = imax(nxf[cu + _U(k)], t + 1)
+            ni = _U(node * N_CMD + conf[ku + _U(K_NEXT * NCON)])
+            nxf[ni] = cmax(t + conf[ku + _U(K_LAT * NCON)], nxf[ni])  # (branch-free)
+        for k in range(kw, con_ptr[cmd + 1]):  # rolling window (nFAW): the oldest of w
+            lv = con[K_LEVEL, k]
+            node = c if lv == 0 else (l1 + rk if lv == 1 else (l2 + gn if lv == 2 else l3 + bank))
+            w = con[K_WIN, k]
+            ws = con[K_WSLOT, k]
+            n = hist_n[node, ws]
+            i = n & (w - 1) if w & (w - 1) == 0 else n % w  # (nFAW: w = 4, no division)
+            hist[node, ws, i] = t
+            hist_n[node, ws] = n + 1
+            i = 0 if i + 1 == w else i + 1  # (n + 1) % w without a second division
+            if n + 1 >= w:
+                ni = _U(node * N_CMD + con[K_NEXT, k])
+                nxf[ni] = cmax(hist[node, ws, i] + con[K_LAT, k], nxf[ni])
+        chs[c, H_BUS] = t + 1  # one command per cycle on the channel's command bus
         stats[cmd] += 1
         if cmd == C_PRE:
             bst[B_OPEN, bank] = -1

@@ -17,6 +17,7 @@ from archsim.sim import (
     simulate_requests,
 )
 from archsim.sim import dram as D
+from archsim.sim import dram_kernel as K
 from archsim.sim.dram import eval_latency
 from archsim.sim.dram_presets import COMMAND_SCOPE, LEVELS, PRESETS
 
@@ -266,7 +267,7 @@ def test_spec_errors_name_the_field() -> None:
 def test_resolve_gives_fresh_state_per_call(name: str) -> None:
     """resolve reuses the tables of a spec object but every call gets its own arrays: a run
     on one instance leaves the next one zeroed, the flat views alias their own 2-D arrays,
-    the queue rows stay 64-byte aligned, and a second trace equals the first."""
+    the queue and bank rows stay 64-byte aligned, and a second trace equals the first."""
     spec = dram_preset(name)
     a = D.resolve(spec, ring_capacity=8)
     b = D.resolve(spec, ring_capacity=8)
@@ -278,6 +279,11 @@ def test_resolve_gives_fresh_state_per_call(name: str) -> None:
     assert not c.nx.any() and not c.stats.any()
     assert np.shares_memory(c.nxf, c.nx) and np.shares_memory(c.conf, c.con)
     assert c.q.ctypes.data % 64 == 0
+    # the rows of every command: those without a rolling window first (tab T_CWIN)
+    for cmd in range(len(COMMANDS)):
+        lo, kw, hi = c.con_ptr[cmd], c.tab[K.T_CWIN, cmd], c.con_ptr[cmd + 1]
+        assert lo <= kw <= hi
+        assert (c.con[K.K_WIN, lo:kw] <= 1).all() and (c.con[K.K_WIN, kw:hi] > 1).all()
     rng = np.random.default_rng(1)
     addr = rng.integers(0, spec.capacity_bytes() // spec.burst_bytes, 500) * spec.burst_bytes
     wr = rng.random(500) < 0.3
