@@ -53,14 +53,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import archsim  # noqa: E402
 from archsim.arch.gpu.host import RUNTIMES  # noqa: E402
-from archsim.serve.engine import ENGINES, GRAPH_RUNTIME  # noqa: E402
+from archsim.serve.engine import ENGINES  # noqa: E402
 from archsim.validation.serving_h100 import (  # noqa: E402
-    RESERVED_SLOTS,
     ZOO,
     Deployment,
     engine_for,
     fit_host,
     host_fit_engine,
+    host_residual,
     load_deployments,
     median_errors,
     predict,
@@ -121,10 +121,7 @@ def fit(per_client: int) -> int:
         e = host_fit_engine(d) if unsupported(d) is None else None
         if e is None:
             continue
-        p = predict(d, acc, requests_per_client=per_client, runtime=GRAPH_RUNTIME,
-                    engine=None)
-        n = max(1, d.concurrency - RESERVED_SLOTS[d.backend])
-        points.setdefault(e, []).append((n, d.tpot_ms - p.tpot_ms))
+        points.setdefault(e, []).append(host_residual(d, acc, per_client))
     for e, pts in points.items():
         a, b = fit_host(pts)
         print(f"{e}: {len(pts)} fit rows, host {a:.2f} ms + {b:.3f} ms x running requests "

@@ -25,7 +25,7 @@ from archsim.serve.replica import SchedulerSpec
 from archsim.workloads.errors import Problem, WorkloadError
 
 __all__ = ["EngineHost", "ENGINES", "engine_host", "graph_runtime", "GRAPH_RUNTIME",
-           "with_engine"]
+           "with_engine", "with_runtime"]
 
 #: The GPU runtime protocol a serving engine's decode iterations run under: CUDA-graph
 #: replay (``arch/gpu/host.py``), the protocol the kernel tables were timed under.
@@ -94,13 +94,21 @@ def engine_host(name: str, pp: int = 1) -> EngineHost:
     return ENGINES["vllm-sync"] if name == "vllm" and pp > 1 else e
 
 
+def with_runtime(acc: Accelerator, runtime: str, only: str | None = None) -> Accelerator:
+    """``acc`` with every GPU unit (a unit whose spec has a ``runtime``) under ``runtime``
+    (``units[i].runtime``, as ``--runtime`` sets it), or only those now under ``only``;
+    ``acc`` itself when nothing changes."""
+    sets = [f"units[{i}].runtime={runtime}" for i, u in enumerate(acc.units)
+            if (r := getattr(getattr(u, "spec", None), "runtime", None)) is not None
+            and r != runtime and (only is None or r == only)]
+    return load_data(acc.raw, acc.source or acc.name, sets) if sets else acc
+
+
 def graph_runtime(acc: Accelerator) -> Accelerator:
     """``acc`` with every GPU unit that runs the ``ideal`` protocol (each kernel launched
     alone, device time only) under :data:`GRAPH_RUNTIME` instead; a runtime set otherwise
     (``--runtime eager``) is kept. ``acc`` itself when nothing changes."""
-    sets = [f"units[{i}].runtime={GRAPH_RUNTIME}" for i, u in enumerate(acc.units)
-            if getattr(getattr(u, "spec", None), "runtime", None) == "ideal"]
-    return load_data(acc.raw, acc.source or acc.name, sets) if sets else acc
+    return with_runtime(acc, GRAPH_RUNTIME, only="ideal")
 
 
 def with_engine(spec: SchedulerSpec, name: str, pp: int = 1) -> SchedulerSpec:

@@ -37,11 +37,11 @@ from typing import Any
 import numpy as np
 
 from archsim.api import device_build, load
-from archsim.arch.accelerator import Accelerator, load_data
+from archsim.arch.accelerator import Accelerator
 from archsim.arch.reference import reference_dir
 from archsim.serve.cluster import PoolSpec, ServeSetup, parse_link
 from archsim.serve.cost import model_shape
-from archsim.serve.engine import graph_runtime, with_engine
+from archsim.serve.engine import GRAPH_RUNTIME, graph_runtime, with_engine, with_runtime
 from archsim.serve.replica import SchedulerSpec
 from archsim.serve.run import benchmark_report, serve
 from archsim.serve.session import REQUESTS_PER_CLIENT, closed_loop_requests, run_serving
@@ -54,6 +54,7 @@ __all__ = ["Deployment", "Prediction", "ZOO", "EngineSettings", "engine_settings
            "unsupported", "predict", "disaggregated_setup", "FORMATS", "DISAGG_LINK",
            "median_errors", "render_markdown", "VLLM_MOE_ROUTING", "moe_routing",
            "engine_design", "engine_for", "fit_host", "HOST_FIT_ROWS", "host_fit_engine",
+           "host_residual",
            "VLLM_ASYNC_FROM", "Harness", "HARNESS", "INFERENCEMAX_VLLM", "harness",
            "request_lengths"]
 
@@ -264,6 +265,15 @@ def host_fit_engine(d: Deployment) -> str | None:
     return e if (d.model_path, d.version) == HOST_FIT_ROWS.get(e) and not d.precision else None
 
 
+def host_residual(d: Deployment, acc: Accelerator | str = "gpu/h100",
+                  requests_per_client: int = REQUESTS_PER_CLIENT) -> tuple[int, float]:
+    """One point of the host-time fit (:func:`fit_host`): (the requests ``d`` runs at once,
+    its measured mean TPOT minus archsim's without host time under CUDA-graph replay, ms)."""
+    p = predict(d, acc, requests_per_client=requests_per_client, runtime=GRAPH_RUNTIME,
+                engine=None)
+    return max(1, d.concurrency - RESERVED_SLOTS[d.backend]), d.tpot_ms - p.tpot_ms
+
+
 def fit_host(points: Sequence[tuple[int, float]]) -> tuple[float, float]:
     """The host time ``a + b x n`` (ms) that fits ``(n, residual ms)`` points with the least
     absolute deviation, ``a, b >= 0`` (a host cannot give time back): the residual is a
@@ -286,10 +296,7 @@ def engine_design(acc: Accelerator | str, runtime: str) -> Accelerator:
     """``acc`` with every GPU unit under ``runtime`` (``units[i].runtime``, as ``archsim serve
     --runtime`` sets it: ``cuda_graph`` for a serving engine's CUDA-graph replay, kernels
     back to back); ``acc`` itself when its units already run it (or have no runtime)."""
-    a = acc if isinstance(acc, Accelerator) else load(acc)
-    sets = [f"units[{i}].runtime={runtime}" for i, u in enumerate(a.units)
-            if getattr(getattr(u, "spec", None), "runtime", runtime) != runtime]
-    return load_data(a.raw, a.source or a.name, sets) if sets else a
+    return with_runtime(acc if isinstance(acc, Accelerator) else load(acc), runtime)
 
 
 @dataclass(frozen=True)

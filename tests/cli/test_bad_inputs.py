@@ -440,3 +440,16 @@ def test_compare_side_by_side_and_csv(capsys):
     assert power == pytest.approx([e / t for e, t in zip(energy, lat)], rel=1e-9)
     code, out, _ = cli(capsys, "compare", "tpu_like", "eyeriss_like", "--model", "resnet18")
     assert code == 0 and out.splitlines()[1].split() == ["tpu_like", "eyeriss_like"]
+
+
+@pytest.mark.parametrize("flags,names", [
+    (("--engine", "vllm-async"), "--engine"),                         # not a known engine
+    (("--engine", "vllm", "--iteration-overhead-ms", "1"), "--iteration-overhead-ms"),
+])
+def test_serve_engine_errors_name_the_flag_and_write_nothing(capsys, tmp_path, flags, names):
+    tl = tmp_path / "tl.json"
+    code, out, err = cli(capsys, "serve", "gpu/h100", "--model", "llama3-8b",
+                         "--concurrency", "2", "--isl", "64", "--osl", "4",
+                         "--timeline", str(tl), *flags)
+    assert code == 2 and names in err and "Traceback" not in err
+    assert not tl.exists() and not list(tmp_path.iterdir())

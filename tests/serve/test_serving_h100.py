@@ -13,9 +13,8 @@ import pytest
 import archsim
 from archsim.api import device_build
 from archsim.serve.cost import Batch, IterationCost, model_shape
-from archsim.serve.engine import ENGINES, GRAPH_RUNTIME
+from archsim.serve.engine import ENGINES
 from archsim.validation.serving_h100 import (
-    RESERVED_SLOTS,
     ZOO,
     Prediction,
     checkpoint_precision,
@@ -24,6 +23,7 @@ from archsim.validation.serving_h100 import (
     engine_for,
     fit_host,
     host_fit_engine,
+    host_residual,
     load_deployments,
     median_errors,
     predict,
@@ -206,9 +206,7 @@ def test_engine_host_time_fit_reproduces_the_shipped_constants(rows, h100):
     # 0.92 + 0.009 n ms) to the fit's own scatter
     pts: dict[str, list] = {}
     for d in [d for d in rows if unsupported(d) is None and host_fit_engine(d)][::3]:
-        p = predict(d, h100, runtime=GRAPH_RUNTIME, engine=None)
-        pts.setdefault(host_fit_engine(d), []).append(
-            (d.concurrency - RESERVED_SLOTS[d.backend], d.tpot_ms - p.tpot_ms))
+        pts.setdefault(host_fit_engine(d), []).append(host_residual(d, h100))
     assert set(pts) == {"trtllm", "vllm-sync", "sglang"}
     for e, p in pts.items():
         a, b = fit_host(p)
