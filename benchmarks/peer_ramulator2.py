@@ -335,8 +335,8 @@ def run_driver(exe: Path, config: Path, trace: Path, window: int) -> tuple[float
 
 
 def ours(spec: DramSpec, addr: np.ndarray, wr: np.ndarray, repeat: int):
-    """(best CPU seconds, commands, command counts, makespan cycles) of our controller on
-    the arrays."""
+    """(best CPU seconds, commands, command counts, makespan cycles, row hits / misses /
+    conflicts) of our controller on the arrays."""
     best, res = float("inf"), None
     for _ in range(repeat):
         c0 = time.process_time()
@@ -344,7 +344,9 @@ def ours(spec: DramSpec, addr: np.ndarray, wr: np.ndarray, repeat: int):
                                 max_outstanding=WINDOW)
         best = min(best, time.process_time() - c0)
     counts = dict(res.stats.command_counts)
-    return best, sum(counts.values()), counts, res.makespan_cycles
+    st = res.stats
+    return (best, sum(counts.values()), counts, res.makespan_cycles,
+            (st.row_hits, st.row_misses, st.row_conflicts))
 
 
 @dataclass(frozen=True)
@@ -405,10 +407,11 @@ def measure(root: Path, n: int, repeat: int, work: Path) -> list[dict]:
                            config_script(spec, peer, over, work / f"{name}-counts", tr[0]))
                 fig[mode] = peer_figure(root, exe, work, name, scripts, (trace, tiny),
                                         window, repeat)
-            o_cpu, o_cmd, o_counts, o_cycles = ours(spec, addr, wr, repeat)
+            o_cpu, o_cmd, o_counts, o_cycles, o_rows = ours(spec, addr, wr, repeat)
             rows.append(dict(standard=peer.ours, traffic=kind, requests=n, ours_cmd=o_cmd,
                              ours_cpu=o_cpu, ours_counts=o_counts, **fig))
-            print(f"# {tag}: ours {o_counts}; {o_cycles:,} cycles", flush=True)
+            print(f"# {tag}: ours {o_counts}; rows hit/miss/conflict "
+                  f"{'/'.join(map(str, o_rows))}; {o_cycles:,} cycles", flush=True)
             for mode, f in fig.items():
                 st = f.run.stats
                 print(f"#   peer {mode}: {f.counts}; rows hit/miss/conflict {st['row_hits']}/"
