@@ -135,18 +135,28 @@ def bench_engine_shapes(repeat: int) -> None:
     report("1,000,000 tasks in 1000 fan-in joins", b.build())
 
 
+def dram_traffic(spec, n: int) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """(kind, byte addresses, is_write) of the DRAM figures: one ``default_rng(0)`` per
+    standard, drawn in this order: sequential bursts (then their write flags), uniform
+    random bursts over the device (then their write flags); 30 % writes."""
+    rng = np.random.default_rng(0)
+    out = []
+    for kind in ("sequential", "random"):
+        if kind == "sequential":
+            addr = np.arange(n, dtype=np.int64) * spec.burst_bytes
+        else:
+            addr = rng.integers(0, spec.capacity_bytes() // spec.burst_bytes, n)
+            addr = addr * spec.burst_bytes
+        wr = rng.random(n) < 0.3
+        out.append((kind, addr, wr))
+    return out
+
+
 def bench_dram(n: int, repeat: int) -> None:
     for name in ("DDR4-2400", "HBM2e", "GDDR6"):
         spec = dram_preset(name)
         simulate_requests(spec, [0, 64], [False, False], [0, 0])  # compile / load cache
-        rng = np.random.default_rng(0)
-        for kind in ("sequential", "random"):
-            if kind == "sequential":
-                addr = np.arange(n, dtype=np.int64) * spec.burst_bytes
-            else:
-                addr = rng.integers(0, spec.capacity_bytes() // spec.burst_bytes, n)
-                addr = addr * spec.burst_bytes
-            wr = rng.random(n) < 0.3
+        for kind, addr, wr in dram_traffic(spec, n):
             dt = float("inf")  # best CPU seconds (the machine is shared: not wall)
             for _ in range(repeat):
                 c0 = time.process_time()
