@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -93,6 +93,9 @@ class Varlen:
                                         for x in self.lengths)):
             raise ConfigError(Problem("expected a non-empty list of document lengths >= 1",
                                       "--doc-lengths"))
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise ConfigError(Problem(f"expected an integer >= 0, got {self.seed!r}",
+                                      "--doc-seed"))
 
 
 def parse_doc_lengths(text: str, flag: str = "--doc-lengths") -> LengthDist | tuple[int, ...]:
@@ -124,14 +127,23 @@ def parse_doc_lengths(text: str, flag: str = "--doc-lengths") -> LengthDist | tu
                           ) from None
 
 
-def _cut(x: int, seq: int) -> list[int]:
-    """A document of ``x`` tokens as ``seq``-long pieces and the rest, in order."""
-    return [seq] * (x // seq) + ([x % seq] if x % seq else [])
-
-
-def _draws(d: LengthDist, rng: np.random.Generator, seq: int, n: int = 4096) -> list[int]:
-    """One block of ``n`` draws of ``d``, each cut by :func:`_cut`."""
-    return [p for x in d.sample(rng, n).tolist() for p in _cut(int(x), seq)]
+def _pieces(lengths: Iterable[int], seq: int, need: int) -> list[int]:
+    """Documents of ``lengths`` tokens, in order, each as ``seq``-long pieces and the rest,
+    up to the first piece that brings the total to ``need`` tokens (a step of ``need``
+    tokens places every piece whole or cut, in order, so pieces past that one are never
+    used: a document of 10^8 tokens costs its first ``need / seq`` pieces, not 10^8 / seq)."""
+    out: list[int] = []
+    for x in lengths:
+        x = int(x)
+        if need <= 0:
+            break
+        whole = min(x // seq, -(-need // seq))
+        out.extend([seq] * whole)
+        need -= whole * seq
+        if need > 0 and x % seq:
+            out.append(x % seq)
+            need -= x % seq
+    return out
 
 
 def pack(v: Varlen, batch: int, seq: int, dp: int = 1,
@@ -151,19 +163,18 @@ def pack(v: Varlen, batch: int, seq: int, dp: int = 1,
     opened = 0
     placed: list[int] = []
     rng = None if isinstance(v.lengths, tuple) else np.random.default_rng(v.seed)
-    docs = ([p for x in v.lengths for p in _cut(x, seq)]
-            if isinstance(v.lengths, tuple) else [])
+    docs = (_pieces(v.lengths, seq, batch * seq) if isinstance(v.lengths, tuple) else [])
     i = 0
     while True:
         if i >= len(docs):
-            if rng is None:
+            if rng is None or not room.any():   # (a full step draws no more documents)
                 break
             if len(placed) > MAX_DOCUMENTS:
                 raise ConfigError(Problem(f"a step of {batch} x {seq} tokens needs more than "
                                           f"{MAX_DOCUMENTS:,} documents of this distribution",
                                           "--doc-lengths"))
             assert isinstance(v.lengths, LengthDist)
-            docs = _draws(v.lengths, rng, seq)
+            docs = _pieces(v.lengths.sample(rng, 4096).tolist(), seq, int(room.sum()))
             i = 0
         d = docs[i]
         fit = np.flatnonzero(room[:opened] >= d)

@@ -24,6 +24,7 @@ from archsim.cli.common import (
     add_weight_sparsity_flag,
     kv_of,
     non_empty,
+    non_negative_int,
     positive_float,
     positive_int,
     ratio_at_least_one,
@@ -110,7 +111,7 @@ def add_varlen_flags(g: argparse._ActionsContainer) -> None:
     g.add_argument("--cp-sharding", choices=CP_SHARDINGS, default=None,
                    help="a sequence's tokens over the cp ranks: zigzag (default, Megatron-Core), "
                         "contiguous, or per-document (each document zig-zagged: WLB-LLM)")
-    g.add_argument("--doc-seed", type=int, default=0,
+    g.add_argument("--doc-seed", type=non_negative_int, default=0,
                    help="seed of the document draws from a distribution (default 0)")
 
 

@@ -12,6 +12,7 @@ from archsim.cli.common import (
     add_request_flags,
     add_weight_sparsity_flag,
     non_empty,
+    non_negative_int,
     positive_float,
     positive_int,
 )
@@ -79,7 +80,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="goodput = each deployment's capacity: the highest rate meeting the "
                    "SLO (a rate search each; else the stream's SLO-meeting requests/s)")
     add_request_flags(p)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=non_negative_int, default=0)
     p.add_argument("--a-format", type=non_empty, help="activation number format")
     p.add_argument("--w-format", type=non_empty, help="weight number format")
     add_weight_sparsity_flag(p)

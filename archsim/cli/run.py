@@ -117,7 +117,7 @@ def add_timeloop_flags(p: argparse.ArgumentParser) -> None:
                    help="search a mapping even if one is given or the folder has one")
     g.add_argument("--time-budget", type=float, default=8.0, metavar="S",
                    help="search time in seconds (default 8)")
-    g.add_argument("--seed", type=int, default=0, help="search seed (default 0)")
+    g.add_argument("--seed", type=non_negative_int, default=0, help="search seed (default 0)")
     g.add_argument("--save-mapping", metavar="PATH",
                    help="write the evaluated mapping as Timeloop mapping YAML")
     g.add_argument("--stationary-resets", choices=("pre-2025", "post-2025"), default="pre-2025",

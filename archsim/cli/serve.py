@@ -36,6 +36,7 @@ from archsim.cli.common import (
     add_weight_group_flags,
     add_weight_sparsity_flag,
     non_empty,
+    non_negative_int,
     positive_float,
     positive_int,
 )
@@ -119,7 +120,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_request_flags(r)
     r.add_argument("--arrival", choices=("poisson", "gamma"), default="poisson")
     r.add_argument("--cv", type=positive_float, default=1.0, help="gamma arrivals: CV of the gaps")
-    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--seed", type=non_negative_int, default=0)
     r.add_argument("--max-requests", type=positive_int)
     c = p.add_argument_group("closed-loop load (instead of --rate/--trace)")
     c.add_argument("--concurrency", type=positive_int, metavar="N",

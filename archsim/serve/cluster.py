@@ -53,6 +53,11 @@ __all__ = ["KVLink", "LINKS", "ROUTERS", "PoolSpec", "ServeSetup", "Simulation",
            "parse_link"]
 
 
+#: Most engines (replicas x pipeline stages, both pools) one serving run simulates: each is
+#: a Python object with its own scheduler and KV state (~6 KB; 100,000 replicas of a small
+#: model run in ~7 s), so a mistyped count fails at once instead of exhausting memory.
+MAX_ENGINES = 1 << 17
+
 class Link(Protocol):
     """Contract: ``transfer_s(nbytes)`` is the time (s) to move ``nbytes`` over one
     device-to-device link, latency included, monotone in ``nbytes``."""
@@ -224,6 +229,14 @@ class Simulation:
         pools = [("both" if setup.decode is None else "prefill", setup.pool)]
         if setup.decode is not None:
             pools.append(("decode", setup.decode))
+        engines = sum(pool.replicas * pool.pp for _, pool in pools)
+        if engines > MAX_ENGINES:
+            role, big = max(pools, key=lambda rp: rp[1].replicas * rp[1].pp)
+            raise WorkloadError(Problem(
+                f"{big.replicas:,} replicas x {big.pp} pipeline stage(s) make {engines:,} "
+                f"engines to simulate; at most {MAX_ENGINES:,} (each engine is simulated "
+                "one by one: about 6 KB and 60 us each)",
+                "--decode-replicas" if role == "decode" else "--replicas"))
         self.replicas: list[Replica] = []
         for role, pool in pools:
             cost = self.cost_model(pool)
@@ -260,8 +273,12 @@ class Simulation:
         self.front = [r for r in self.replicas if r.role in ("both", "prefill")]
         self.back = [r for r in self.replicas if r.role == "decode"]
         self._routers = {"front": _router(setup.router), "back": _router(setup.router)}
-        self.idle_power_w = sum(self._idle_power(r.cost.tp, r.cost.acc)
-                                for r in self.replicas)
+        idle: dict[tuple[int, int], float] = {}   # per (devices, design): replicas repeat
+        for r in self.replicas:
+            key = (r.cost.tp, id(r.cost.acc))
+            if key not in idle:
+                idle[key] = self._idle_power(r.cost.tp, r.cost.acc)
+        self.idle_power_w = sum(idle[(r.cost.tp, id(r.cost.acc))] for r in self.replicas)
         # the KV a hand-off moves: the whole model's, in the prefill pool's KV format
         front = self.cost_model(setup.pool)
         self.kv_bytes_full = kv_bytes_per_token(front.shape, front.build)

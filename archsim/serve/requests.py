@@ -178,7 +178,7 @@ def synthesize(rate: float, duration_s: float, prompt: LengthDist, output: Lengt
     flags = f"--rate {rate:g} x --duration {duration_s:g}" + (
         f" (--max-requests {max_requests})" if max_requests is not None else "")
     check_work(n_expected, output.mean, flags)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(_seed(seed))
     n_guess = int(rate * duration_s * 1.2 + 10 * math.sqrt(rate * duration_s) + 16)
     if max_requests is not None:
         n_guess = min(n_guess, max_requests)
@@ -199,6 +199,15 @@ def synthesize(rate: float, duration_s: float, prompt: LengthDist, output: Lengt
     return [Request(i, float(t[i]), int(p[i]), int(o[i])) for i in range(n)]
 
 
+def _seed(seed: int | None) -> int | None:
+    """``seed``, refused unless an integer >= 0 or None (numpy's own error names no flag)."""
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int | np.integer)
+                             or seed < 0):
+        raise WorkloadError(Problem(f"expected a seed: an integer >= 0, got {seed!r}",
+                                    "--seed"))
+    return seed
+
+
 def closed_loop(count: int, prompt: LengthDist, output: LengthDist, seed: int = 0
                 ) -> list[Request]:
     """``count`` requests of a closed-loop run, in the order the clients send them.
@@ -214,7 +223,7 @@ def closed_loop(count: int, prompt: LengthDist, output: LengthDist, seed: int = 
     if count < 1:
         raise WorkloadError(Problem(f"expected a request count >= 1, got {count!r}",
                                     "--requests"))
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(_seed(seed))
     p = prompt.sample(rng, count)
     o = output.sample(rng, count)
     return [Request(i, 0.0, int(p[i]), int(o[i])) for i in range(count)]

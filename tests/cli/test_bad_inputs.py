@@ -143,6 +143,12 @@ def test_capacity_zero_says_unchecked(capsys):
      "argument --w-format: expected a non-empty value"),
     (("sweep", "s.yaml", "--db", "x.sqlite", "--workers", "0"),
      "argument --workers: expected an integer >= 1"),
+    # seeds: numpy refuses a negative seed with a traceback that names no flag
+    (("serve", "gpu/h100", "--model", "gpt2-small", "--rate", "1", "--duration", "1",
+      "--seed", "-1"), "argument --seed: expected an integer >= 0"),
+    (("plan", "gpu/h100", "--model", "gpt2-small", "--devices", "2", "--phase", "train",
+      "--doc-lengths", "100", "--doc-seed", "-1"), "argument --doc-seed: expected an integer >= 0"),
+    (("run", "tpu_like", "--seed", "-2"), "argument --seed: expected an integer >= 0"),
 ])
 def test_bad_flag_values(capsys, args, needle):
     bad(capsys, needle, *args)
@@ -213,6 +219,19 @@ def test_hf_config_garbage_and_huge(capsys, tmp_path):
 
 
 # ---- work-size guards ----------------------------------------------------------------------
+def test_absurd_replica_count_is_refused_before_building_the_cluster(capsys, tmp_path):
+    """10^8 replicas once built 10^8 engine objects for minutes until the machine ran out
+    of memory; now one line naming the flag, at once, and no timeline file."""
+    tl = tmp_path / "t.json"
+    line = bad(capsys, "engines to simulate; at most 131,072", "serve", "gpu/h100", "--model",
+               "gpt2-small", "--rate", "1", "--duration", "1", "--replicas", "100000000",
+               "--timeline", str(tl))
+    assert line.startswith("workload error: --replicas: 100,000,000 replicas")
+    assert not tl.exists()
+    bad(capsys, "--decode-replicas: 200,000 replicas", "serve", "gpu/h100", "--model",
+        "gpt2-small", "--rate", "1", "--duration", "1", "--decode-replicas", "200000")
+
+
 def test_huge_cycle_run_is_refused_before_it_starts(capsys):
     line = bad(capsys, "expected at most 1e+10 per op at cycle fidelity: use --fidelity "
                "analytical", "gemm", "tpu_like", "--m", "1000000", "--n", "1000000", "--k",
