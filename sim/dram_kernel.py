@@ -407,7 +407,8 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
     * MODE_ACTIVATE: append stream ``sid_in`` at ``now_in`` and feed it; return 1, or 0
       when the ring is full;
     * MODE_TRACE: run streams ``0..len(arrival)-1`` (one burst each, ``arrival``
-      sorted) to completion; return #streams done.
+      sorted) to completion; return #streams done (``s_end`` set; ``s_left``,
+      ``s_out``, ``done_buf`` and ``s_addr`` untouched).
     """
     p, tab, con_ptr, con, nx, hist, hist_n = (inst.p, inst.tab, inst.con_ptr, inst.con,
                                               inst.nx, inst.hist, inst.hist_n)
@@ -449,9 +450,6 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
         # ------------------------------------------------ link a newly activated stream
         if mode == MODE_TRACE and act_batch and run_slot < 0:
             if ptr < n_tr and arrival[ptr] <= act_now and misc[M_RING_N] < cap:
-                s_left[ptr] = 1
-                s_out[ptr] = 0
-                s_end[ptr] = act_now
                 sid_new = ptr
                 run_slot = misc[M_RFREE]
                 ptr += 1
@@ -475,7 +473,9 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
             run_slot = -1
             sid = ring[slot, R_SID]
             waiting = False
-            while s_left[sid] > 0:
+            # (a trace stream is one burst, fed once: trace mode keeps no per-request
+            # counters, s_end is set when it is served)
+            while mode == MODE_TRACE or s_left[sid] > 0:
                 if addr >= 0:  # decode the burst at addr into the ring slot
                     idx = addr >> p[P_BBSHIFT] if pow2 else addr // BB
                     for k in range(6):  # LSB field first
@@ -600,11 +600,12 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
                     if dirty == 0 and chs[ch, H_DIRTY] != 0:
                         sched[misc[M_NDIRTY]] = ch
                         misc[M_NDIRTY] += 1
+                if mode == MODE_TRACE:  # (one burst; s_addr read-only)
+                    break
                 s_left[sid] -= 1
                 s_out[sid] += 1
-                if mode != MODE_TRACE:  # (a trace request is one burst: s_addr read-only)
-                    s_addr[sid] += BB
-                    addr = s_addr[sid]
+                s_addr[sid] += BB
+                addr = s_addr[sid]
             if not waiting and held:  # all bursts queued: the slot goes back
                 ring[slot, R_NEXT] = misc[M_RFREE]
                 misc[M_RFREE] = slot
@@ -914,12 +915,16 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
             q[c, s, Q_NEXT] = chs[c, H_FREE]
             chs[c, H_FREE] = s
             chs[c, H_COUNT] -= 1
-            s_out[src] -= 1
-            if done_t > s_end[src]:
+            if mode == MODE_TRACE:  # one burst: done now (done_t > t >= its activation)
                 s_end[src] = done_t
-            if s_out[src] == 0 and s_left[src] == 0:
-                done_buf[ndone] = src
                 ndone += 1
+            else:
+                s_out[src] -= 1
+                if done_t > s_end[src]:
+                    s_end[src] = done_t
+                if s_out[src] == 0 and s_left[src] == 0:
+                    done_buf[ndone] = src
+                    ndone += 1
             # the freed slot: the first stream (activation order) waiting for c proceeds
             if chs[c, H_NWAIT] > 0:
                 slot = chs[c, H_WHEAD]
@@ -982,9 +987,10 @@ def run_trace(inst, addr, is_write, arrival, s_end):
     are the rows of one block: numpy asks Linux for huge pages for an allocation this
     large, where separate arrays of 8 bytes per request were fresh 4 KiB pages on every
     call (~2,000 page faults for 200,000 requests, ~10 % of a sequential trace's CPU
-    time). Trace mode reads the addresses in place (never writes them) and sets bursts
-    left, bursts queued, finished ids and ``s_end`` of every request itself (at its
-    activation), so the block is not zeroed (no calloc)."""
+    time). Trace mode reads the addresses in place (never writes them) and keeps no
+    per-request counters (a trace request is one burst: fed once, done when its column
+    command issues, ``s_end`` set then), so the block is not zeroed (no calloc) and only
+    its write-flag row is touched."""
     n = addr.shape[0]
     zero = np.int64(0)
     w = np.empty((4, max(n, 1)), np.int64)
