@@ -81,7 +81,10 @@ N_P = 24
 # tab rows (small tables, width 16)
 T_AFIELD, T_ACOUNT, T_LVL, T_FAN, T_SCOPE, T_ASHIFT = range(6)
 T_CWIN = 6  # per command: its first rolling-window constraint (its rows without come first)
-N_TAB = 7
+# per address field (channel, rank, bank group, bank, row) when every field count is a power
+# of two: the byte address's shift to that field and the field's mask (count - 1)
+T_DSHIFT, T_DMASK = 7, 8
+N_TAB = 9
 # con rows (one column per constraint, grouped by preceding command via con_ptr; within a
 # command the rows without a rolling window first, up to tab[T_CWIN, cmd])
 K_LEVEL, K_NEXT, K_LAT, K_WIN, K_WSLOT = range(5)
@@ -476,21 +479,29 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
             # (a trace stream is one burst, fed once: trace mode keeps no per-request
             # counters, s_end is set when it is served)
             while mode == MODE_TRACE or s_left[sid] > 0:
-                if addr >= 0:  # decode the burst at addr into the ring slot
-                    idx = addr >> p[P_BBSHIFT] if pow2 else addr // BB
-                    for k in range(6):  # LSB field first
-                        if pow2:
-                            v = idx & (tab[T_ACOUNT, k] - 1)
-                            idx >>= tab[T_ASHIFT, k]
-                        else:
+                if addr >= 0 and pow2:  # decode the burst at addr: a shift and a mask each
+                    ch = (addr >> tab[T_DSHIFT, 0]) & tab[T_DMASK, 0]
+                    ra = (addr >> tab[T_DSHIFT, 1]) & tab[T_DMASK, 1]
+                    bg = (addr >> tab[T_DSHIFT, 2]) & tab[T_DMASK, 2]
+                    ba = (addr >> tab[T_DSHIFT, 3]) & tab[T_DMASK, 3]
+                    row = (addr >> tab[T_DSHIFT, 4]) & tab[T_DMASK, 4]
+                else:
+                    if addr >= 0:  # decode into the ring slot (field counts not powers of 2)
+                        idx = addr // BB
+                        for k in range(6):  # LSB field first
                             cnt = tab[T_ACOUNT, k]
                             v = idx % cnt
                             idx //= cnt
-                        f = tab[T_AFIELD, k]
-                        if f < 5:
-                            ring[slot, R_CH + f] = v
-                ch = ring[slot, R_CH]
+                            f = tab[T_AFIELD, k]
+                            if f < 5:
+                                ring[slot, R_CH + f] = v
+                    # (a woken stream: its burst was decoded into its slot before)
+                    ch, ra, bg = ring[slot, R_CH], ring[slot, R_RA], ring[slot, R_BG]
+                    ba, row = ring[slot, R_BA], ring[slot, R_ROW]
                 if chs[ch, H_COUNT] >= Q:
+                    # the decoded burst waits in the ring slot
+                    ring[slot, R_CH], ring[slot, R_RA], ring[slot, R_BG] = ch, ra, bg
+                    ring[slot, R_BA], ring[slot, R_ROW] = ba, row
                     if not held:
                         misc[M_RFREE] = ring[slot, R_NEXT]
                         misc[M_RING_N] += 1
@@ -514,8 +525,6 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
                         chs[ch, H_WTAIL] = slot
                     waiting = True
                     break
-                ra, bg, ba = ring[slot, R_RA], ring[slot, R_BG], ring[slot, R_BA]
-                row = ring[slot, R_ROW]
                 rk = ch * RK + ra
                 gn = rk * G + bg
                 bank = gn * B + ba
