@@ -37,8 +37,9 @@ would overflow). A new
 request that changes no candidate changes nothing; one that does only competes with the
 channel's cached decision (unless that decision is on its bank or involved a refresh).
 A tournament tree over the channels finds the next command in O(log C) and only changed
-channels are re-decided; the next burst of each active stream is decoded once (shifts
-and masks for power-of-two organisations); a freed queue slot wakes only the first
+channels are re-decided; a stream's next burst is decoded from its address when it is
+fed (one shift and mask per field for power-of-two organisations, ``tab`` T_DSHIFT /
+T_DMASK; a woken stream decodes it again); a freed queue slot wakes only the first
 stream (in activation order) waiting for that channel - the only stream that can move,
 since after every feed each waiting stream waits for a full channel - taken from a
 per-channel waiting list. ``tests/sim/test_dram_equivalence.py`` checks that these
@@ -144,7 +145,8 @@ BIG = 2**60  # gf entries of a rank waiting for its refresh: BIG * 4 + 3 > INF, 
 # every channel
 # ring[slot, field]: streams waiting for a queue slot (M_RING_N of them); free slots form
 # a list through R_NEXT from misc[M_RFREE] (a new stream is fed in the first free slot and
-# takes it only when it has to wait); R_CH..R_ROW hold the decoded next burst, R_WAIT the
+# takes it only when it has to wait); R_CH..R_ROW: scratch of the division decode (field
+# counts not all powers of two; a waiting stream decodes its next burst again), R_WAIT the
 # channel it waits for (-1: not waiting). R_PREV, M_RHEAD, M_RTAIL: unused (the list of
 # every active stream in activation order was never read, only kept up to date)
 R_SID, R_NEXT, R_PREV, R_WAIT, R_CH, R_RA, R_BG, R_BA, R_ROW = range(9)
@@ -410,8 +412,8 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
     * MODE_ACTIVATE: append stream ``sid_in`` at ``now_in`` and feed it; return 1, or 0
       when the ring is full;
     * MODE_TRACE: run streams ``0..len(arrival)-1`` (one burst each, ``arrival``
-      sorted) to completion; return #streams done (``s_end`` set; ``s_left``,
-      ``s_out``, ``done_buf`` and ``s_addr`` untouched).
+      sorted) to completion; return #streams done (``s_end`` set when a request is
+      served; ``s_out``, ``done_buf`` and ``s_addr`` untouched).
     """
     p, tab, con_ptr, con, nx, hist, hist_n = (inst.p, inst.tab, inst.con_ptr, inst.con,
                                               inst.nx, inst.hist, inst.hist_n)
@@ -453,6 +455,7 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
         # ------------------------------------------------ link a newly activated stream
         if mode == MODE_TRACE and act_batch and run_slot < 0:
             if ptr < n_tr and arrival[ptr] <= act_now and misc[M_RING_N] < cap:
+                s_left[ptr] = 1  # (one burst: s_end is set when it is served)
                 sid_new = ptr
                 run_slot = misc[M_RFREE]
                 ptr += 1
@@ -467,41 +470,38 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
             misc[M_ASEQ] += 1
             held = False
             addr = s_addr[sid_new]
-        elif run_slot >= 0:
+        elif run_slot >= 0:  # a woken stream: its next burst
             held = True
-            addr = -1  # a waiting stream: its next burst is decoded already
+            addr = s_addr[ring[run_slot, R_SID]]
         # ------------------------------------------------ feed one stream
         if run_slot >= 0:
             slot = run_slot
             run_slot = -1
             sid = ring[slot, R_SID]
             waiting = False
-            # (a trace stream is one burst, fed once: trace mode keeps no per-request
-            # counters, s_end is set when it is served)
-            while mode == MODE_TRACE or s_left[sid] > 0:
-                if addr >= 0 and pow2:  # decode the burst at addr: a shift and a mask each
+            while s_left[sid] > 0:
+                # decode the burst at addr (the stream's next; a woken stream decodes it
+                # again): one shift and mask per field (tab T_DSHIFT / T_DMASK), or by
+                # division through the ring slot when the field counts are not all powers
+                # of two
+                if pow2:
                     ch = (addr >> tab[T_DSHIFT, 0]) & tab[T_DMASK, 0]
                     ra = (addr >> tab[T_DSHIFT, 1]) & tab[T_DMASK, 1]
                     bg = (addr >> tab[T_DSHIFT, 2]) & tab[T_DMASK, 2]
                     ba = (addr >> tab[T_DSHIFT, 3]) & tab[T_DMASK, 3]
                     row = (addr >> tab[T_DSHIFT, 4]) & tab[T_DMASK, 4]
                 else:
-                    if addr >= 0:  # decode into the ring slot (field counts not powers of 2)
-                        idx = addr // BB
-                        for k in range(6):  # LSB field first
-                            cnt = tab[T_ACOUNT, k]
-                            v = idx % cnt
-                            idx //= cnt
-                            f = tab[T_AFIELD, k]
-                            if f < 5:
-                                ring[slot, R_CH + f] = v
-                    # (a woken stream: its burst was decoded into its slot before)
+                    idx = addr // BB
+                    for k in range(6):  # LSB field first
+                        cnt = tab[T_ACOUNT, k]
+                        v = idx % cnt
+                        idx //= cnt
+                        f = tab[T_AFIELD, k]
+                        if f < 5:
+                            ring[slot, R_CH + f] = v
                     ch, ra, bg = ring[slot, R_CH], ring[slot, R_RA], ring[slot, R_BG]
                     ba, row = ring[slot, R_BA], ring[slot, R_ROW]
                 if chs[ch, H_COUNT] >= Q:
-                    # the decoded burst waits in the ring slot
-                    ring[slot, R_CH], ring[slot, R_RA], ring[slot, R_BG] = ch, ra, bg
-                    ring[slot, R_BA], ring[slot, R_ROW] = ba, row
                     if not held:
                         misc[M_RFREE] = ring[slot, R_NEXT]
                         misc[M_RING_N] += 1
@@ -609,12 +609,11 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
                     if dirty == 0 and chs[ch, H_DIRTY] != 0:
                         sched[misc[M_NDIRTY]] = ch
                         misc[M_NDIRTY] += 1
-                if mode == MODE_TRACE:  # (one burst; s_addr read-only)
-                    break
                 s_left[sid] -= 1
-                s_out[sid] += 1
-                s_addr[sid] += BB
-                addr = s_addr[sid]
+                if mode != MODE_TRACE:  # (a trace request is one burst: s_addr read-only)
+                    s_out[sid] += 1
+                    s_addr[sid] += BB
+                    addr = s_addr[sid]
             if not waiting and held:  # all bursts queued: the slot goes back
                 ring[slot, R_NEXT] = misc[M_RFREE]
                 misc[M_RFREE] = slot
@@ -996,10 +995,10 @@ def run_trace(inst, addr, is_write, arrival, s_end):
     are the rows of one block: numpy asks Linux for huge pages for an allocation this
     large, where separate arrays of 8 bytes per request were fresh 4 KiB pages on every
     call (~2,000 page faults for 200,000 requests, ~10 % of a sequential trace's CPU
-    time). Trace mode reads the addresses in place (never writes them) and keeps no
-    per-request counters (a trace request is one burst: fed once, done when its column
-    command issues, ``s_end`` set then), so the block is not zeroed (no calloc) and only
-    its write-flag row is touched."""
+    time). Trace mode reads the addresses in place (never writes them), sets a request's
+    bursts left at its activation and its ``s_end`` when its column command issues (one
+    burst: done then; no bursts-queued count, no finished ids), so the block is not
+    zeroed (no calloc)."""
     n = addr.shape[0]
     zero = np.int64(0)
     w = np.empty((4, max(n, 1)), np.int64)
