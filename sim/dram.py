@@ -368,6 +368,12 @@ def _resolve(spec: DramSpec, ring_capacity: int) -> K.DramInst:
     tab[K.T_SCOPE, :N_COMMANDS] = [LEVELS.index(COMMAND_SCOPE[c]) for c in COMMANDS]
     tab[K.T_ASHIFT, :6] = [int(c).bit_length() - 1 for c in amap_count] if pow2 else 0
     tab[K.T_CWIN, :N_COMMANDS] = cwin
+    if pow2:  # field f of a byte address: (addr >> tab[T_DSHIFT, f]) & tab[T_DMASK, f]
+        shift = spec.burst_bytes.bit_length() - 1
+        for f, c in zip(amap_field, amap_count):
+            if f < 5:
+                tab[K.T_DSHIFT, f], tab[K.T_DMASK, f] = shift, c - 1
+            shift += int(c).bit_length() - 1
     con = np.zeros((5, max(ncon, 1)), np.int64)
     con[K.K_LEVEL, :ncon] = con_level
     con[K.K_NEXT, :ncon] = con_next

@@ -37,8 +37,9 @@ would overflow). A new
 request that changes no candidate changes nothing; one that does only competes with the
 channel's cached decision (unless that decision is on its bank or involved a refresh).
 A tournament tree over the channels finds the next command in O(log C) and only changed
-channels are re-decided; the next burst of each active stream is decoded once (shifts
-and masks for power-of-two organisations); a freed queue slot wakes only the first
+channels are re-decided; a stream's next burst is decoded from its address when it is
+fed (one shift and mask per field for power-of-two organisations, ``tab`` T_DSHIFT /
+T_DMASK; a woken stream decodes it again); a freed queue slot wakes only the first
 stream (in activation order) waiting for that channel - the only stream that can move,
 since after every feed each waiting stream waits for a full channel - taken from a
 per-channel waiting list. ``tests/sim/test_dram_equivalence.py`` checks that these
@@ -81,7 +82,10 @@ N_P = 24
 # tab rows (small tables, width 16)
 T_AFIELD, T_ACOUNT, T_LVL, T_FAN, T_SCOPE, T_ASHIFT = range(6)
 T_CWIN = 6  # per command: its first rolling-window constraint (its rows without come first)
-N_TAB = 7
+# per address field (channel, rank, bank group, bank, row) when every field count is a power
+# of two: the byte address's shift to that field and the field's mask (count - 1)
+T_DSHIFT, T_DMASK = 7, 8
+N_TAB = 9
 # con rows (one column per constraint, grouped by preceding command via con_ptr; within a
 # command the rows without a rolling window first, up to tab[T_CWIN, cmd])
 K_LEVEL, K_NEXT, K_LAT, K_WIN, K_WSLOT = range(5)
@@ -141,7 +145,8 @@ BIG = 2**60  # gf entries of a rank waiting for its refresh: BIG * 4 + 3 > INF, 
 # every channel
 # ring[slot, field]: streams waiting for a queue slot (M_RING_N of them); free slots form
 # a list through R_NEXT from misc[M_RFREE] (a new stream is fed in the first free slot and
-# takes it only when it has to wait); R_CH..R_ROW hold the decoded next burst, R_WAIT the
+# takes it only when it has to wait); R_CH..R_ROW: scratch of the division decode (field
+# counts not all powers of two; a waiting stream decodes its next burst again), R_WAIT the
 # channel it waits for (-1: not waiting). R_PREV, M_RHEAD, M_RTAIL: unused (the list of
 # every active stream in activation order was never read, only kept up to date)
 R_SID, R_NEXT, R_PREV, R_WAIT, R_CH, R_RA, R_BG, R_BA, R_ROW = range(9)
@@ -407,7 +412,8 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
     * MODE_ACTIVATE: append stream ``sid_in`` at ``now_in`` and feed it; return 1, or 0
       when the ring is full;
     * MODE_TRACE: run streams ``0..len(arrival)-1`` (one burst each, ``arrival``
-      sorted) to completion; return #streams done.
+      sorted) to completion; return #streams done (``s_end`` set when a request is
+      served; ``s_out``, ``done_buf`` and ``s_addr`` untouched).
     """
     p, tab, con_ptr, con, nx, hist, hist_n = (inst.p, inst.tab, inst.con_ptr, inst.con,
                                               inst.nx, inst.hist, inst.hist_n)
@@ -449,9 +455,7 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
         # ------------------------------------------------ link a newly activated stream
         if mode == MODE_TRACE and act_batch and run_slot < 0:
             if ptr < n_tr and arrival[ptr] <= act_now and misc[M_RING_N] < cap:
-                s_left[ptr] = 1
-                s_out[ptr] = 0
-                s_end[ptr] = act_now
+                s_left[ptr] = 1  # (one burst: s_end is set when it is served)
                 sid_new = ptr
                 run_slot = misc[M_RFREE]
                 ptr += 1
@@ -466,9 +470,9 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
             misc[M_ASEQ] += 1
             held = False
             addr = s_addr[sid_new]
-        elif run_slot >= 0:
+        elif run_slot >= 0:  # a woken stream: its next burst
             held = True
-            addr = -1  # a waiting stream: its next burst is decoded already
+            addr = s_addr[ring[run_slot, R_SID]]
         # ------------------------------------------------ feed one stream
         if run_slot >= 0:
             slot = run_slot
@@ -476,20 +480,27 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
             sid = ring[slot, R_SID]
             waiting = False
             while s_left[sid] > 0:
-                if addr >= 0:  # decode the burst at addr into the ring slot
-                    idx = addr >> p[P_BBSHIFT] if pow2 else addr // BB
+                # decode the burst at addr (the stream's next; a woken stream decodes it
+                # again): one shift and mask per field (tab T_DSHIFT / T_DMASK), or by
+                # division through the ring slot when the field counts are not all powers
+                # of two
+                if pow2:
+                    ch = (addr >> tab[T_DSHIFT, 0]) & tab[T_DMASK, 0]
+                    ra = (addr >> tab[T_DSHIFT, 1]) & tab[T_DMASK, 1]
+                    bg = (addr >> tab[T_DSHIFT, 2]) & tab[T_DMASK, 2]
+                    ba = (addr >> tab[T_DSHIFT, 3]) & tab[T_DMASK, 3]
+                    row = (addr >> tab[T_DSHIFT, 4]) & tab[T_DMASK, 4]
+                else:
+                    idx = addr // BB
                     for k in range(6):  # LSB field first
-                        if pow2:
-                            v = idx & (tab[T_ACOUNT, k] - 1)
-                            idx >>= tab[T_ASHIFT, k]
-                        else:
-                            cnt = tab[T_ACOUNT, k]
-                            v = idx % cnt
-                            idx //= cnt
+                        cnt = tab[T_ACOUNT, k]
+                        v = idx % cnt
+                        idx //= cnt
                         f = tab[T_AFIELD, k]
                         if f < 5:
                             ring[slot, R_CH + f] = v
-                ch = ring[slot, R_CH]
+                    ch, ra, bg = ring[slot, R_CH], ring[slot, R_RA], ring[slot, R_BG]
+                    ba, row = ring[slot, R_BA], ring[slot, R_ROW]
                 if chs[ch, H_COUNT] >= Q:
                     if not held:
                         misc[M_RFREE] = ring[slot, R_NEXT]
@@ -514,8 +525,6 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
                         chs[ch, H_WTAIL] = slot
                     waiting = True
                     break
-                ra, bg, ba = ring[slot, R_RA], ring[slot, R_BG], ring[slot, R_BA]
-                row = ring[slot, R_ROW]
                 rk = ch * RK + ra
                 gn = rk * G + bg
                 bank = gn * B + ba
@@ -601,8 +610,8 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
                         sched[misc[M_NDIRTY]] = ch
                         misc[M_NDIRTY] += 1
                 s_left[sid] -= 1
-                s_out[sid] += 1
                 if mode != MODE_TRACE:  # (a trace request is one burst: s_addr read-only)
+                    s_out[sid] += 1
                     s_addr[sid] += BB
                     addr = s_addr[sid]
             if not waiting and held:  # all bursts queued: the slot goes back
@@ -914,12 +923,16 @@ def core(inst, mode, until, sid_in, now_in, s_addr, s_left, s_out, s_write, s_en
             q[c, s, Q_NEXT] = chs[c, H_FREE]
             chs[c, H_FREE] = s
             chs[c, H_COUNT] -= 1
-            s_out[src] -= 1
-            if done_t > s_end[src]:
+            if mode == MODE_TRACE:  # one burst: done now (done_t > t >= its activation)
                 s_end[src] = done_t
-            if s_out[src] == 0 and s_left[src] == 0:
-                done_buf[ndone] = src
                 ndone += 1
+            else:
+                s_out[src] -= 1
+                if done_t > s_end[src]:
+                    s_end[src] = done_t
+                if s_out[src] == 0 and s_left[src] == 0:
+                    done_buf[ndone] = src
+                    ndone += 1
             # the freed slot: the first stream (activation order) waiting for c proceeds
             if chs[c, H_NWAIT] > 0:
                 slot = chs[c, H_WHEAD]
@@ -982,9 +995,10 @@ def run_trace(inst, addr, is_write, arrival, s_end):
     are the rows of one block: numpy asks Linux for huge pages for an allocation this
     large, where separate arrays of 8 bytes per request were fresh 4 KiB pages on every
     call (~2,000 page faults for 200,000 requests, ~10 % of a sequential trace's CPU
-    time). Trace mode reads the addresses in place (never writes them) and sets bursts
-    left, bursts queued, finished ids and ``s_end`` of every request itself (at its
-    activation), so the block is not zeroed (no calloc)."""
+    time). Trace mode reads the addresses in place (never writes them), sets a request's
+    bursts left at its activation and its ``s_end`` when its column command issues (one
+    burst: done then; no bursts-queued count, no finished ids), so the block is not
+    zeroed (no calloc)."""
     n = addr.shape[0]
     zero = np.int64(0)
     w = np.empty((4, max(n, 1)), np.int64)
