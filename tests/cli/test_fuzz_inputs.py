@@ -60,8 +60,10 @@ def test_fuzz_timeloop_problems(capsys, tmp_path_factory, data):
     prob = _problem(data.draw)
     p = tmp_path_factory.mktemp("tl") / "problem.yaml"
     p.write_text(yaml.safe_dump(prob))
+    # (a valid problem runs the mapper's search: 0.2 s of it, not the default 8 s; the
+    # property is about reading the problem, not the mapping found)
     run_cli(capsys, ["map", "--timeloop", str(ROOT / "examples/timeloop/eyeriss_like/arch.yaml"),
-                     "--problem", str(p)])
+                     "--problem", str(p), "--time-budget", "0.2"])
 
 
 @settings(max_examples=10, **_SETTINGS)
