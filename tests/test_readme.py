@@ -1,4 +1,5 @@
-"""The README's "One minute tour" runs as written (slow: ~50 commands, ~1 min warm).
+"""The README's "One minute tour" and its Python examples run as written (slow: ~50
+commands, ~1 min warm).
 
 Each line of the tour's code block is run with bash from a scratch folder that links the
 repository's ``configs``, ``examples``, ``tests`` and ``benchmarks`` (the files the commands
@@ -53,3 +54,18 @@ def test_tour_command_runs_without_warnings(cmd: str, tmp_path: Path):
     assert "Traceback" not in proc.stderr, (cmd, proc.stderr[-2000:])
     warns = [ln for ln in proc.stderr.splitlines() if ln.startswith("warning:")]
     assert not warns, (cmd, warns)
+
+
+def python_blocks() -> list[str]:
+    """The README's Python examples."""
+    return re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("code", python_blocks())
+def test_python_example_runs(code: str, tmp_path: Path):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert not [ln for ln in proc.stderr.splitlines() if ln.startswith("warning:")]
