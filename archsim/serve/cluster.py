@@ -226,6 +226,7 @@ class Simulation:
         self.acc = acc
         self.setup = setup
         self.costs: dict[Any, IterationCost] = costs if costs is not None else {}
+        self._idle: dict[tuple[int, int], float] = {}   # _idle_power's (devices, design)
         pools = [("both" if setup.decode is None else "prefill", setup.pool)]
         if setup.decode is not None:
             pools.append(("decode", setup.decode))
@@ -273,12 +274,8 @@ class Simulation:
         self.front = [r for r in self.replicas if r.role in ("both", "prefill")]
         self.back = [r for r in self.replicas if r.role == "decode"]
         self._routers = {"front": _router(setup.router), "back": _router(setup.router)}
-        idle: dict[tuple[int, int], float] = {}   # per (devices, design): replicas repeat
-        for r in self.replicas:
-            key = (r.cost.tp, id(r.cost.acc))
-            if key not in idle:
-                idle[key] = self._idle_power(r.cost.tp, r.cost.acc)
-        self.idle_power_w = sum(idle[(r.cost.tp, id(r.cost.acc))] for r in self.replicas)
+        self.idle_power_w = sum(self._idle_power(r.cost.tp, r.cost.acc)
+                                for r in self.replicas)
         # the KV a hand-off moves: the whole model's, in the prefill pool's KV format
         front = self.cost_model(setup.pool)
         self.kv_bytes_full = kv_bytes_per_token(front.shape, front.build)
@@ -308,9 +305,12 @@ class Simulation:
         """Leakage power of ``devices`` idle devices of ``acc`` (default the setup's design;
         W): energy of no actions over 1 s."""
         acc = acc or self.acc
-        tech = energy.Technology(node_nm=acc.technology.node_nm)
-        comps = [c for u in acc.units for c in u.components()]
-        return energy.evaluate(comps, {}, 1.0, tech).total_j * devices
+        key = (devices, id(acc))    # (replicas repeat their pool's: evaluated once each)
+        if key not in self._idle:
+            tech = energy.Technology(node_nm=acc.technology.node_nm)
+            comps = [c for u in acc.units for c in u.components()]
+            self._idle[key] = energy.evaluate(comps, {}, 1.0, tech).total_j * devices
+        return self._idle[key]
 
     # ---- routing -------------------------------------------------------------------------
     def _route(self, pool: list[Replica], which: str) -> Replica:

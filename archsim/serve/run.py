@@ -110,25 +110,25 @@ def summarise(sim: Simulation, raw: dict[str, Any], setup: ServeSetup, slo: SLO,
     else:
         ratio, sustained = 1.0, True
     reps = sim.replicas
-    # per pool (replicas share their pool's cost model): idle power (W), peaks, area (mm2)
-    pools = {id(r.cost): (sim._idle_power(r.cost.tp, r.cost.acc), r.cost.peaks(),
-                          _area(r.cost)) for r in {id(r.cost): r for r in reps}.values()}
+    # per pool (replicas share their pool's cost model): peaks, area (mm2)
+    pools = {id(r.cost): (r.cost.peaks(), _area(r.cost))
+             for r in {id(r.cost): r for r in reps}.values()}
     busy_energy = sum(r.energy_j for r in reps)
     idle = 0.0
     for r in reps:
-        idle += pools[id(r.cost)][0] * max(0.0, raw["end_s"] - t0 - r.busy_s)
+        idle += sim._idle_power(r.cost.tp, r.cost.acc) * max(0.0, raw["end_s"] - t0 - r.busy_s)
     e_total = busy_energy + idle
     out_tokens = float(out.sum())
     kv_u = [r.kv_area / (span * r.kv.total) for r in reps if r.kv.total]
     kv_peak = max((r.kv.peak / r.kv.total for r in reps if r.kv.total), default=0.0)
     mfu_num = mbu_num = busy = 0.0
     for r in reps:
-        fp, bp = pools[id(r.cost)][1]
+        fp, bp = pools[id(r.cost)][0]
         busy += r.busy_s
         mfu_num += r.flops / fp if fp else 0.0
         mbu_num += r.dram / bp if bp else 0.0
     devices = sum(r.cost.tp for r in reps)
-    area = sum(pools[id(r.cost)][2] for r in reps)
+    area = sum(pools[id(r.cost)][1] for r in reps)
     xn = sum(1 for s in states if s.decode_replica >= 0)
     dep = _deployment(setup, sim)
     return ServeResult(
